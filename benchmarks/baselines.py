@@ -1,0 +1,212 @@
+"""Hand-written reference loops the fe_ray variants are compared against.
+
+* :class:`PlainTorchTrainer`: the plain single-process PyTorch loop (variant (a) of throughput.py).
+* :class:`DPWorker`: one rank of a hand-written gloo data-parallel loop on a Ray actor (variant (e)); also used by
+  overhead.py to time the primitive operations (empty actor call, gloo all_reduce) of any distributed path.
+* :func:`plain_tf_step`: the plain ``tf.function`` Keras training step (throughput.py --framework tf).
+
+The loss math matches fe_ray's CrossEntropy on softmax outputs (renormalise, clip to [1e-7, 1-1e-7], log, gather),
+and the optimizer is Adam(lr=1e-3) everywhere (fe.build's "adam" default), so every variant does the same work.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from benchmarks.models import synthetic_data, tf_model, torch_model
+
+EPSILON = 1e-7
+
+
+def sparse_ce(pred: Any, y: Any) -> Any:
+    """Mean sparse cross entropy of softmax probabilities ``pred`` (torch), as fe_ray's CrossEntropy computes it."""
+    import torch
+
+    p = pred / pred.sum(dim=-1, keepdim=True)
+    log_p = torch.log(p.clamp(EPSILON, 1 - EPSILON))
+    return -torch.gather(log_p, -1, y.reshape(-1, 1).long()).mean()
+
+
+def batches_of(data: dict[str, np.ndarray], batch_size: int) -> list[dict[str, np.ndarray]]:
+    """Cut a {"x", "y"} dataset into consecutive batch dicts (views, no copies)."""
+    n = len(data["y"]) // batch_size
+    return [{k: v[i * batch_size:(i + 1) * batch_size] for k, v in data.items()} for i in range(n)]
+
+
+class PlainTorchTrainer:
+    """The plain PyTorch loop: from_numpy -> (to device) -> forward -> CE -> backward -> Adam step."""
+
+    def __init__(self, model_name: str, device: str = "cpu") -> None:
+        import torch
+
+        self.torch = torch
+        self.device = torch.device(device)
+        self.model = torch_model(model_name).to(self.device)
+        self.model.train()
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=1e-3)
+
+    def step(self, x: np.ndarray, y: np.ndarray) -> Any:
+        """One training step on numpy arrays; returns the (device) loss tensor."""
+        torch = self.torch
+        xt = torch.from_numpy(x).to(self.device, non_blocking=True)
+        yt = torch.from_numpy(y).to(self.device, non_blocking=True)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss = sparse_ce(self.model(xt), yt)
+        loss.backward()
+        self.optimizer.step()
+        return loss
+
+    def run(self, batches: Sequence[dict[str, np.ndarray]]) -> float:
+        """Train on ``batches``; return wall seconds (synchronised with the device at the end)."""
+        start = time.perf_counter()
+        loss = None
+        for batch in batches:
+            loss = self.step(batch["x"], batch["y"])
+        if loss is not None:
+            float(loss.detach())  # forces completion (cuda); fe_ray also returns the loss to the host
+        return time.perf_counter() - start
+
+
+class DPWorker:
+    """One rank of a hand-written synchronous data-parallel loop (gloo all-reduce of one flat gradient bucket).
+
+    Wrap with ``ray.remote(DPWorker)``. ``setup`` must be called on all ranks concurrently (gloo rendezvous).
+    """
+
+    def __init__(self, rank: int, world_size: int, port: int, model_name: str, threads: int,
+                 device: str = "cpu") -> None:
+        import torch
+
+        torch.set_num_threads(threads)
+        self.rank, self.world_size, self.port = rank, world_size, port
+        self.model_name, self.device_name = model_name, device
+        self.threads = threads
+
+    def setup(self) -> int:
+        """Join the gloo process group and build the model/optimizer; returns torch's thread count."""
+        import torch
+        import torch.distributed as dist
+
+        self.torch, self.dist = torch, dist
+        if self.device_name == "cuda":
+            torch.cuda.set_device(0)
+        self.device = torch.device(self.device_name)
+        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{self.port}", rank=self.rank,
+                                world_size=self.world_size)
+        self.trainer = PlainTorchTrainer(self.model_name, self.device_name)
+        self.params = [p for p in self.trainer.model.parameters() if p.requires_grad]
+        return torch.get_num_threads()
+
+    def _allreduce_grads(self) -> None:
+        torch = self.torch
+        flat = torch.cat([p.grad.reshape(-1) for p in self.params])
+        if flat.device.type != "cpu":
+            flat = flat.cpu()  # gloo reduces host memory; a GPU run copies the bucket (as gloo-on-CPU fe_ray does)
+        self.dist.all_reduce(flat)
+        flat /= self.world_size
+        offset = 0
+        for p in self.params:
+            n = p.numel()
+            p.grad.copy_(flat[offset:offset + n].view_as(p.grad), non_blocking=True)
+            offset += n
+
+    def step(self, x: np.ndarray, y: np.ndarray) -> float:
+        """One synchronous DP step on this rank's slice; returns the local loss."""
+        trainer, torch = self.trainer, self.torch
+        xt = torch.from_numpy(x).to(self.device)
+        yt = torch.from_numpy(y).to(self.device)
+        trainer.optimizer.zero_grad(set_to_none=True)
+        loss = sparse_ce(trainer.model(xt), yt)
+        loss.backward()
+        self._allreduce_grads()
+        trainer.optimizer.step()
+        return float(loss)
+
+    def run_local(self, steps: int, batch_size: int, seed: int = 0) -> float:
+        """``steps`` DP steps on data generated inside the actor (no driver round trip); returns seconds."""
+        data = synthetic_data(self.model_name, steps * batch_size, seed=seed + self.rank)
+        self.dist.barrier()
+        start = time.perf_counter()
+        for i in range(steps):
+            sl = slice(i * batch_size, (i + 1) * batch_size)
+            self.step(data["x"][sl], data["y"][sl])
+        self.dist.barrier()
+        return time.perf_counter() - start
+
+    def compute_time(self, batch_size: int, iters: int) -> float:
+        """Mean seconds of one local training step (forward, backward, Adam) on ``batch_size`` samples, no
+        all-reduce: the compute share of a data-parallel step."""
+        data = synthetic_data(self.model_name, batch_size, seed=self.rank)
+        trainer = self.trainer
+        trainer.step(data["x"], data["y"])
+        start = time.perf_counter()
+        for _ in range(iters):
+            loss = trainer.step(data["x"], data["y"])
+        float(loss.detach())
+        return (time.perf_counter() - start) / iters
+
+    def noop(self, *args: Any) -> int:
+        """An empty call (args are received and dropped), for round-trip timing."""
+        return 0
+
+    def allreduce_time(self, numel: int, iters: int) -> float:
+        """Median seconds of a gloo all_reduce of ``numel`` float32 values (after 3 warm-ups)."""
+        torch = self.torch
+        buf = torch.ones(numel, dtype=torch.float32)
+        times = []
+        for i in range(iters + 3):
+            self.dist.barrier()
+            start = time.perf_counter()
+            self.dist.all_reduce(buf)
+            if i >= 3:
+                times.append(time.perf_counter() - start)
+        return float(np.median(times))
+
+    def num_grad_params(self) -> int:
+        """Number of gradient elements all-reduced per step."""
+        return sum(p.numel() for p in self.params)
+
+    def shutdown(self) -> None:
+        """Leave the process group."""
+        if self.dist.is_initialized():
+            self.dist.destroy_process_group()
+
+
+# ---------------------------------------------------------------------------------------------------- tensorflow
+class PlainTFTrainer:
+    """The plain TF loop: a ``tf.function`` step (GradientTape, same CE math, Adam) fed numpy batches."""
+
+    def __init__(self, model_name: str) -> None:
+        import keras
+        import tensorflow as tf
+
+        self.tf = tf
+        self.model = tf_model(model_name)
+        self.optimizer = keras.optimizers.Adam(learning_rate=1e-3)
+
+        @tf.function(reduce_retracing=True)
+        def train_step(x: Any, y: Any) -> Any:
+            with tf.GradientTape() as tape:
+                pred = self.model(x, training=True)
+                p = pred / tf.reduce_sum(pred, axis=-1, keepdims=True)
+                log_p = tf.math.log(tf.clip_by_value(p, EPSILON, 1 - EPSILON))
+                loss = -tf.reduce_mean(tf.gather(log_p, tf.cast(y, tf.int32), axis=-1, batch_dims=1))
+            grads = tape.gradient(loss, self.model.trainable_variables)
+            self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables))
+            return loss
+
+        self.train_step = train_step
+
+    def run(self, batches: Sequence[dict[str, np.ndarray]]) -> float:
+        """Train on ``batches``; return wall seconds."""
+        start = time.perf_counter()
+        loss = None
+        for batch in batches:
+            loss = self.train_step(batch["x"], batch["y"])
+        if loss is not None:
+            float(loss)
+        return time.perf_counter() - start

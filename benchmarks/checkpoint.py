@@ -1,0 +1,430 @@
+"""Checkpoint save/restore time and training stall for a ~100M-parameter torch model + Adam state.
+
+Side by side, alternating, in one run (seconds; lower is better):
+
+    raw_write        dd-like: the same byte count as the torch.save file, 64 MiB chunks, then fsync (disk speed)
+    torch_save       torch.save({"model": state_dict, "optimizer": state_dict}) + fsync
+    fe_save          fe_ray's synchronous path: System.capture_state() -> CheckpointStore.save(write_checkpoint)
+                     (fsync + atomic commit included, as the Estimator does it)
+    memcopy          one in-memory copy of the same state (torch clone of weights + Adam moments): the least a
+                     snapshot-then-write-in-background save must block training for
+    fe_capture       fe_ray's in-memory snapshot alone (System.capture_state): what an async save blocks for
+    raw_read         cold read of the torch.save file (page cache dropped with posix_fadvise) (disk speed)
+    torch_restore    cold torch.load + model/optimizer load_state_dict
+    fe_restore       cold fe_ray read_checkpoint + System.restore_state
+
+Background saves, outside the alternation (they need a training loop running meanwhile): ``fe_async`` is fe_ray's
+AsyncCheckpointer (capture_state, ray.put of the payload, a CheckpointWriter actor commits it);
+``thread`` measures the obvious in-process one: capture on the training thread, write in a thread. Both time
+training steps of a small model running concurrently, so contention with the writer counts as stall too.
+
+Peak extra resident memory of each operation (sampled every 5 ms) is reported too: 100M fp32 parameters are
+400 MB of weights and 800 MB of Adam moments, and every extra copy costs 1.2 GB.
+
+Run: ``python -m benchmarks.checkpoint [--params 100e6] [--dir /path] [--quick]``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from benchmarks import harness
+
+CHUNK = 64 << 20
+
+
+class PeakRSS:
+    """Sample this process's resident set every 5 ms; ``peak_extra`` = max RSS - RSS at start (bytes)."""
+
+    def __init__(self) -> None:
+        self.page = os.sysconf("SC_PAGE_SIZE")
+
+    def rss(self) -> int:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * self.page
+
+    def __enter__(self) -> PeakRSS:
+        self.start = self.rss()
+        self.peak = self.start
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+        self._thread.start()
+        return self
+
+    def _poll(self) -> None:
+        while not self._stop.wait(0.005):
+            self.peak = max(self.peak, self.rss())
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, self.rss())
+
+    @property
+    def peak_extra(self) -> int:
+        return self.peak - self.start
+
+
+def big_model_fn(params: float) -> Callable[[], Any]:
+    """A stack of 10 square Linear layers with about ``params`` parameters in total."""
+    width = int(round((params / 10) ** 0.5))
+
+    def make() -> Any:
+        import torch
+
+        torch.manual_seed(0)
+        return torch.nn.Sequential(*[torch.nn.Linear(width, width) for _ in range(10)])
+
+    return make
+
+
+def populate_adam(model: Any, optimizer: Any) -> None:
+    """One Adam step with small gradients so exp_avg/exp_avg_sq exist (full optimizer state)."""
+    import torch
+
+    for p in model.parameters():
+        p.grad = torch.full_like(p, 1e-3)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+
+
+def fsync_path(path: str | Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def drop_cache(root: str | Path) -> None:
+    """Evict every file under ``root`` from the page cache (clean pages only: call after fsync)."""
+    root = Path(root)
+    files = [root] if root.is_file() else [p for p in root.rglob("*") if p.is_file()]
+    for path in files:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
+def dir_bytes(root: str | Path) -> int:
+    root = Path(root)
+    return sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
+
+
+class Bench:
+    """Holds the model, the fe_ray System and the paths; each method is one timed operation (seconds)."""
+
+    def __init__(self, params: float, workdir: Path, device: str = "cpu") -> None:
+        import torch
+
+        import fe_ray as fe
+
+        self.torch = torch
+        self.workdir = workdir
+        self.device = device
+        self.model = fe.build(model_fn=big_model_fn(params), optimizer_fn="adam", model_name="big")
+        if device == "cuda":
+            self.model.to(device)  # before the first optimizer step, so the Adam moments live on the GPU too
+        self.optimizer = self.model.current_optimizer
+        populate_adam(self.model, self.optimizer)
+        self.num_params = sum(p.numel() for p in self.model.parameters())
+        self.torch_path = workdir / "torch" / "state.pt"
+        self.torch_path.parent.mkdir(parents=True)
+        self.raw_path = workdir / "raw.bin"
+        self.fe_root = workdir / "fe_store"
+        self.peaks: dict[str, list[int]] = {}
+        self.system = self._make_system()
+        self.torch_save()
+        self.nbytes = self.torch_path.stat().st_size
+        self.buffer = os.urandom(CHUNK)
+
+    def _make_system(self) -> Any:
+        """An fe_ray System over a real in-process Network holding the big model (ops: ModelOp/CE/UpdateOp)."""
+        import fe_ray as fe
+        from fe_ray.op.tensorop.loss import CrossEntropy
+        from fe_ray.op.tensorop.model import ModelOp, UpdateOp
+        from fe_ray.summary.system import System
+
+        network = fe.Network(ops=[ModelOp(model=self.model, inputs="x", outputs="y_pred"),
+                                  CrossEntropy(inputs=("y_pred", "y"), outputs="ce"),
+                                  UpdateOp(model=self.model, loss_name="ce")])
+
+        class _NoPipeline:
+            data: dict[str, Any] = {}
+
+        return System(network=network, pipeline=_NoPipeline())
+
+    def _peak(self, name: str, fn: Callable[[], Any]) -> float:
+        with PeakRSS() as mem:
+            start = time.perf_counter()
+            fn()
+            seconds = time.perf_counter() - start
+        self.peaks.setdefault(name, []).append(mem.peak_extra)
+        return seconds
+
+    # ------------------------------------------------------------------ saves
+    def raw_write(self) -> float:
+        def run() -> None:
+            fd = os.open(self.raw_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            try:
+                left = self.nbytes
+                view = memoryview(self.buffer)
+                while left > 0:
+                    left -= os.write(fd, view[:min(left, CHUNK)])
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        seconds = self._peak("raw_write", run)
+        drop_cache(self.raw_path)
+        return seconds
+
+    def torch_save(self) -> float:
+        def run() -> None:
+            state = {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict()}
+            with open(self.torch_path, "wb") as f:
+                self.torch.save(state, f)
+                f.flush()
+                os.fsync(f.fileno())
+        seconds = self._peak("torch_save", run)
+        drop_cache(self.torch_path)
+        return seconds
+
+    def fe_save(self) -> float:
+        from fe_ray.io.checkpoint import CheckpointStore
+        from fe_ray.io.state_files import write_checkpoint
+
+        store = CheckpointStore(str(self.fe_root), keep=1)
+
+        def run() -> None:
+            payload = self.system.capture_state()
+            store.save(lambda directory: write_checkpoint(payload, directory))
+        seconds = self._peak("fe_save", run)
+        drop_cache(self.fe_root)
+        return seconds
+
+    # ------------------------------------------------------------------ in-memory snapshots (the stall)
+    def memcopy(self) -> float:
+        def run() -> None:
+            torch = self.torch
+            # To host memory: a snapshot that outlives the next optimizer step (a GPU run copies device -> host).
+            weights = {k: v.detach().to("cpu", copy=True) for k, v in self.model.state_dict().items()}
+            moments = {i: {k: v.to("cpu", copy=True) if isinstance(v, torch.Tensor) else v for k, v in s.items()}
+                       for i, s in enumerate(self.optimizer.state.values())}
+            del weights, moments
+        return self._peak("memcopy", run)
+
+    def fe_capture(self) -> float:
+        return self._peak("fe_capture", lambda: self.system.capture_state())
+
+    # ------------------------------------------------------------------ restores (cold)
+    def raw_read(self) -> float:
+        drop_cache(self.torch_path)
+
+        def run() -> None:
+            with open(self.torch_path, "rb", buffering=0) as f:
+                buf = bytearray(CHUNK)
+                while f.readinto(buf):
+                    pass
+        return self._peak("raw_read", run)
+
+    def torch_restore(self) -> float:
+        drop_cache(self.torch_path)
+
+        def run() -> None:
+            state = self.torch.load(self.torch_path, map_location=self.device, weights_only=True)
+            self.model.load_state_dict(state["model"])
+            self.optimizer.load_state_dict(state["optimizer"])
+        return self._peak("torch_restore", run)
+
+    def fe_restore(self) -> float:
+        from fe_ray.io.checkpoint import CheckpointStore
+        from fe_ray.io.state_files import read_checkpoint
+
+        latest = CheckpointStore(str(self.fe_root), keep=1).latest()
+        if latest is None:
+            raise RuntimeError("no fe_ray checkpoint to restore")
+        drop_cache(self.fe_root)
+
+        def run() -> None:
+            self.system.restore_state(read_checkpoint(latest))
+        return self._peak("fe_restore", run)
+
+    # ------------------------------------------------------------------ background write (stall + interference)
+    def background(self, kind: str, step_fn: Callable[[], None], baseline_step_s: float) -> dict[str, float]:
+        """A save that writes in the background while ``step_fn`` trains; returns its costs to training.
+
+        kind "thread": capture_state on the training thread, CheckpointStore.save(write_checkpoint) in a thread.
+        kind "fe_async": fe_ray's AsyncCheckpointer (capture_state, ray.put, a CheckpointWriter actor writes).
+
+        ``blocked_s`` is the time before training can resume; ``slowdown_s`` the extra time the training steps
+        run meanwhile took over their undisturbed median (CPU/memory-bandwidth contention with the writer);
+        ``stall_s`` = blocked + slowdown, the training time lost to the save.
+        """
+        from fe_ray.io.checkpoint import CheckpointStore
+        from fe_ray.io.state_files import write_checkpoint
+
+        # Re-measure the undisturbed step right before this save: on a shared machine a baseline taken once
+        # drifts, and the slowdown estimate goes negative.
+        times = []
+        for _ in range(20):
+            t0 = time.perf_counter()
+            step_fn()
+            times.append(time.perf_counter() - t0)
+        baseline_step_s = statistics.median(times)
+        start = time.perf_counter()
+        payload = self.system.capture_state()
+        if kind == "thread":
+            store = CheckpointStore(str(self.fe_root), keep=1)
+            writer = threading.Thread(target=lambda: store.save(lambda d: write_checkpoint(payload, d)))
+            writer.start()
+            done: Callable[[], bool] = lambda: not writer.is_alive()  # noqa: E731
+        else:
+            import ray
+
+            ref = self.async_checkpointer().save(str(self.fe_root), payload, keep=1)
+            del payload
+            done = lambda: bool(ray.wait([ref], timeout=0)[0])  # noqa: E731
+        blocked = time.perf_counter() - start
+        steps = 0
+        while not done():
+            step_fn()
+            steps += 1
+        total = time.perf_counter() - start
+        drop_cache(self.fe_root)
+        lost = total - blocked - steps * baseline_step_s
+        return {"blocked_s": blocked, "write_wall_s": total, "steps_during_write": steps,
+                "baseline_step_s": baseline_step_s, "slowdown_s": lost, "stall_s": blocked + max(lost, 0.0)}
+
+    def async_checkpointer(self) -> Any:
+        if not hasattr(self, "_async"):
+            from fe_ray.distributed.system_actor import AsyncCheckpointer
+
+            harness.init_ray(harness.available_cores())
+            self._async = AsyncCheckpointer()
+        return self._async
+
+
+def small_trainer(device: str = "cpu") -> tuple[Callable[[], None], float]:
+    """A LeNet training step to run during background writes, and its undisturbed median step time."""
+
+    from benchmarks.baselines import PlainTorchTrainer
+    from benchmarks.models import synthetic_data
+
+    trainer = PlainTorchTrainer("lenet", device)
+    data = synthetic_data("lenet", 32)
+
+    def step() -> None:
+        float(trainer.step(data["x"], data["y"]).detach())  # waits for the step (cuda) like a logged loss
+
+    for _ in range(10):
+        step()
+    times = []
+    for _ in range(50):
+        start = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - start)
+    return step, statistics.median(times)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = harness.base_parser(__doc__.splitlines()[0])
+    parser.add_argument("--params", type=float, default=100e6, help="model size in parameters (default 100e6)")
+    parser.add_argument("--dir", default="", help="directory to write into (default: a temp dir under /tmp)")
+    args = parser.parse_args(argv)
+    params = 2e6 if args.quick else args.params
+    repeats = args.repeats or (2 if args.quick else 3)
+    threads = args.threads or harness.available_cores()
+    harness.set_thread_budget(threads)
+    device, note = harness.resolve_device(args.device)
+    if note:
+        print(note)
+    if device == "cuda":
+        print("NOTE: model and Adam state live on the GPU; every save includes the device -> host copy.")
+    workdir = Path(tempfile.mkdtemp(prefix="fe_ray_ckpt_bench_", dir=args.dir or None))
+    try:
+        bench = Bench(params, workdir, device)
+        gib = bench.nbytes / 2**30
+        print(f"model: {bench.num_params:,} params + Adam state; torch.save file {bench.nbytes:,} bytes "
+              f"({gib:.2f} GiB); dir {workdir}; threads={threads}; repeats={repeats}")
+        ops = {"raw_write": bench.raw_write, "torch_save": bench.torch_save, "fe_save": bench.fe_save,
+               "memcopy": bench.memcopy, "fe_capture": bench.fe_capture, "raw_read": bench.raw_read,
+               "torch_restore": bench.torch_restore, "fe_restore": bench.fe_restore}
+        bench.fe_save()  # warm-up: creates the fe checkpoint that fe_restore reads
+        for name in ops:
+            bench.peaks.pop(name, None)
+        series = harness.alternate(ops, repeats, "s", higher_is_better=False, quiet_wait_s=args.wait_quiet)
+        fe_bytes = dir_bytes(bench.fe_root)
+        print(harness.series_table(series))
+        peak_rows = [[name, f"{max(v) / 2**30:.2f}", f"{max(v) / bench.nbytes:.2f}x"]
+                     for name, v in bench.peaks.items()]
+        print(harness.format_table(peak_rows, ["operation", "peak extra RSS GiB", "x state size"]))
+        mb = bench.nbytes / 1e6
+        rates = [[name, f"{mb / series[name].median:,.0f}"] for name in
+                 ("raw_write", "torch_save", "fe_save", "raw_read", "torch_restore", "fe_restore")]
+        print(harness.format_table(rates, ["operation", "MB/s (of the torch.save byte count)"]))
+        # Background writes: stall and interference, measured separately (they need a concurrent training loop).
+        step_fn, step_s = small_trainer(device)
+        kinds = ["thread"]
+        try:
+            import fe_ray.distributed.system_actor  # noqa: F401
+
+            kinds.append("fe_async")
+        except ImportError:
+            print("fe_ray has no AsyncCheckpointer: fe_async not run")
+        bg_runs: dict[str, list[dict[str, float]]] = {k: [] for k in kinds}
+        for kind in list(kinds):  # warm-up: Ray start, writer actor start, first-touch of buffers
+            try:
+                bench.background(kind, step_fn, step_s)
+            except Exception as err:  # noqa: BLE001 - e.g. no Ray on this machine
+                print(f"background path {kind} not run: {type(err).__name__}: {err}")
+                kinds.remove(kind)
+                bg_runs.pop(kind)
+        for rep in range(repeats):
+            for kind in kinds[rep % len(kinds):] + kinds[:rep % len(kinds)]:
+                bg_runs[kind].append(bench.background(kind, step_fn, step_s))
+        bg_med = {kind: {k: statistics.median(r[k] for r in runs) for k in runs[0]} for kind, runs in bg_runs.items()}
+        print(f"background saves (LeNet training steps of {step_s * 1e3:.1f} ms run during the write), medians of "
+              f"{repeats}:")
+        print(harness.format_table([[kind, m["blocked_s"], m["slowdown_s"], m["stall_s"], m["write_wall_s"],
+                                     m["steps_during_write"]] for kind, m in bg_med.items()],
+                                   ["path", "blocked s", "slowdown s", "stall s", "write wall s", "steps"]))
+        r = lambda a, b: harness.ratio(series, a, b)  # noqa: E731
+        checks = [("fe_save/torch_save", r("fe_save", "torch_save"), 1.3, "<="),
+                  ("fe_restore/torch_restore", r("fe_restore", "torch_restore"), 1.3, "<="),
+                  ("torch_save/raw_write", r("torch_save", "raw_write"), None, "<="),
+                  ("fe_capture/memcopy", r("fe_capture", "memcopy"), None, "<="),
+                  *[(f"{kind} stall / memcopy", m["stall_s"] / series["memcopy"].median, 1.0, "<=")
+                    for kind, m in bg_med.items()],
+                  *[(f"{kind} blocked / memcopy", m["blocked_s"] / series["memcopy"].median, None, "<=")
+                    for kind, m in bg_med.items()],
+                  ("sync fe_save stall / memcopy", r("fe_save", "memcopy"), 1.0, "<=")]
+        print(harness.ratio_table(checks))
+        payload = {"benchmark": "checkpoint", "environment": harness.environment(threads, device),
+                   "args": vars(args), "num_params": bench.num_params, "torch_save_bytes": bench.nbytes,
+                   "fe_checkpoint_bytes": fe_bytes, "series": {k: s.to_json() for k, s in series.items()},
+                   "peak_extra_rss_bytes": {k: max(v) for k, v in bench.peaks.items()},
+                   "background_write": {"runs": bg_runs, "median": bg_med, "lenet_step_s": step_s},
+                   "ratios": {label: {"value": v, "target": t} for label, v, t, _ in checks}}
+        path = harness.write_json("checkpoint" + ("_cuda" if device == "cuda" else "")
+                                  + ("_quick" if args.quick else ""), payload, not args.no_save)
+        if path:
+            print(f"wrote {path}")
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,339 @@
+"""Shared benchmark harness: thread budget, device choice, alternating repeats, medians, tables and JSON.
+
+Every benchmark in this package measures its variants *side by side in one run*: repeat ``r`` runs every variant
+once (in an order rotated each repeat so no variant always runs first or last), and only medians over the repeats
+are reported. These machines are noisy; alternation spreads slow phases (another tenant, a GC, page-cache flush)
+over all variants instead of penalising whichever happened to run during them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import os
+import platform
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+_THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "TF_NUM_INTRAOP_THREADS")
+
+
+# ---------------------------------------------------------------------------------------------------- environment
+def available_cores() -> int:
+    """CPU cores this process may run on (affinity-aware)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - non-Linux
+        return os.cpu_count() or 1
+
+
+def cpu_busy_cores(interval: float = 1.0) -> float:
+    """Cores kept busy machine-wide (all processes, this one included) over ``interval`` seconds, from /proc/stat."""
+    def sample() -> tuple[int, int]:
+        fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+        idle = fields[3] + fields[4]
+        return sum(fields[:8]), idle
+
+    try:
+        total0, idle0 = sample()
+        time.sleep(interval)
+        total1, idle1 = sample()
+    except (OSError, ValueError, IndexError):
+        return float("nan")
+    busy = (total1 - total0) - (idle1 - idle0)
+    return available_cores() * busy / max(total1 - total0, 1)
+
+
+def wait_for_quiet(max_wait_s: float, threshold_cores: float = 0.3, log: Callable[[str], None] = print) -> float:
+    """Wait (up to ``max_wait_s``) until other processes use less than ``threshold_cores``; return the last level.
+
+    These machines are shared: a test suite running next to a benchmark changes its numbers by 2x. Alternation
+    makes the *ratios* robust to slow drifts, but not to bursts, so benchmarks start in a quiet moment when they can.
+    """
+    deadline = time.monotonic() + max_wait_s
+    busy = cpu_busy_cores()
+    while busy > threshold_cores and time.monotonic() < deadline:
+        log(f"  waiting for a quiet machine: {busy:.2f} cores busy")
+        time.sleep(4.0)
+        busy = cpu_busy_cores()
+    return busy
+
+
+def load_average() -> list[float]:
+    """The 1/5/15-minute load averages."""
+    try:
+        return [float(v) for v in Path("/proc/loadavg").read_text().split()[:3]]
+    except (OSError, ValueError):
+        return []
+
+
+def set_thread_budget(threads: int) -> None:
+    """Pin torch (and TensorFlow, if imported) in *this* process to ``threads`` intra-op threads.
+
+    Deliberately does NOT export OMP_NUM_THREADS & co.: Ray gives each actor ``OMP_NUM_THREADS = its num_cpus``
+    only when the variable is absent from the environment it inherits. Exporting it here would give every fe_ray
+    replica the whole budget (2 replicas x 2 threads on 2 cores). :func:`init_ray` removes inherited values.
+    """
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    try:
+        import torch
+
+        torch.set_num_threads(threads)
+        try:
+            torch.set_num_interop_threads(1)
+        except RuntimeError:  # already set (interop pool started); harmless
+            pass
+    except ImportError:
+        pass
+    if "tensorflow" in sys.modules:
+        import tensorflow as tf
+
+        try:
+            tf.config.threading.set_intra_op_parallelism_threads(threads)
+            tf.config.threading.set_inter_op_parallelism_threads(1)
+        except RuntimeError:  # TF runtime already initialised
+            pass
+
+
+def resolve_device(requested: str) -> tuple[str, str]:
+    """Map ``--device`` (auto|cpu|cuda) to an available device; return (device, note)."""
+    try:
+        import torch
+
+        has_cuda = torch.cuda.is_available()
+    except ImportError:
+        has_cuda = False
+    if requested == "cpu":
+        return "cpu", ""
+    if has_cuda:
+        return "cuda", ""
+    if requested == "cuda":
+        return "cpu", "NOTE: --device cuda requested but no CUDA device is available; falling back to cpu."
+    return "cpu", ""
+
+
+def cpu_model() -> str:
+    """The CPU model name from /proc/cpuinfo (or platform.processor())."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def git_commit() -> str:
+    """Short commit hash of the repository (with '+dirty' when benchmarks/ or fe_ray/ have local edits)."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,
+                              check=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "fe_ray", "benchmarks"], cwd=root,
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+        return head + ("+dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def environment(threads: int, device: str) -> dict[str, Any]:
+    """Machine and library facts recorded with every result."""
+    info: dict[str, Any] = {
+        "host": socket.gethostname(), "cpu": cpu_model(), "cores_available": available_cores(),
+        "thread_budget": threads, "device": device, "python": platform.python_version(),
+        "platform": platform.platform(), "git_commit": git_commit(),
+        "timestamp": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "load_average_at_end": load_average(),
+    }
+    try:
+        mem_kb = int(Path("/proc/meminfo").read_text().split()[1])
+        info["ram_gib"] = round(mem_kb / 2**20, 1)
+    except (OSError, ValueError, IndexError):
+        pass
+    for module in ("torch", "tensorflow", "ray", "numpy"):
+        if module in sys.modules:
+            info[f"{module}_version"] = getattr(sys.modules[module], "__version__", "?")
+    if device == "cuda":
+        import torch
+
+        info["gpu"] = torch.cuda.get_device_name(0)
+    return info
+
+
+# ---------------------------------------------------------------------------------------------------- arguments
+def base_parser(description: str) -> argparse.ArgumentParser:
+    """Arguments every benchmark accepts: --quick, --device, --threads, --repeats, --no-save."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--quick", action="store_true", help="tiny sizes and 2 repeats: a smoke run of seconds")
+    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
+                        help="cuda when available under auto; falls back to cpu with a note")
+    parser.add_argument("--threads", type=int, default=0,
+                        help="total intra-op thread budget (0 = all available cores); replicas share it")
+    parser.add_argument("--repeats", type=int, default=0, help="alternating repeats (0 = script default)")
+    parser.add_argument("--no-save", action="store_true", help="do not write benchmarks/results/<name>.json")
+    parser.add_argument("--wait-quiet", type=float, default=0.0, metavar="S",
+                        help="first wait up to S seconds for other processes to go idle (shared machines)")
+    return parser
+
+
+# ---------------------------------------------------------------------------------------------------- measuring
+@dataclass
+class Series:
+    """Repeated measurements of one variant (one value per repeat)."""
+
+    name: str
+    unit: str
+    values: list[float] = field(default_factory=list)
+    higher_is_better: bool = True
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.values) if self.values else float("nan")
+
+    def spread(self) -> float:
+        """(max - min) / median, the relative spread over repeats."""
+        if len(self.values) < 2 or not self.median:
+            return 0.0
+        return (max(self.values) - min(self.values)) / abs(self.median)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"unit": self.unit, "median": self.median, "values": self.values, "repeats": len(self.values),
+                "min": min(self.values) if self.values else None, "max": max(self.values) if self.values else None,
+                "higher_is_better": self.higher_is_better, **({"extra": self.extra} if self.extra else {})}
+
+
+def alternate(variants: Mapping[str, Callable[[], float]], repeats: int, unit: str, higher_is_better: bool = True,
+              log: Callable[[str], None] | None = print, quiet_wait_s: float = 0.0) -> dict[str, Series]:
+    """Run each variant once per repeat, rotating the order each repeat; return the series per variant.
+
+    Args:
+        variants: name -> zero-argument callable returning one measurement (already warmed up by the caller).
+        repeats: Number of rounds.
+        unit: Unit of the measurements (for tables/JSON).
+        higher_is_better: Whether larger measurements are better (throughput) or worse (time).
+        log: Progress printer (None for silence).
+        quiet_wait_s: Before each repeat, wait up to this long for other processes to go idle (0: never wait).
+    """
+    names = list(variants)
+    series = {name: Series(name, unit, higher_is_better=higher_is_better) for name in names}
+    for rep in range(repeats):
+        if quiet_wait_s > 0:
+            wait_for_quiet(quiet_wait_s, log=log or (lambda _msg: None))
+        shift = rep % len(names)
+        order = names[shift:] + names[:shift]
+        for name in order:
+            series[name].values.append(float(variants[name]()))
+        if log is not None:
+            log(f"  repeat {rep + 1}/{repeats}: " + ", ".join(f"{n}={series[n].values[-1]:.4g}" for n in names))
+    return series
+
+
+class Timer:
+    """``with Timer() as t: ...`` then ``t.seconds``."""
+
+    def __enter__(self) -> Timer:
+        self.start = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.seconds = time.perf_counter() - self.start
+
+
+def ratio(series: Mapping[str, Series], numerator: str, denominator: str, best: bool = False) -> float | None:
+    """median(numerator) / median(denominator), or None when either is missing.
+
+    With ``best``, the ratio of the best repeats instead (max for throughputs, min for times): on a shared
+    machine, contention only ever slows a repeat down, so best-of-n is the contention-robust companion figure.
+    """
+    if numerator not in series or denominator not in series or not series[denominator].median:
+        return None
+    if best:
+        pick = max if series[numerator].higher_is_better else min
+        return pick(series[numerator].values) / pick(series[denominator].values)
+    return series[numerator].median / series[denominator].median
+
+
+# ---------------------------------------------------------------------------------------------------- reporting
+def format_table(rows: Sequence[Sequence[Any]], headers: Sequence[str]) -> str:
+    """A plain monospace table (also valid GitHub markdown)."""
+    cells = [[_fmt(c) for c in row] for row in rows]
+    widths = [max(len(str(h)), *(len(r[i]) for r in cells)) if cells else len(str(h)) for i, h in enumerate(headers)]
+    line = "| " + " | ".join(str(h).ljust(w) for h, w in zip(headers, widths)) + " |"
+    sep = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
+    body = ["| " + " | ".join(c.ljust(w) for c, w in zip(row, widths)) + " |" for row in cells]
+    return "\n".join([line, sep, *body])
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        if value != value:  # NaN
+            return "n/a"
+        if abs(value) >= 100:
+            return f"{value:,.0f}"
+        if abs(value) >= 1:
+            return f"{value:.2f}"
+        return f"{value:.3g}"
+    return "n/a" if value is None else str(value)
+
+
+def series_table(series: Mapping[str, Series], labels: Mapping[str, str] | None = None) -> str:
+    """Table of median/min/max/spread/repeats for a set of series."""
+    rows = []
+    for name, s in series.items():
+        rows.append([labels.get(name, name) if labels else name, s.median, min(s.values) if s.values else None,
+                     max(s.values) if s.values else None, f"{100 * s.spread():.0f}%", len(s.values), s.unit])
+    return format_table(rows, ["variant", "median", "min", "max", "spread", "n", "unit"])
+
+
+def ratio_table(checks: Sequence[tuple[str, float | None, float | None, str]]) -> str:
+    """Rows of (label, measured ratio, target, comparison '>=' or '<=') with a met/missed verdict."""
+    rows = []
+    for label, value, target, op in checks:
+        if value is None:
+            verdict = "not run"
+        elif target is None:
+            verdict = "-"
+        else:
+            met = value >= target if op == ">=" else value <= target
+            verdict = "MET" if met else "MISSED"
+        rows.append([label, value, f"{op} {target}" if target is not None else "-", verdict])
+    return format_table(rows, ["ratio", "measured", "target", "verdict"])
+
+
+def write_json(name: str, payload: Mapping[str, Any], enabled: bool = True) -> Path | None:
+    """Write ``payload`` to benchmarks/results/<name>.json; return the path (None when disabled)."""
+    if not enabled:
+        return None
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    path = RESULTS_DIR / f"{name}.json"
+    path.write_text(json.dumps(payload, indent=2, sort_keys=False, default=str) + "\n")
+    return path
+
+
+def free_port() -> int:
+    """An unused TCP port on 127.0.0.1 (for gloo rendezvous)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def init_ray(num_cpus: int) -> Any:
+    """Start (or reuse) a local Ray instance with ``num_cpus`` logical CPUs, quietly."""
+    import ray
+
+    for key in _THREAD_ENV:  # let Ray set OMP_NUM_THREADS = num_cpus per actor (see set_thread_budget)
+        os.environ.pop(key, None)
+    if not ray.is_initialized():
+        ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False, logging_level="ERROR",
+                 configure_logging=True)
+    return ray

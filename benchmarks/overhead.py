@@ -1,0 +1,187 @@
+"""Per-step overhead breakdown of fe_ray's distributed path (RayNetwork), phase by phase.
+
+fe_ray's coordinator exposes no per-phase timers, so each phase is timed from outside by calling the
+coordinator's own pieces (``split_for_replicas``, ``ray.put`` of the slices as ``RayNetwork._put_slices`` does,
+``ReplicaGroup.call``, ``merge_outputs``) or, where a phase happens inside a replica, the equivalent primitive on
+hand-written actors with the same resources (an empty actor call, a gloo ``all_reduce`` of the gradient size, the
+plain compute of one slice). All phases alternate in one run; medians of per-op means are reported:
+
+    full_step       RayNetwork.run_step on one batch (inside a train context): everything below together
+    slice           split_for_replicas(batch, keys, N)           (driver)
+    put             ray.put of every slice                        (driver -> object store)
+    rtt_fe          ReplicaGroup.call("ping"): submit + wait loop to all N replicas, empty payload
+    rtt_raw         ray.get([actor.noop.remote() ...]) on plain actors
+    call_slices     ray.put of the slices + ray.get([actor.noop.remote(slice_ref) ...]): put, round trip and
+                    resolving the slice in the actor
+    compute         plain torch step (fwd+bwd+Adam) on one slice in an actor with threads // N threads
+    allreduce       gloo all_reduce of the gradient's element count, timed inside the actors
+    merge           merge_outputs of N replicas' outputs          (driver)
+    pipeline        one batch from fe.Pipeline's loader           (driver, Estimator path only)
+
+``unaccounted`` = full_step - (slice + call_slices + compute + allreduce + merge): replica-side Python
+(context, ``writable`` copies, to_numpy of outputs, the UpdateOp's gradient copies), the reducer's extra tensor
+ops, and scheduling noise.
+
+Run: ``python -m benchmarks.overhead [--model lenet|resnet] [--replicas 2] [--quick]``.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from benchmarks import harness
+from benchmarks.models import MODELS, synthetic_data
+
+DEFAULT_BATCH = {"lenet": 32, "resnet": 64}
+
+
+def per_op(fn: Callable[[], Any], iters: int) -> float:
+    """Mean seconds of ``fn`` over ``iters`` calls."""
+    start = time.perf_counter()
+    for _ in range(iters):
+        fn()
+    return (time.perf_counter() - start) / iters
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = harness.base_parser(__doc__.splitlines()[0])
+    parser.add_argument("--model", choices=MODELS, default="lenet")
+    parser.add_argument("--replicas", type=int, default=2)
+    parser.add_argument("--batch-size", type=int, default=0)
+    parser.add_argument("--iters", type=int, default=0, help="ops per phase per repeat")
+    args = parser.parse_args(argv)
+    threads = args.threads or harness.available_cores()
+    harness.set_thread_budget(threads)
+    device, note = harness.resolve_device(args.device)
+    if note:
+        print(note)
+    n = args.replicas
+    batch_size = args.batch_size or DEFAULT_BATCH[args.model]
+    iters = args.iters or (5 if args.quick else (40 if args.model == "lenet" else 5))
+    repeats = args.repeats or (2 if args.quick else 5)
+    per_threads = max(1, threads // n)
+
+    ray = harness.init_ray(max(8, 4 * threads))
+    import fe_ray as fe
+    from benchmarks.baselines import DPWorker, batches_of
+    from benchmarks.throughput import fe_network
+    from fe_ray.distributed.coordinator import merge_outputs, split_for_replicas
+
+    cfg = {"model": args.model, "device": device, "threads": threads}
+    data = synthetic_data(args.model, batch_size * 8)
+    batches = batches_of(data, batch_size)
+    batch = batches[0]
+
+    # fe_ray RayNetwork, started and warmed up.
+    network, _ = fe_network(cfg, "torch", n)
+    network.start()
+    group = network._group()  # noqa: SLF001 - benchmark instrumentation from outside
+    # Hand-written actors with the same resources, for the in-replica primitives.
+    port = harness.free_port()
+    gpus = 1.0 / n if device == "cuda" else 0
+    remote = ray.remote(num_cpus=per_threads, num_gpus=gpus)(DPWorker)
+    workers = [remote.remote(r, n, port, args.model, per_threads, device) for r in range(n)]
+    ray.get([w.setup.remote() for w in workers])
+    grad_numel = ray.get(workers[0].num_grad_params.remote())
+    per = batch_size // n
+
+    keys: set[str] = set()
+    with network(mode="train", epoch=1, desired_output_keys={"ce"}):
+        keys = set(network.ctx_gpu_inputs)
+        for b in batches[:3]:
+            network.run_step(b)
+    slices, n_local, _ = split_for_replicas(batch, keys, n)
+    results = [{"y_pred": np.random.rand(k, 10).astype(np.float32), "ce": np.float32(2.3)} for k in n_local]
+    pipeline = fe.Pipeline(train_data=_dataset(data), batch_size=batch_size)
+
+    def full_step() -> float:
+        with network(mode="train", epoch=1, desired_output_keys={"ce"}):
+            network.run_step(batch)  # warm (first step of a context may do extra work)
+            return per_op(lambda: network.run_step(batch), iters)
+
+    def slice_() -> float:
+        return per_op(lambda: split_for_replicas(batch, keys, n), iters)
+
+    def put() -> float:
+        return per_op(lambda: [ray.put(p) for p in slices], iters)
+
+    def rtt_fe() -> float:
+        return per_op(lambda: group.call("ping", timeout_s=60), iters)
+
+    def rtt_raw() -> float:
+        return per_op(lambda: ray.get([w.noop.remote() for w in workers]), iters)
+
+    def call_slices() -> float:
+        def once() -> None:
+            refs = [ray.put(p) for p in slices]
+            ray.get([w.noop.remote(ref) for w, ref in zip(workers, refs)])
+        return per_op(once, iters)
+
+    def compute() -> float:
+        return max(ray.get([w.compute_time.remote(per, iters) for w in workers]))
+
+    def allreduce() -> float:
+        return max(ray.get([w.allreduce_time.remote(grad_numel, iters) for w in workers]))
+
+    def merge() -> float:
+        return per_op(lambda: merge_outputs(results, n_local), iters)
+
+    def pipe() -> float:
+        with pipeline(mode="train", epoch=1, track=False) as loader:
+            it = iter(loader)
+            next(it)
+            start = time.perf_counter()
+            count = 0
+            for _ in range(min(iters, 6)):
+                next(it)
+                count += 1
+            return (time.perf_counter() - start) / count
+
+    phases = {"full_step": full_step, "slice": slice_, "put": put, "rtt_fe": rtt_fe, "rtt_raw": rtt_raw,
+              "call_slices": call_slices, "compute": compute, "allreduce": allreduce, "merge": merge,
+              "pipeline": pipe}
+    print(f"== overhead: {args.model} batch={batch_size} replicas={n} threads/replica={per_threads} "
+          f"grad elements={grad_numel:,} iters/phase={iters} repeats={repeats}")
+    for fn in phases.values():  # warm-up
+        fn()
+    series = harness.alternate(phases, repeats, "s", higher_is_better=False, quiet_wait_s=args.wait_quiet)
+    med = {k: s.median for k, s in series.items()}
+    accounted = ["slice", "call_slices", "compute", "allreduce", "merge"]
+    unaccounted = med["full_step"] - sum(med[k] for k in accounted)
+    rows = []
+    for key in phases:
+        rows.append([key, med[key] * 1e6, 100 * med[key] / med["full_step"], len(series[key].values),
+                     f"{100 * series[key].spread():.0f}%"])
+    rows.append(["unaccounted", unaccounted * 1e6, 100 * unaccounted / med["full_step"], "-", "-"])
+    print(harness.format_table(rows, ["phase", "median us/step", "% of full_step", "n", "spread"]))
+    print("call_slices includes put; rtt_fe vs rtt_raw shows the supervisor's wait-loop cost; unaccounted = "
+          "full_step - (slice + call_slices + compute + allreduce + merge).")
+    for w in workers:
+        ray.kill(w)
+    network.shutdown()
+    payload = {"benchmark": "overhead", "environment": harness.environment(threads, device), "args": vars(args),
+               "config": {"model": args.model, "batch_size": batch_size, "replicas": n,
+                          "threads_per_replica": per_threads, "grad_elements": grad_numel, "iters": iters},
+               "series": {k: s.to_json() for k, s in series.items()},
+               "median_us": {k: v * 1e6 for k, v in med.items()}, "unaccounted_us": unaccounted * 1e6}
+    name = "overhead" + ("" if args.model == "lenet" else f"_{args.model}")
+    name += ("_cuda" if device == "cuda" else "") + ("_quick" if args.quick else "")
+    path = harness.write_json(name, payload, not args.no_save)
+    if path:
+        print(f"wrote {path}")
+    return 0
+
+
+def _dataset(data: dict[str, np.ndarray]) -> Any:
+    from fe_ray.dataset import NumpyDataset
+
+    return NumpyDataset(data)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,66 @@
+"""cProfile one throughput variant's steady-state steps and print where the time goes (the profiling behind
+RESULTS.md's analyses).
+
+Run: ``python -m benchmarks.profile_step --variant b0 [--model lenet] [--device cuda] [--steps 200] [--top 25]``.
+Variants are those of throughput.py (a, b0, b, c, d, e; TF: a_tf, b0_tf, b_tf). Only the timed ``measure()``
+call is profiled (setup and warm-up are not).
+"""
+
+from __future__ import annotations
+
+import cProfile
+import io
+import pstats
+import sys
+
+from benchmarks import harness
+from benchmarks.models import MODELS, synthetic_data
+from benchmarks.throughput import DEFAULTS, WARMUP_STEPS, availability, build_variants
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = harness.base_parser(__doc__.splitlines()[0])
+    parser.add_argument("--variant", default="b0")
+    parser.add_argument("--model", choices=MODELS, default="lenet")
+    parser.add_argument("--steps", type=int, default=0)
+    parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--sort", default="tottime", choices=("tottime", "cumulative"))
+    args = parser.parse_args(argv)
+    threads = args.threads or harness.available_cores()
+    framework = "tf" if args.variant.endswith("_tf") else "torch"
+    if framework == "tf":
+        import tensorflow  # noqa: F401
+    harness.set_thread_budget(threads)
+    device, note = harness.resolve_device(args.device)
+    if note:
+        print(note)
+    batch_size, steps = DEFAULTS[args.model]
+    steps = args.steps or steps
+    cfg = {"model": args.model, "device": device, "threads": threads, "batch_size": batch_size, "steps": steps,
+           "ray_cpus": max(8, 4 * threads), "tf_distributed": True}
+    n = (WARMUP_STEPS + steps) * batch_size
+    cfg["data"] = synthetic_data(args.model, n)
+    if framework == "tf":
+        cfg["data_tf"] = synthetic_data(args.model, n, channels_last=True)
+    variants, skipped = build_variants(cfg, framework, {args.variant.removesuffix("_tf")}, availability())
+    if args.variant not in variants:
+        print(f"variant {args.variant} not available: {skipped.get(args.variant, 'unknown key')}")
+        return 1
+    variant = variants[args.variant]
+    variant.prepare()
+    variant.measure()  # one more unprofiled pass
+    profiler = cProfile.Profile()
+    profiler.enable()
+    rate = variant.measure()
+    profiler.disable()
+    variant.close()
+    print(f"{args.variant} {args.model} batch={batch_size} steps={steps} device={device}: {rate:,.0f} samples/s "
+          f"under the profiler ({1e3 * batch_size / rate:.2f} ms/step)")
+    out = io.StringIO()
+    pstats.Stats(profiler, stream=out).sort_stats(args.sort).print_stats(args.top)
+    print(out.getvalue())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,513 @@
+"""Training-step throughput (samples/s): hand-written loops vs fe_ray, same model/data/batch/thread budget.
+
+Variants (torch):
+    a   plain single-process PyTorch loop
+    b0  fe_ray in-process ``Network.run_step`` loop (no Pipeline/Estimator): isolates the Network's own cost
+    b   fe_ray in-process Network + Pipeline + Estimator.fit
+    c   fe_ray ``num_replicas=1`` (Estimator.fit)
+    d   fe_ray ``num_replicas=2`` (Estimator.fit)
+    e   hand-written 2-rank gloo data-parallel loop on Ray actors, batches sent from the driver each step
+    e_local  (informational) the same ranks training on data generated inside the actors: no driver round trip
+
+``--framework tf``: a plain ``tf.function`` loop vs fe_ray in-process (b0, b) and, when fe_ray's distributed path
+supports TensorFlow, c and d.
+
+Thread budget: ``--threads`` (default: all cores) intra-op threads for in-process variants; each of N replicas
+gets ``threads // N`` (min 1), for fe_ray replicas and hand-written ranks alike.
+
+Run: ``python -m benchmarks.throughput [--model lenet|resnet|all] [--framework torch|tf] [--quick]``.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from benchmarks import harness
+from benchmarks.models import INPUT_SHAPES, MODELS, count_params, synthetic_data
+
+# name -> (label, default batch size, default timed steps)
+DEFAULTS = {"lenet": (32, 150), "resnet": (64, 10)}
+QUICK = {"lenet": (32, 10), "resnet": (16, 2)}
+WARMUP_STEPS = 5
+LABELS = {
+    "a": "(a) plain torch loop", "a_sync": "(a_sync) plain loop, loss.item() every step",
+    "b0": "(b0) fe_ray Network.run_step loop", "b": "(b) fe_ray Network+Estimator",
+    "c": "(c) fe_ray num_replicas=1", "d": "(d) fe_ray num_replicas=2", "e": "(e) hand-written gloo DP x2",
+    "e_local": "(e_local) gloo DP x2, actor-local data",
+    "a_tf": "(a) plain tf.function loop", "b0_tf": "(b0) fe_ray TF Network.run_step loop",
+    "b_tf": "(b) fe_ray TF Network+Estimator", "c_tf": "(c) fe_ray TF num_replicas=1",
+    "d_tf": "(d) fe_ray TF num_replicas=2",
+}
+TARGETS = [("b", "a", 0.97), ("c", "a", 0.93), ("d", "e", 0.95),
+           ("b_tf", "a_tf", 0.97), ("c_tf", "a_tf", 0.93)]
+
+
+class Variant:
+    """One way of training: ``prepare()`` once (build + warm up), then ``measure()`` -> samples/s per repeat."""
+
+    def __init__(self, key: str, cfg: dict[str, Any]) -> None:
+        self.key = key
+        self.cfg = cfg
+
+    def prepare(self) -> None:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def measure(self) -> float:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release processes/resources."""
+
+
+# ---------------------------------------------------------------------------------------------------- (a) / (e)
+class PlainTorch(Variant):
+    """(a): the plain loop; with ``sync_each_step`` (a_sync, GPU runs only) it also brings the loss to the host
+    every step, as fe_ray does for its outputs, so a GPU cannot run ahead of the Python loop."""
+
+    def __init__(self, key: str, cfg: dict[str, Any], sync_each_step: bool = False) -> None:
+        super().__init__(key, cfg)
+        self.sync_each_step = sync_each_step
+
+    def prepare(self) -> None:
+        from benchmarks.baselines import PlainTorchTrainer, batches_of
+
+        cfg = self.cfg
+        self.trainer = PlainTorchTrainer(cfg["model"], cfg["device"])
+        self.batches = batches_of(cfg["data"], cfg["batch_size"])[:cfg["steps"]]
+        self.trainer.run(self.batches[:WARMUP_STEPS])
+
+    def measure(self) -> float:
+        if self.sync_each_step:
+            start = time.perf_counter()
+            for batch in self.batches:
+                float(self.trainer.step(batch["x"], batch["y"]).detach())
+            seconds = time.perf_counter() - start
+        else:
+            seconds = self.trainer.run(self.batches)
+        return len(self.batches) * self.cfg["batch_size"] / seconds
+
+
+class GlooDP(Variant):
+    """Hand-written synchronous DP on ``replicas`` Ray actors (one flat gradient bucket, gloo all_reduce)."""
+
+    def __init__(self, key: str, cfg: dict[str, Any], local_data: bool = False) -> None:
+        super().__init__(key, cfg)
+        self.local_data = local_data
+
+    def prepare(self) -> None:
+        import ray
+
+        from benchmarks.baselines import DPWorker, batches_of
+
+        cfg = self.cfg
+        self.n = cfg["replicas"]
+        harness.init_ray(cfg["ray_cpus"])
+        port = harness.free_port()
+        threads = max(1, cfg["threads"] // self.n)
+        gpus = 1.0 / self.n if cfg["device"] == "cuda" else 0
+        remote = ray.remote(num_cpus=1, num_gpus=gpus)(DPWorker)
+        self.workers = [remote.remote(r, self.n, port, cfg["model"], threads, cfg["device"]) for r in range(self.n)]
+        self.actor_threads = ray.get([w.setup.remote() for w in self.workers])
+        self.batches = batches_of(cfg["data"], cfg["batch_size"])[:cfg["steps"]]
+        self._run(self.batches[:WARMUP_STEPS])
+        if self.local_data:
+            ray.get([w.run_local.remote(WARMUP_STEPS, cfg["batch_size"] // self.n) for w in self.workers])
+
+    def _run(self, batches: list[dict[str, Any]]) -> float:
+        import ray
+
+        start = time.perf_counter()
+        per = self.cfg["batch_size"] // self.n
+        for batch in batches:
+            refs = [w.step.remote(batch["x"][r * per:(r + 1) * per], batch["y"][r * per:(r + 1) * per])
+                    for r, w in enumerate(self.workers)]
+            ray.get(refs)
+        return time.perf_counter() - start
+
+    def measure(self) -> float:
+        import ray
+
+        cfg = self.cfg
+        if self.local_data:
+            per = cfg["batch_size"] // self.n
+            seconds = max(ray.get([w.run_local.remote(cfg["steps"], per) for w in self.workers]))
+            return cfg["steps"] * per * self.n / seconds
+        return len(self.batches) * cfg["batch_size"] / self._run(self.batches)
+
+    def close(self) -> None:
+        import ray
+
+        for w in self.workers:
+            ray.kill(w)
+
+
+# ---------------------------------------------------------------------------------------------------- fe_ray
+def fe_network(cfg: dict[str, Any], framework: str, num_replicas: int | None) -> tuple[Any, Any]:
+    """Build the fe_ray LeNet/ResNet network: ModelOp -> CrossEntropy -> UpdateOp (Adam, as fe.build('adam'))."""
+    import fe_ray as fe
+    from benchmarks.models import tf_model_fn, torch_model_fn
+    from fe_ray.op.tensorop.loss import CrossEntropy
+    from fe_ray.op.tensorop.model import ModelOp, UpdateOp
+
+    model_fn = torch_model_fn(cfg["model"]) if framework == "torch" else tf_model_fn(cfg["model"])
+    model = fe.build(model_fn=model_fn, optimizer_fn="adam")
+    ops = [ModelOp(model=model, inputs="x", outputs="y_pred"),
+           CrossEntropy(inputs=("y_pred", "y"), outputs="ce"),
+           UpdateOp(model=model, loss_name="ce")]
+    kwargs: dict[str, Any] = {}
+    if num_replicas is not None:
+        kwargs = distributed_kwargs(cfg, num_replicas)
+    return fe.Network(ops=ops, num_replicas=num_replicas, **kwargs), model
+
+
+def distributed_kwargs(cfg: dict[str, Any], num_replicas: int) -> dict[str, Any]:
+    """Options giving each fe_ray replica the same resources as a hand-written rank (threads // N CPUs)."""
+    import inspect
+
+    from fe_ray.distributed import RayNetwork
+
+    params = inspect.signature(RayNetwork).parameters
+    threads = max(1, cfg["threads"] // num_replicas)
+    kwargs: dict[str, Any] = {}
+    if "resources_per_replica" in params:
+        res: dict[str, float] = {"CPU": threads}
+        if cfg["device"] == "cuda":
+            res["GPU"] = 1.0 / num_replicas
+        kwargs["resources_per_replica"] = res
+    return kwargs
+
+
+class FeNetworkLoop(Variant):
+    """(b0): ``with network(mode='train', epoch=1): network.run_step(batch)`` per batch, no Pipeline/Estimator."""
+
+    def __init__(self, key: str, cfg: dict[str, Any], framework: str, num_replicas: int | None = None) -> None:
+        super().__init__(key, cfg)
+        self.framework = framework
+        self.num_replicas = num_replicas
+
+    def prepare(self) -> None:
+        from benchmarks.baselines import batches_of
+
+        if self.num_replicas is not None:
+            harness.init_ray(self.cfg["ray_cpus"])
+        self.network, self.model = fe_network(self.cfg, self.framework, self.num_replicas)
+        self.batches = batches_of(self.cfg["data"], self.cfg["batch_size"])[:self.cfg["steps"]]
+        self.epoch = 1
+        self.context_costs: list[float] = []
+        self._run(self.batches[:WARMUP_STEPS])
+        self.context_costs.clear()
+
+    def _run(self, batches: list[dict[str, Any]]) -> float:
+        """Open a train context, run one untimed step (per-context costs such as a tf.function retrace are
+        recorded in ``self.context_costs``), then time ``batches``."""
+        start = time.perf_counter()
+        with self.network(mode="train", epoch=self.epoch, desired_output_keys={"ce"}):
+            float(self.network.run_step(batches[0])["ce"])
+            self.context_costs.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            for batch in batches:
+                out = self.network.run_step(batch)
+            float(out["ce"])  # the loss reaches the host, as an Estimator would log it
+            seconds = time.perf_counter() - start
+        return seconds
+
+    def measure(self) -> float:
+        return len(self.batches) * self.cfg["batch_size"] / self._run(self.batches)
+
+    def close(self) -> None:
+        shutdown = getattr(self.network, "shutdown", None)
+        if callable(shutdown):
+            shutdown()
+
+
+class FeEstimator(Variant):
+    """(b)/(c)/(d): Estimator.fit for WARMUP_STEPS + steps steps; timed between batch WARMUP_STEPS and the last."""
+
+    def __init__(self, key: str, cfg: dict[str, Any], framework: str, num_replicas: int | None = None) -> None:
+        super().__init__(key, cfg)
+        self.framework = framework
+        self.num_replicas = num_replicas
+
+    def prepare(self) -> None:
+        import fe_ray as fe
+
+        if self.num_replicas is not None:
+            harness.init_ray(self.cfg["ray_cpus"])
+        cfg = self.cfg
+        self.network, self.model = fe_network(cfg, self.framework, self.num_replicas)
+        data = cfg["data"] if self.framework == "torch" else cfg["data_tf"]
+        n = (WARMUP_STEPS + cfg["steps"]) * cfg["batch_size"]
+        self.dataset = make_dataset({k: v[:n] for k, v in data.items()})
+        self.pipeline = fe.Pipeline(train_data=self.dataset, batch_size=cfg["batch_size"])
+        self.fit_walls: list[float] = []
+        self.fit()  # warm-up run (first-call costs: actor start, tracing, allocator)
+        self.fit_walls.clear()
+
+    def fit(self) -> float:
+        import fe_ray as fe
+
+        timer = make_timing_trace(WARMUP_STEPS)
+        estimator = fe.Estimator(pipeline=self.pipeline, network=self.network, epochs=1, traces=[timer],
+                                 log_steps=None)
+        start = time.perf_counter()
+        estimator.fit()
+        self.fit_walls.append(time.perf_counter() - start)
+        return timer.samples_per_second(self.cfg["batch_size"])
+
+    def measure(self) -> float:
+        return self.fit()
+
+    def close(self) -> None:
+        shutdown = getattr(self.network, "shutdown", None)
+        if callable(shutdown):
+            shutdown()
+
+
+def make_dataset(data: dict[str, Any]) -> Any:
+    """fe_ray's NumpyDataset when present, else the dict itself."""
+    try:
+        from fe_ray.dataset import NumpyDataset
+
+        return NumpyDataset(data)
+    except ImportError:
+        return data
+
+
+def make_timing_trace(skip: int) -> Any:
+    """A Trace recording perf_counter at the end of every train batch (steps after ``skip`` are timed)."""
+    from fe_ray.trace import Trace
+
+    class StepTimer(Trace):
+        """Timestamps batch ends; throughput is taken between batch ``skip`` and the last batch."""
+
+        def __init__(self) -> None:
+            super().__init__(mode="train")
+            self.stamps: list[float] = []
+
+        def on_batch_end(self, data: Any) -> None:
+            self.stamps.append(time.perf_counter())
+
+        def samples_per_second(self, batch_size: int) -> float:
+            timed = self.stamps[skip - 1:]
+            if len(timed) < 2:
+                raise RuntimeError(f"StepTimer saw only {len(self.stamps)} batches.")
+            return (len(timed) - 1) * batch_size / (timed[-1] - timed[0])
+
+    return StepTimer()
+
+
+# ---------------------------------------------------------------------------------------------------- tensorflow
+class PlainTF(Variant):
+    def prepare(self) -> None:
+        from benchmarks.baselines import PlainTFTrainer, batches_of
+
+        self.trainer = PlainTFTrainer(self.cfg["model"])
+        self.batches = batches_of(self.cfg["data_tf"], self.cfg["batch_size"])[:self.cfg["steps"]]
+        self.trainer.run(self.batches[:WARMUP_STEPS])
+
+    def measure(self) -> float:
+        return len(self.batches) * self.cfg["batch_size"] / self.trainer.run(self.batches)
+
+
+class FeNetworkLoopTF(FeNetworkLoop):
+    def prepare(self) -> None:
+        cfg = dict(self.cfg)
+        cfg["data"] = cfg["data_tf"]
+        self.cfg = cfg
+        super().prepare()
+
+
+# ---------------------------------------------------------------------------------------------------- driver
+def availability() -> dict[str, str]:
+    """Which fe_ray pieces exist now: name -> '' (available) or the reason it is missing."""
+    import importlib
+
+    checks = {"network_ops": "fe_ray.op.tensorop.model", "estimator": "fe_ray.estimator",
+              "pipeline": "fe_ray.pipeline", "trace": "fe_ray.trace", "distributed": "fe_ray.distributed"}
+    out = {}
+    for name, module in checks.items():
+        try:
+            mod = importlib.import_module(module)
+            if name == "distributed" and not hasattr(mod, "RayNetwork"):
+                raise ImportError("fe_ray.distributed has no RayNetwork yet")
+            if name == "trace" and not hasattr(mod, "Trace"):
+                raise ImportError("fe_ray.trace has no Trace yet")
+            out[name] = ""
+        except Exception as err:  # noqa: BLE001 - any import failure means "not available yet"
+            out[name] = f"{type(err).__name__}: {err}"
+    return out
+
+
+def build_variants(cfg: dict[str, Any], framework: str, only: set[str] | None,
+                   avail: dict[str, str]) -> tuple[dict[str, Variant], dict[str, str]]:
+    """Variants to run and, for those skipped, why."""
+    skipped: dict[str, str] = {}
+    est_ok = not (avail["estimator"] or avail["pipeline"] or avail["trace"])
+    est_reason = avail["estimator"] or avail["pipeline"] or avail["trace"]
+    dist_ok = not avail["distributed"]
+    variants: dict[str, Variant] = {}
+
+    def add(key: str, factory: Callable[[], Variant], ok: bool = True, reason: str = "") -> None:
+        if only and key.removesuffix("_tf") not in only:
+            return
+        if ok:
+            variants[key] = factory()
+        else:
+            skipped[key] = reason
+
+    if framework == "torch":
+        add("a", lambda: PlainTorch("a", cfg))
+        if cfg["device"] == "cuda":
+            add("a_sync", lambda: PlainTorch("a_sync", cfg, sync_each_step=True))
+        add("b0", lambda: FeNetworkLoop("b0", cfg, "torch"), not avail["network_ops"], avail["network_ops"])
+        add("b", lambda: FeEstimator("b", cfg, "torch"), est_ok, est_reason)
+        add("c", lambda: FeEstimator("c", cfg, "torch", 1), est_ok and dist_ok, est_reason or avail["distributed"])
+        add("d", lambda: FeEstimator("d", cfg, "torch", 2), est_ok and dist_ok, est_reason or avail["distributed"])
+        add("e", lambda: GlooDP("e", {**cfg, "replicas": 2}))
+        add("e_local", lambda: GlooDP("e_local", {**cfg, "replicas": 2}, local_data=True))
+    else:
+        add("a_tf", lambda: PlainTF("a_tf", cfg))
+        add("b0_tf", lambda: FeNetworkLoopTF("b0_tf", cfg, "tf"), not avail["network_ops"], avail["network_ops"])
+        add("b_tf", lambda: FeEstimator("b_tf", cfg, "tf"), est_ok, est_reason)
+        tf_dist = dist_ok and cfg.get("tf_distributed", False)
+        reason = est_reason or avail["distributed"] or "fe_ray's distributed path does not run TF (yet)"
+        add("c_tf", lambda: FeEstimator("c_tf", cfg, "tf", 1), est_ok and tf_dist, reason)
+        add("d_tf", lambda: FeEstimator("d_tf", cfg, "tf", 2), est_ok and tf_dist, reason)
+    return variants, skipped
+
+
+def run_model(model: str, args: Any, device: str, threads: int, avail: dict[str, str]) -> dict[str, Any]:
+    """Prepare every variant for one model, alternate the repeats, and print/return the results."""
+    batch_size, steps = (QUICK if args.quick else DEFAULTS)[model]
+    batch_size = args.batch_size or batch_size
+    steps = args.steps or steps
+    n = (WARMUP_STEPS + steps) * batch_size  # Estimator variants run WARMUP_STEPS untimed batches first
+    cfg: dict[str, Any] = {"model": model, "device": device, "threads": threads, "batch_size": batch_size,
+                           "steps": steps, "ray_cpus": max(8, 4 * threads)}
+    cfg["data"] = synthetic_data(model, n)
+    if args.framework == "tf":
+        cfg["data_tf"] = synthetic_data(model, n, channels_last=True)
+        cfg["tf_distributed"] = args.tf_distributed
+    only = set(args.variants.split(",")) if args.variants else None
+    variants, skipped = build_variants(cfg, args.framework, only, avail)
+    print(f"\n== {model} {INPUT_SHAPES[model]} batch={batch_size} steps={steps} threads={threads} device={device}")
+    ready: dict[str, Variant] = {}
+    for key, variant in variants.items():
+        start = time.perf_counter()
+        try:
+            variant.prepare()
+            ready[key] = variant
+            print(f"  prepared {LABELS[key]} in {time.perf_counter() - start:.1f}s")
+        except Exception as err:  # noqa: BLE001 - a broken fe_ray piece must not hide the other variants
+            skipped[key] = f"prepare failed: {type(err).__name__}: {err}"
+            print(f"  SKIP {LABELS[key]}: {skipped[key]}", file=sys.stderr)
+            if args.verbose:
+                traceback.print_exc()
+    repeats = args.repeats or (2 if args.quick else 5)
+    series = harness.alternate({k: v.measure for k, v in ready.items()}, repeats, "samples/s",
+                               quiet_wait_s=args.wait_quiet)
+    for variant in ready.values():
+        try:
+            variant.close()
+        except Exception:  # noqa: BLE001
+            pass
+    print(harness.series_table(series, LABELS))
+    fixed: dict[str, dict[str, float]] = {}
+    total_steps = WARMUP_STEPS + steps
+    for key, variant in ready.items():
+        if getattr(variant, "fit_walls", None) and key in series:
+            wall = statistics.median(variant.fit_walls)
+            fixed[key] = {"fit_wall_s": wall,
+                          "fixed_s": wall - total_steps * batch_size / series[key].median}
+            series[key].extra["fit_wall_s"] = variant.fit_walls
+        if getattr(variant, "context_costs", None) and key in series:
+            fixed[key] = {"first_step_of_context_s": statistics.median(variant.context_costs)}
+            series[key].extra["first_step_of_context_s"] = variant.context_costs
+    if fixed:
+        print("Per-epoch fixed costs (outside the steady-state figures above), medians:")
+        for key, info in fixed.items():
+            print(f"  {LABELS[key]}: " + ", ".join(f"{k}={v:.3f}" for k, v in info.items()))
+    checks = []
+    for num, den, target in TARGETS:
+        if num in variants or den in variants or num in skipped:
+            checks.append((f"{num}/{den}", harness.ratio(series, num, den), target, ">="))
+    extra = [("b0/a", "b0", "a"), ("b/a_sync", "b", "a_sync"), ("b0/a_sync", "b0", "a_sync"),
+              ("d/c", "d", "c"), ("e/a", "e", "a"), ("e/e_local", "e", "e_local"),
+             ("b0_tf/a_tf", "b0_tf", "a_tf")]
+    for label, num, den in extra:
+        if num in series and den in series:
+            checks.append((label, harness.ratio(series, num, den), None, ">="))
+    print(harness.ratio_table(checks))
+    best = {label: harness.ratio(series, *label.split("/"), best=True) for label, *_ in checks}
+    print("best-of-n ratios (contention-robust companion): "
+          + ", ".join(f"{k}={v:.3f}" for k, v in best.items() if v is not None))
+    for key, reason in skipped.items():
+        print(f"  not run: {LABELS.get(key, key)}: {reason}")
+    params = None
+    try:
+        if args.framework == "torch":
+            from benchmarks.models import torch_model
+
+            params = count_params(torch_model(model))
+    except Exception:  # noqa: BLE001
+        pass
+    return {"config": {k: v for k, v in cfg.items() if not k.startswith("data")}, "params": params,
+            "series": {k: s.to_json() for k, s in series.items()},
+            "ratios": {label: {"value": value, "target": target} for label, value, target, _ in checks},
+            "best_of_n_ratios": best, "fixed_costs": fixed, "skipped": skipped}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = harness.base_parser(__doc__.splitlines()[0])
+    parser.add_argument("--model", choices=(*MODELS, "all"), default="all")
+    parser.add_argument("--framework", choices=("torch", "tf"), default="torch")
+    parser.add_argument("--batch-size", type=int, default=0)
+    parser.add_argument("--steps", type=int, default=0, help="timed steps per repeat")
+    parser.add_argument("--variants", default="", help="comma list of variant keys (a,b0,b,c,d,e,e_local)")
+    parser.add_argument("--no-tf-distributed", dest="tf_distributed", action="store_false",
+                        help="skip fe_ray TF with num_replicas (c_tf, d_tf)")
+    parser.add_argument("--verbose", action="store_true")
+    parser.add_argument("--try-fix", default="", help="comma list of benchmarks/fixes.py patches (experiments)")
+    args = parser.parse_args(argv)
+    if args.try_fix:
+        from benchmarks import fixes
+
+        print(f"EXPERIMENT: fe_ray patched with {fixes.apply(args.try_fix)} (benchmarks/fixes.py)")
+    threads = args.threads or harness.available_cores()
+    harness.set_thread_budget(threads)
+    if args.framework == "tf":
+        import tensorflow  # noqa: F401 - import before set_thread_budget's TF part
+
+        harness.set_thread_budget(threads)
+    device, note = harness.resolve_device(args.device)
+    if note:
+        print(note)
+    if args.framework == "tf" and device == "cuda":
+        print("NOTE: the TF comparison runs on TF's default device placement.")
+    avail = availability()
+    results = {}
+    models = MODELS if args.model == "all" else (args.model,)
+    for model in models:
+        results[model] = run_model(model, args, device, threads, avail)
+    name = "throughput" if args.framework == "torch" else "throughput_tf"
+    if device == "cuda":
+        name += "_cuda"
+    if args.try_fix:
+        name += "_fix-" + args.try_fix.replace(",", "_")
+    if args.quick:
+        name += "_quick"
+    payload = {"benchmark": name, "environment": harness.environment(threads, device), "args": vars(args),
+               "fe_ray_availability": avail, "results": results}
+    path = harness.write_json(name, payload, not args.no_save)
+    if path:
+        print(f"\nwrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

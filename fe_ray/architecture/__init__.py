@@ -1,0 +1,1 @@
+"""Reference model architectures, one module per framework (import only the one you use)."""

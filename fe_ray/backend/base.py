@@ -1,0 +1,136 @@
+"""The interface every framework backend module implements (documentation only; nothing subclasses it).
+
+:mod:`fe_ray.backend.torch` and :mod:`fe_ray.backend.tf` are plain modules exposing these functions;
+:func:`fe_ray.backend.get_backend` returns one of them. Ops and Networks call them instead of branching on the
+framework. "Model" below means a model built by :func:`fe_ray.build` (it has ``model_name``, ``optimizer``,
+``current_optimizer``, ``mixed_precision`` and ``fe_compiled``).
+
+Optional hooks, looked up with ``getattr`` by the Network: ``enter_context(models, mode, device)`` and
+``exit_context(models, mode, device)`` (torch: move models and optimizer state to the accelerator and back).
+The TF backend also exposes ``new_step_fn()``; its ``run_step`` keeps one traced step function per Network context.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
+
+
+class Backend(Protocol):
+    """Functions of a framework backend module."""
+
+    # -- tensors
+    def to_tensor(self, data: Any) -> Any:
+        """Convert (nested dict/list/tuple of) arrays or other frameworks' tensors to this framework's tensors."""
+
+    def to_numpy(self, data: Any) -> Any:
+        """Convert (nested) tensors to numpy arrays on the CPU."""
+
+    def reduce_mean(self, x: Any) -> Any:
+        """Mean over all elements."""
+
+    def concat(self, xs: Sequence[Any], axis: int) -> Any:
+        """Concatenate along an existing axis."""
+
+    def stack(self, xs: Sequence[Any], axis: int) -> Any:
+        """Stack along a new axis."""
+
+    def stop_gradient(self, data: Any) -> Any:
+        """Block gradient flow through (nested) tensors."""
+
+    def no_grad(self) -> AbstractContextManager[Any]:
+        """A context in which no gradients are recorded (a no-op in TF, which records only on tapes)."""
+
+    # -- models and gradients
+    def trainable_variables(self, model: Any) -> list[Any]:
+        """The weights the optimizer updates, in gradient order."""
+
+    def feed_forward(self, model: Any, x: Any, training: bool = True) -> Any:
+        """Run the model on ``x`` (a list means several inputs)."""
+
+    def build_model_fn(self, model: Any, layer_names: Sequence[str]) -> Callable[[Any, bool], Any]:
+        """Return ``fn(x, training) -> [final, *named layer outputs]``."""
+
+    def add_model_losses(self, model: Any, loss: Any) -> Any:
+        """Add losses the model registers itself (Keras ``model.losses``) to ``loss``."""
+
+    def get_gradient(self, target: Any, sources: Sequence[Any], tape: Any = None,
+                     retain_graph: bool = True) -> list[Any]:
+        """Gradients of ``target`` w.r.t. ``sources`` (zeros for unused sources). TF needs the recording tape."""
+
+    def scale_loss(self, model: Any, loss: Any) -> Any:
+        """Apply mixed-precision loss scaling (identity without it)."""
+
+    def unscale_gradients(self, model: Any, gradients: list[Any]) -> list[Any]:
+        """Undo loss scaling where the optimizer does not do it at apply time."""
+
+    def update_model(self, model: Any, gradients: Sequence[Any], defer: bool = False,
+                     deferred: dict[str, list[Callable[[], None]]] | None = None) -> None:
+        """Apply gradients with ``model.current_optimizer``; with ``defer``, store a closure in
+        ``deferred[model.model_name]`` to run at the end of the step instead."""
+
+    # -- merge_grad accumulation (used by UpdateOp)
+    def init_accumulator(self, model: Any, device: Any = None) -> tuple[Any, list[Any]]:
+        """Create a (step counter, zeroed gradient sums) pair."""
+
+    def merge_grad_update(self, model: Any, step: Any, grad_sum: list[Any], gradients: Sequence[Any],
+                          merge_grad: int, defer: bool = False,
+                          deferred: dict[str, list[Callable[[], None]]] | None = None) -> None:
+        """Accumulate; on every ``merge_grad``-th call apply the mean gradient and reset the sums."""
+
+    def accumulator_to_numpy(self, step: Any, grad_sum: Sequence[Any]) -> dict[str, Any]:
+        """Snapshot ``{"step": int, "grad_sum": [np.ndarray]}``."""
+
+    def accumulator_from_numpy(self, step: Any, grad_sum: Sequence[Any], state: dict[str, Any]) -> None:
+        """Restore a snapshot in place."""
+
+    # -- optimizers
+    def make_optimizer(self, model: Any, optimizer_def: Any, mixed_precision: bool = False) -> Any:
+        """Create an optimizer from a name ("adam", "sgd", "rmsprop", "adagrad", "adadelta", "adamax"), a
+        framework callable, or None (returns None). Unknown names raise ValueError listing the valid ones."""
+
+    def set_mixed_precision_policy(self, enabled: bool) -> None:
+        """Switch a global mixed-precision policy (Keras), or do nothing (torch)."""
+
+    def set_lr(self, model: Any, lr: float) -> None:
+        """Set the current optimizer's learning rate."""
+
+    def get_lr(self, model: Any) -> float:
+        """Read the current optimizer's learning rate."""
+
+    # -- persistence
+    def load_weights(self, model: Any, path: str) -> None:
+        """Load a weights file (build's ``weights_path``)."""
+
+    def save_model(self, model: Any, save_dir: str, model_name: str | None = None,
+                   save_optimizer: bool = False) -> str:
+        """Save weights (and optionally optimizer state) into ``save_dir``; return the weights path."""
+
+    def load_model(self, model: Any, weights_path: str, load_optimizer: bool = False) -> None:
+        """Load what :meth:`save_model` wrote; optimizer state is restored exactly."""
+
+    def get_state(self, model: Any) -> dict[str, Any]:
+        """A picklable numpy snapshot of weights and current optimizer state."""
+
+    def set_state(self, model: Any, state: dict[str, Any]) -> None:
+        """Restore a :meth:`get_state` snapshot exactly."""
+
+    # -- devices and execution
+    def get_device(self) -> Any:
+        """The device models run on (torch: cuda if available else cpu; TF: None)."""
+
+    def move_model(self, model: Any, device: Any) -> None:
+        """Move a model and its optimizer state to ``device`` (no-op in TF)."""
+
+    def run_step(self, ops: Sequence[Any], batch: dict[str, Any], state: dict[str, Any], gpu_input_keys: set[str],
+                 output_keys: set[str], device: Any = None, mixed_precision: bool = False) -> dict[str, Any]:
+        """Run one step of ``ops`` on the batch's ``gpu_input_keys`` and return the ``output_keys`` it holds."""
+
+    # -- losses
+    def cross_entropy(self, y_pred: Any, y_true: Any, form: str, from_logits: bool = False,
+                      class_weights: dict[int, float] | None = None, average: bool = True) -> Any:
+        """Binary / sparse / categorical cross entropy (class axis last)."""
+
+    def mean_squared_error(self, y_pred: Any, y_true: Any, average: bool = True) -> Any:
+        """Squared error averaged over the last axis, then over samples when ``average``."""

@@ -1,0 +1,321 @@
+"""The TensorFlow/Keras backend: tensors, gradients, optimizers and the per-step executor for TF Networks.
+
+Imported lazily by :func:`fe_ray.backend.get_backend`. Implements the interface documented by
+:class:`fe_ray.backend.base.Backend`; persistence lives in :mod:`fe_ray.backend.tf_io`, loss math in
+:mod:`fe_ray.backend.tf_losses`, and the graph executor (:func:`run_step`) in :mod:`fe_ray.backend.tf_step`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from typing import Any
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from fe_ray.backend.tf_io import build_optimizer, get_state, load_model, load_weights, save_model, set_state
+from fe_ray.backend.tf_losses import cross_entropy, mean_squared_error
+from fe_ray.backend.tf_step import new_step_fn, run_step
+from fe_ray.util import NonContext, map_nested
+
+#: Optimizer names accepted by :func:`make_optimizer` (Keras defaults for every hyper-parameter).
+_OPTIMIZERS: dict[str, Callable[[], keras.optimizers.Optimizer]] = {
+    "adadelta": keras.optimizers.Adadelta,
+    "adagrad": keras.optimizers.Adagrad,
+    "adam": keras.optimizers.Adam,
+    "adamax": keras.optimizers.Adamax,
+    "rmsprop": keras.optimizers.RMSprop,
+    "sgd": keras.optimizers.SGD,
+}
+
+
+# ---------------------------------------------------------------------------------------------------- tensors
+def to_tensor(data: Any) -> Any:
+    """Convert numpy arrays / torch tensors (nested in dicts, lists, tuples) to TF tensors.
+
+    Object arrays and plain Python objects are passed through unchanged.
+    """
+    return map_nested(_to_tensor_leaf, data)
+
+
+def _to_tensor_leaf(data: Any) -> Any:
+    if isinstance(data, (tf.Tensor, tf.Variable)):
+        return data
+    if hasattr(data, "detach"):  # a torch tensor: go through numpy without importing torch here
+        data = data.detach().cpu().numpy()
+    if isinstance(data, (np.ndarray, np.generic)):
+        return data if data.dtype.kind == "O" else tf.convert_to_tensor(data)
+    return data
+
+
+def to_numpy(data: Any) -> Any:
+    """Convert TF tensors / Keras variables (nested in dicts, lists, tuples) to numpy arrays."""
+    return map_nested(_to_numpy_leaf, data)
+
+
+def _to_numpy_leaf(data: Any) -> Any:
+    if isinstance(data, (tf.Tensor, tf.Variable, keras.Variable)):
+        return np.asarray(keras.ops.convert_to_numpy(data))
+    return data
+
+
+def reduce_mean(x: tf.Tensor) -> tf.Tensor:
+    """Mean over all elements."""
+    return tf.reduce_mean(x)
+
+
+def concat(xs: Sequence[tf.Tensor], axis: int = 0) -> tf.Tensor:
+    """Concatenate along an existing axis."""
+    return tf.concat(list(xs), axis=axis)
+
+
+def stack(xs: Sequence[tf.Tensor], axis: int = 0) -> tf.Tensor:
+    """Stack along a new axis."""
+    return tf.stack(list(xs), axis=axis)
+
+
+def stop_gradient(data: Any) -> Any:
+    """Block gradients through (nested) tensors."""
+    return map_nested(_stop_gradient_leaf, data)
+
+
+def _stop_gradient_leaf(data: Any) -> Any:
+    return tf.stop_gradient(data) if isinstance(data, tf.Tensor) else data
+
+
+def no_grad() -> AbstractContextManager[Any]:
+    """TF records gradients only on explicit tapes; :func:`stop_gradient` does the blocking instead."""
+    return NonContext()
+
+
+# ---------------------------------------------------------------------------------------------------- devices
+def get_device() -> None:
+    """TF places tensors itself; there is no explicit device."""
+    return None
+
+
+def move_model(model: keras.Model, device: Any) -> None:
+    """No-op: TF places variables itself."""
+
+
+# ---------------------------------------------------------------------------------------------------- models
+def trainable_variables(model: keras.Model) -> list[Any]:
+    """Variables the optimizer updates, in the order gradients are exchanged."""
+    return list(model.trainable_variables)
+
+
+def feed_forward(model: keras.Model, x: Any, training: bool = True) -> Any:
+    """Run ``model`` on ``x``; a one-element list is unwrapped, longer lists are the model's multiple inputs."""
+    if isinstance(x, (list, tuple)) and len(x) == 1:
+        x = x[0]
+    return model(to_tensor(x), training=training)
+
+
+def build_model_fn(model: keras.Model, layer_names: Sequence[str]) -> Callable[[Any, bool], Any]:
+    """Return ``fn(x, training)`` producing ``[final, *outputs of the named layers]`` via a sub-functional model.
+
+    Raises:
+        ValueError: If a layer name is unknown (listing the valid names) or the model has no symbolic inputs
+            (subclassed models: give them an ``Input`` / build them functionally).
+    """
+    known = [layer.name for layer in model.layers]
+    missing = [name for name in layer_names if name not in known]
+    if missing:
+        raise ValueError(f"intermediate_layers {missing} are not layers of {getattr(model, 'model_name', model.name)}"
+                         f"; valid names are {known}.")
+    try:
+        finals = list(model.outputs)
+        extra = [model.get_layer(name).output for name in layer_names]
+        sub_model = keras.Model(inputs=model.inputs, outputs=finals + extra)
+    except (AttributeError, ValueError) as err:
+        raise ValueError("intermediate_layers needs a functional or Sequential Keras model with defined inputs "
+                         f"(keras.Input); {model.name} has none ({err}).") from err
+    n_final = len(finals)
+
+    def run(x: Any, training: bool) -> list[Any]:
+        outputs = feed_forward(sub_model, x, training=training)
+        final = outputs[0] if n_final == 1 else list(outputs[:n_final])
+        return [final, *outputs[n_final:]]
+
+    return run
+
+
+def add_model_losses(model: keras.Model, loss: tf.Tensor) -> tf.Tensor:
+    """Add the model's registered losses (weight regularizers, ``add_loss``) to ``loss``."""
+    extra = model.losses
+    if not extra:
+        return loss
+    return loss + tf.cast(tf.add_n([tf.reduce_sum(x) for x in extra]), loss.dtype)
+
+
+# ---------------------------------------------------------------------------------------------------- gradients
+def get_gradient(target: tf.Tensor, sources: Sequence[Any], tape: Any = None,
+                 retain_graph: bool = True) -> list[tf.Tensor]:
+    """Gradients of ``target`` w.r.t. ``sources`` from the recording ``tape``, densified, zeros where unused.
+
+    Raises:
+        ValueError: If no GradientTape is given (TF cannot differentiate after the fact).
+    """
+    if tape is None or not hasattr(tape, "gradient"):
+        raise ValueError("TF gradients need the GradientTape that recorded the forward pass (state['tape']); run the "
+                         "ops through a Network or fe_ray.backend.tf.run_step with state['req_grad'] = True.")
+    sources = list(sources)
+    # Ops run inside the tape's context; pausing the recording keeps the gradient computation itself off the tape.
+    recording = getattr(tape, "_recording", False)  # stop_recording() refuses a tape whose context has exited
+    with tape.stop_recording() if recording else NonContext():
+        grads = tape.gradient(target, sources)
+    # Zeros are filled in here rather than by TF (UnconnectedGradients.ZERO), which fails on Keras 3 variables.
+    # Dense tensors (not IndexedSlices) so reducers and accumulators can treat every gradient alike.
+    return [tf.zeros(s.shape, dtype=s.dtype) if g is None else tf.convert_to_tensor(g) for g, s in zip(grads, sources)]
+
+
+def scale_loss(model: keras.Model, loss: tf.Tensor) -> tf.Tensor:
+    """Multiply the loss by the LossScaleOptimizer's dynamic scale (mixed precision); identity otherwise."""
+    optimizer = model.current_optimizer
+    if isinstance(optimizer, keras.optimizers.LossScaleOptimizer):
+        # A float16 loss times the scale (2**15 at first) overflows; Keras' own trainer also scales float32 losses.
+        return optimizer.scale_loss(tf.cast(loss, tf.float32))
+    return loss
+
+
+def unscale_gradients(model: keras.Model, gradients: list[tf.Tensor]) -> list[tf.Tensor]:
+    """Identity: Keras 3's LossScaleOptimizer divides by the scale (and skips non-finite steps) when applying.
+
+    Gradients therefore stay scaled through the reducer and merge_grad accumulation, exactly like the torch
+    GradScaler path; both are linear, so the applied update is unchanged.
+    """
+    return gradients
+
+
+def update_model(model: keras.Model, gradients: Sequence[tf.Tensor], defer: bool = False,
+                 deferred: dict[str, list[Callable[[], None]]] | None = None) -> None:
+    """Apply ``gradients`` with ``model.current_optimizer`` now, or at the end of the step when ``defer``."""
+    variables = trainable_variables(model)
+    gradients = list(gradients)
+
+    def apply() -> None:
+        model.current_optimizer.apply_gradients(zip(gradients, variables))
+
+    if defer:
+        if deferred is None:
+            raise ValueError("update_model(defer=True) needs the step's `deferred` dict to store the update in.")
+        deferred.setdefault(model.model_name, []).append(apply)
+    else:
+        apply()
+
+
+# ---------------------------------------------------------------------------------------------------- accumulation
+def init_accumulator(model: keras.Model, device: Any = None) -> tuple[tf.Variable, list[tf.Variable]]:
+    """Create a (step counter, gradient sums) pair of variables for merge_grad accumulation.
+
+    Variables (not Python numbers) because the counter must advance inside a traced graph. The optimizer is built
+    now, since an update applied inside ``tf.cond`` must not create variables.
+    """
+    build_optimizer(model)
+    step = tf.Variable(0, dtype=tf.int64, trainable=False)
+    sums = [tf.Variable(tf.zeros(v.shape, dtype=v.dtype), trainable=False) for v in trainable_variables(model)]
+    return step, sums
+
+
+def merge_grad_update(model: keras.Model, step: tf.Variable, grad_sum: list[tf.Variable],
+                      gradients: Sequence[tf.Tensor], merge_grad: int, defer: bool = False,
+                      deferred: dict[str, list[Callable[[], None]]] | None = None) -> None:
+    """Add ``gradients`` to the sums; on every ``merge_grad``-th call apply their mean and zero the sums.
+
+    The decision is a ``tf.cond`` on the step variable, so one traced graph serves every step.
+    """
+    for total, grad in zip(grad_sum, gradients):
+        total.assign_add(tf.cast(grad, total.dtype))
+    step.assign_add(1)
+    variables = trainable_variables(model)
+
+    def apply_mean() -> tf.Tensor:
+        model.current_optimizer.apply_gradients(zip([total / merge_grad for total in grad_sum], variables))
+        for total in grad_sum:
+            total.assign(tf.zeros_like(total))
+        return tf.constant(True)
+
+    def maybe_apply() -> None:
+        tf.cond(tf.equal(step % merge_grad, 0), apply_mean, lambda: tf.constant(False))
+
+    if defer:
+        if deferred is None:
+            raise ValueError("merge_grad_update(defer=True) needs the step's `deferred` dict.")
+        deferred.setdefault(model.model_name, []).append(maybe_apply)
+    else:
+        maybe_apply()
+
+
+def accumulator_to_numpy(step: tf.Variable, grad_sum: Sequence[tf.Variable]) -> dict[str, Any]:
+    """A picklable snapshot of an accumulator."""
+    return {"step": int(step.numpy()), "grad_sum": [np.array(g.numpy()) for g in grad_sum]}
+
+
+def accumulator_from_numpy(step: tf.Variable, grad_sum: Sequence[tf.Variable], state: dict[str, Any]) -> None:
+    """Restore an accumulator in place from :func:`accumulator_to_numpy`'s snapshot."""
+    step.assign(int(state["step"]))
+    for total, saved in zip(grad_sum, state["grad_sum"]):
+        total.assign(saved)
+
+
+# ---------------------------------------------------------------------------------------------------- optimizers
+def make_optimizer(model: keras.Model, optimizer_def: Any, mixed_precision: bool = False) -> Any:
+    """Create the optimizer for ``model`` from a name, a zero-argument callable, or None.
+
+    In mixed precision the optimizer is wrapped in a ``keras.mixed_precision.LossScaleOptimizer``.
+
+    Raises:
+        ValueError: For an unknown optimizer name (listing the valid names).
+        TypeError: If the definition is of another type or the callable does not return a Keras optimizer.
+    """
+    if optimizer_def is None:
+        return None
+    if isinstance(optimizer_def, str):
+        key = optimizer_def.lower()
+        if key not in _OPTIMIZERS:
+            raise ValueError(f"Unknown optimizer {optimizer_def!r}; valid names are {sorted(_OPTIMIZERS)}, or pass a "
+                             "zero-argument callable such as `lambda: tf.optimizers.SGD(0.1)`.")
+        optimizer = _OPTIMIZERS[key]()
+    elif callable(optimizer_def):
+        optimizer = optimizer_def()
+        if not isinstance(optimizer, keras.optimizers.Optimizer):
+            raise TypeError("A TF optimizer_fn must be a zero-argument callable returning a Keras optimizer (e.g. "
+                            f"`lambda: tf.optimizers.Adam(1e-3)`), but it returned {type(optimizer).__name__}.")
+    else:
+        raise TypeError(f"optimizer_fn must be a name, a callable or None, got {type(optimizer_def).__name__}.")
+    if mixed_precision and not isinstance(optimizer, keras.optimizers.LossScaleOptimizer):
+        optimizer = keras.mixed_precision.LossScaleOptimizer(optimizer)
+    return optimizer
+
+
+def set_mixed_precision_policy(enabled: bool) -> None:
+    """Set Keras' global dtype policy ('mixed_float16' or 'float32'); it applies to layers created afterwards."""
+    keras.mixed_precision.set_global_policy("mixed_float16" if enabled else "float32")
+
+
+def set_lr(model: keras.Model, lr: float) -> None:
+    """Set the learning rate of ``model.current_optimizer`` (the inner one for a LossScaleOptimizer)."""
+    _current_optimizer(model).learning_rate = lr
+
+
+def get_lr(model: keras.Model) -> float:
+    """The current learning rate of ``model.current_optimizer``."""
+    return float(keras.ops.convert_to_numpy(_current_optimizer(model).learning_rate))
+
+
+def _current_optimizer(model: Any) -> Any:
+    optimizer = getattr(model, "current_optimizer", None)
+    if optimizer is None:
+        raise ValueError(f"Model {getattr(model, 'model_name', model.name)!r} has no optimizer; build it with an "
+                         "optimizer_fn to change or read its learning rate.")
+    return optimizer
+
+
+__all__ = ["accumulator_from_numpy", "accumulator_to_numpy", "add_model_losses", "build_model_fn", "build_optimizer",
+           "concat", "cross_entropy", "feed_forward", "get_device", "get_gradient", "get_lr", "get_state",
+           "init_accumulator", "load_model", "load_weights", "make_optimizer", "mean_squared_error",
+           "merge_grad_update", "move_model", "new_step_fn", "no_grad", "reduce_mean", "run_step", "save_model",
+           "scale_loss", "set_lr", "set_mixed_precision_policy", "set_state", "stack", "stop_gradient", "to_numpy",
+           "to_tensor", "trainable_variables", "unscale_gradients", "update_model"]

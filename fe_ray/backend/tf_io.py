@@ -1,0 +1,137 @@
+"""Persistence for Keras models: weight files, checkpoints, and in-memory snapshots of weights + optimizer.
+
+Optimizer state is stored as a numpy ``.npz`` archive (loaded with ``allow_pickle=False``) of the optimizer's
+variables in order, so loading a checkpoint never unpickles arbitrary objects.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import keras
+import numpy as np
+
+WEIGHTS_SUFFIX = ".weights.h5"
+OPTIMIZER_SUFFIX = "_opt.npz"
+
+
+def build_optimizer(model: Any) -> None:
+    """Create the current optimizer's variables (slots, iteration count) if it has none yet.
+
+    Needed before reading/restoring optimizer state and before a traced update; a no-op for unbuilt models
+    (no trainable variables yet), whose optimizer builds on first use.
+    """
+    optimizer = getattr(model, "current_optimizer", None)
+    if optimizer is not None and not optimizer.built and model.trainable_variables:
+        optimizer.build(model.trainable_variables)
+
+
+def load_weights(model: keras.Model, path: str) -> None:
+    """Load a Keras weights file (``*.weights.h5``) into ``model`` (weights only; see :func:`save_model`)."""
+    with _optimizer_hidden(model):
+        model.load_weights(path)
+
+
+@contextmanager
+def _optimizer_hidden(model: keras.Model) -> Iterator[None]:
+    """Temporarily detach optimizers held as model attributes (``optimizer``/``current_optimizer``, set by build).
+
+    Keras saves and loads every optimizer it finds on the model along with the weights; fe_ray keeps optimizer
+    state in its own file so that ``load_optimizer=False`` really leaves the optimizer untouched, and so an unbuilt
+    optimizer does not make Keras refuse the saved variables.
+    """
+    hidden = {key: value for key, value in vars(model).items() if isinstance(value, keras.optimizers.Optimizer)}
+    for key in hidden:
+        setattr(model, key, None)
+    try:
+        yield
+    finally:
+        for key, value in hidden.items():
+            setattr(model, key, value)
+
+
+def save_model(model: keras.Model, save_dir: str, model_name: str | None = None, save_optimizer: bool = False) -> str:
+    """Write ``<name>.weights.h5`` and optionally ``<name>_opt.npz`` (optimizer variables) into ``save_dir``.
+
+    Returns:
+        The path of the weights file.
+    """
+    name = model_name or model.model_name
+    os.makedirs(save_dir, exist_ok=True)
+    path = os.path.join(save_dir, f"{name}{WEIGHTS_SUFFIX}")
+    with _optimizer_hidden(model):
+        model.save_weights(path)
+    if save_optimizer and getattr(model, "current_optimizer", None) is not None:
+        build_optimizer(model)
+        arrays = _optimizer_arrays(model.current_optimizer)
+        np.savez(_optimizer_path(path), **{f"v{i}": value for i, value in enumerate(arrays)})
+    return path
+
+
+def load_model(model: keras.Model, weights_path: str, load_optimizer: bool = False) -> None:
+    """Load weights written by :func:`save_model`, and the optimizer state next to them when asked.
+
+    Raises:
+        FileNotFoundError: If ``load_optimizer`` is set but ``<name>_opt.npz`` does not exist.
+        ValueError: If the model has no optimizer, or the saved optimizer has a different number of variables.
+    """
+    load_weights(model, weights_path)
+    if not load_optimizer:
+        return
+    if getattr(model, "current_optimizer", None) is None:
+        raise ValueError(f"Cannot load optimizer state into model {model.model_name!r}: it has no optimizer.")
+    opt_path = _optimizer_path(weights_path)
+    if not os.path.exists(opt_path):
+        raise FileNotFoundError(f"Optimizer state {opt_path!r} not found; save it with save_optimizer=True or load "
+                                "with load_optimizer=False.")
+    with np.load(opt_path, allow_pickle=False) as archive:
+        arrays = [archive[f"v{i}"] for i in range(len(archive.files))]
+    _assign_optimizer(model, arrays)
+
+
+def _optimizer_path(weights_path: str) -> str:
+    stem = weights_path[:-len(WEIGHTS_SUFFIX)] if weights_path.endswith(WEIGHTS_SUFFIX) else weights_path
+    return f"{stem}{OPTIMIZER_SUFFIX}"
+
+
+def _optimizer_arrays(optimizer: Any) -> list[np.ndarray]:
+    return [np.array(keras.ops.convert_to_numpy(v)) for v in optimizer.variables]
+
+
+def _assign_optimizer(model: Any, arrays: list[np.ndarray]) -> None:
+    build_optimizer(model)
+    variables = model.current_optimizer.variables
+    if len(variables) != len(arrays):
+        raise ValueError(f"Saved optimizer state has {len(arrays)} variables but the optimizer of model "
+                         f"{model.model_name!r} has {len(variables)}; it was saved from a different optimizer or "
+                         "model configuration.")
+    for variable, value in zip(variables, arrays):
+        variable.assign(value)
+
+
+def get_state(model: keras.Model) -> dict[str, Any]:
+    """An in-memory, picklable (numpy-only) snapshot of all weights and the current optimizer's variables."""
+    optimizer = getattr(model, "current_optimizer", None)
+    if optimizer is not None:
+        build_optimizer(model)
+    return {"model": [np.array(keras.ops.convert_to_numpy(v)) for v in model.weights],
+            "optimizer": _optimizer_arrays(optimizer) if optimizer is not None else None}
+
+
+def set_state(model: keras.Model, state: dict[str, Any]) -> None:
+    """Restore a :func:`get_state` snapshot exactly (weights, and optimizer variables if both sides have them).
+
+    Raises:
+        ValueError: If the snapshot's variable counts do not match the model / optimizer.
+    """
+    weights = model.weights
+    if len(weights) != len(state["model"]):
+        raise ValueError(f"Snapshot has {len(state['model'])} weights but model {model.model_name!r} has "
+                         f"{len(weights)}; it belongs to a different architecture.")
+    for variable, value in zip(weights, state["model"]):
+        variable.assign(value)
+    if getattr(model, "current_optimizer", None) is not None and state.get("optimizer") is not None:
+        _assign_optimizer(model, state["optimizer"])

@@ -1,0 +1,137 @@
+"""The TF step executor: runs a Network's ops once, as a traced ``tf.function`` or eagerly.
+
+Graph lifetime: :func:`run_step` keeps one ``tf.function`` (from :func:`new_step_fn`) in the Network context's
+state dict under :data:`STEP_FN_KEY`. The Network creates a fresh state dict for every ``with network(...)`` block
+and drops it on exit, so each context traces its own graphs and the old ones are freed with the state, instead of
+accumulating in one long-lived function (the leak FastEstimator avoids with ``clear_session``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from fe_ray.backend.tf_io import build_optimizer
+from fe_ray.util import NonContext
+
+#: State key holding the context's tf.function.
+STEP_FN_KEY = "_tf_step_fn"
+#: State key caching (reducer, graph-safe wrapper) so the wrapper object, part of the trace key, stays stable.
+REDUCER_KEY = "_tf_grad_reducer"
+_PRIVATE_KEYS = (STEP_FN_KEY, REDUCER_KEY, "tape")
+
+
+def _forward_step(batch: dict[str, Any], state: dict[str, Any], ops: list[Any],
+                  output_keys: list[str]) -> dict[str, Any]:
+    """Run ``ops`` under a persistent GradientTape (when gradients are needed); return the outputs."""
+    from fe_ray.op.tensorop.tensorop import run_ops  # deferred: the op package imports the backend dispatcher
+
+    # tf.function forbids mutating its Python arguments, and ops write into both dicts: work on copies.
+    batch = dict(batch)
+    state = dict(state)
+    state["deferred"] = {}
+    with tf.GradientTape(persistent=True) if state["req_grad"] else NonContext() as tape:
+        state["tape"] = tape
+        run_ops(ops, batch, state)
+    del state["tape"]
+    return {key: batch[key] for key in output_keys if key in batch}
+
+
+def new_step_fn() -> Callable[..., dict[str, Any]]:
+    """A fresh graph-mode step function ``fn(batch, state, ops, output_keys) -> outputs``.
+
+    ``reduce_retracing`` lets batches of different sizes share a trace with a relaxed shape.
+    """
+    return tf.function(_forward_step, reduce_retracing=True)
+
+
+def run_step(ops: Sequence[Any], batch: dict[str, Any], state: dict[str, Any], gpu_input_keys: set[str],
+             output_keys: set[str], device: Any = None, mixed_precision: bool = False) -> dict[str, Any]:
+    """Run one forward (and, in training, backward) pass of ``ops``; return the outputs as eager tensors.
+
+    Args:
+        ops: The TensorOps of the current context.
+        batch: The (mini)batch; only ``gpu_input_keys`` are converted to tensors and passed in.
+        state: The context state; ``state["eager"]`` runs eagerly, ``state["req_grad"]`` records a tape.
+        gpu_input_keys: Keys the ops read from the batch.
+        output_keys: Keys to return.
+        device: Unused (TF places tensors itself).
+        mixed_precision: Unused (TF mixed precision is the global Keras dtype policy set at build time).
+    """
+    from fe_ray.backend.tf import to_tensor
+
+    batch_in = {key: to_tensor(batch[key]) for key in gpu_input_keys if key in batch}
+    models = _models_of(ops)
+    for model in models:
+        # Create optimizer variables eagerly: a traced update must not create variables (and under tf.cond it can't).
+        build_optimizer(model)
+    outputs = sorted(output_keys)
+    if state.get("eager"):
+        return _forward_step(batch_in, _call_state(state, models, graph=False), list(ops), outputs)
+    step_fn = state.get(STEP_FN_KEY)
+    if step_fn is None:
+        step_fn = state[STEP_FN_KEY] = new_step_fn()
+    return step_fn(batch_in, _call_state(state, models, graph=True), list(ops), outputs)
+
+
+def _call_state(state: dict[str, Any], models: list[Any], graph: bool) -> dict[str, Any]:
+    """The state handed to the ops: private keys removed; in graph mode made trace-friendly."""
+    call_state = {key: value for key, value in state.items() if key not in _PRIVATE_KEYS}
+    call_state.setdefault("req_grad", False)
+    if not graph:
+        return call_state
+    # Python values are part of tf.function's trace key while tensors only contribute their dtype/shape: pass the
+    # epoch as a tensor so a new epoch does not retrace. Conversely the graph bakes in the optimizer objects and the
+    # trainable-variable lists, so fold them into a hashed Python int: switching optimizers (schedulers) or freezing
+    # layers changes the key and forces the retrace that is needed.
+    if "epoch" in call_state:
+        call_state["epoch"] = tf.convert_to_tensor(call_state["epoch"], dtype=tf.int64)
+    trainable = "".join(str(layer.trainable) for model in models for layer in _layers(model))
+    optimizers = "x".join(str(id(getattr(model, "current_optimizer", None))) for model in models)
+    call_state["_force_tf_retrace"] = hash(trainable + optimizers)
+    reducer = call_state.get("grad_reducer")
+    if reducer is not None:
+        cached = state.get(REDUCER_KEY)
+        if cached is None or cached[0] is not reducer:
+            cached = state[REDUCER_KEY] = (reducer, graph_safe_reducer(reducer))
+        call_state["grad_reducer"] = cached[1]
+    return call_state
+
+
+def _layers(model: Any) -> list[Any]:
+    return [model, *getattr(model, "layers", [])]
+
+
+def _models_of(ops: Sequence[Any]) -> list[Any]:
+    seen: dict[int, Any] = {}
+    for op in ops:
+        for model in op.get_fe_models():
+            seen.setdefault(id(model), model)
+    return list(seen.values())
+
+
+def graph_safe_reducer(reducer: Callable[[Any, list[Any]], list[Any]]) -> Callable[[Any, list[Any]], list[Any]]:
+    """Wrap a gradient reducer so it also works inside a traced graph.
+
+    Inside ``tf.function`` gradients are symbolic, but a reducer that talks to other processes needs values. The
+    wrapper runs the reducer through ``tf.numpy_function``, i.e. eagerly on each step's concrete gradients (given
+    to it as eager TF tensors, as in eager mode), and feeds its results back into the graph.
+    """
+
+    def reduce(model: Any, gradients: list[Any]) -> list[Any]:
+        if tf.executing_eagerly():
+            return list(reducer(model, list(gradients)))
+        dtypes = [g.dtype for g in gradients]
+
+        def run_eagerly(*values: np.ndarray) -> list[np.ndarray]:
+            reduced = reducer(model, [tf.convert_to_tensor(v) for v in values])
+            return [np.asarray(keras.ops.convert_to_numpy(r), dtype=d.as_numpy_dtype) for r, d in zip(reduced, dtypes)]
+
+        reduced = tf.numpy_function(run_eagerly, list(gradients), Tout=dtypes, stateful=True)
+        return [tf.ensure_shape(r, g.shape) for r, g in zip(reduced, gradients)]
+
+    return reduce

@@ -1,0 +1,381 @@
+"""The PyTorch backend: tensors, gradients, optimizers and the per-step executor for torch Networks.
+
+Imported lazily by :func:`fe_ray.backend.get_backend`, so importing torch at module level is fine here. The
+function set is the one documented by :class:`fe_ray.backend.base.Backend`; persistence helpers live in
+:mod:`fe_ray.backend.torch_io` and loss math in :mod:`fe_ray.backend.torch_losses`, re-exported below.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from typing import Any
+
+import numpy as np
+import torch
+
+from fe_ray.backend.torch_io import get_state, load_model, load_weights, save_model, set_state
+from fe_ray.backend.torch_losses import cross_entropy, mean_squared_error
+from fe_ray.util import NonContext, map_nested
+
+#: Optimizer names accepted by :func:`make_optimizer`, with the constructor used for each. Learning rates follow
+#: the Keras defaults (SGD 0.01, RMSprop 0.001) so that "sgd" means the same thing in both frameworks.
+_OPTIMIZERS: dict[str, Callable[[Iterator[torch.nn.Parameter]], torch.optim.Optimizer]] = {
+    "adadelta": lambda params: torch.optim.Adadelta(params),
+    "adagrad": lambda params: torch.optim.Adagrad(params),
+    "adam": lambda params: torch.optim.Adam(params),
+    "adamax": lambda params: torch.optim.Adamax(params),
+    "rmsprop": lambda params: torch.optim.RMSprop(params, lr=0.001),
+    "sgd": lambda params: torch.optim.SGD(params, lr=0.01),
+}
+
+
+# ---------------------------------------------------------------------------------------------------- tensors
+def to_tensor(data: Any) -> Any:
+    """Convert numpy arrays / TF tensors (nested in dicts, lists, tuples) to torch tensors.
+
+    Values torch cannot represent (strings, object arrays, plain Python objects) are passed through unchanged.
+    """
+    return map_nested(_to_tensor_leaf, data)
+
+
+def _to_tensor_leaf(data: Any) -> Any:
+    if isinstance(data, torch.Tensor):
+        return data
+    if not isinstance(data, (np.ndarray, np.generic)) and hasattr(data, "numpy"):
+        data = data.numpy()  # a TF tensor (or similar): go through numpy
+    if isinstance(data, (np.ndarray, np.generic)):
+        if data.dtype.kind in "OUS":
+            return data
+        # as_tensor shares memory where it can; ascontiguousarray fixes negative strides that torch rejects.
+        return torch.as_tensor(np.ascontiguousarray(data))
+    return data
+
+
+def to_numpy(data: Any) -> Any:
+    """Convert torch tensors (nested in dicts, lists, tuples) to numpy arrays on the CPU."""
+    return map_nested(_to_numpy_leaf, data)
+
+
+def _to_numpy_leaf(data: Any) -> Any:
+    if isinstance(data, torch.Tensor):
+        tensor = data.detach().cpu()
+        if tensor.dtype == torch.bfloat16:
+            tensor = tensor.float()  # numpy has no bfloat16; float32 holds every bfloat16 value exactly
+        return tensor.numpy()
+    return data
+
+
+def reduce_mean(x: torch.Tensor) -> torch.Tensor:
+    """Mean over all elements."""
+    return torch.mean(x)
+
+
+def concat(xs: Sequence[torch.Tensor], axis: int = 0) -> torch.Tensor:
+    """Concatenate along an existing axis."""
+    return torch.cat(list(xs), dim=axis)
+
+
+def stack(xs: Sequence[torch.Tensor], axis: int = 0) -> torch.Tensor:
+    """Stack along a new axis."""
+    return torch.stack(list(xs), dim=axis)
+
+
+def stop_gradient(data: Any) -> Any:
+    """Detach (nested) tensors from the autograd graph."""
+    return map_nested(_stop_gradient_leaf, data)
+
+
+def _stop_gradient_leaf(data: Any) -> Any:
+    return data.detach() if isinstance(data, torch.Tensor) else data
+
+
+def no_grad() -> AbstractContextManager[Any]:
+    """A context in which no autograd graph is recorded."""
+    return torch.no_grad()
+
+
+# ---------------------------------------------------------------------------------------------------- devices
+def get_device() -> torch.device:
+    """The device models run on: the first CUDA device if there is one, else the CPU."""
+    return torch.device("cuda:0" if torch.cuda.is_available() else "cpu")
+
+
+def move_model(model: torch.nn.Module, device: Any) -> None:
+    """Move a model and the state of its current optimizer to ``device``."""
+    if device is None:
+        return
+    model.to(device)
+    optimizer = getattr(model, "current_optimizer", None)
+    if optimizer is not None:
+        _move_nested(optimizer.state, device)
+
+
+def _move_nested(data: Any, device: Any) -> None:
+    for key, value in data.items():
+        if isinstance(value, dict):
+            _move_nested(value, device)
+        elif isinstance(value, torch.Tensor):
+            if key == "step" and value.dim() == 0:
+                # Non-capturable optimizers (Adam & co.) keep their step counters on the CPU and read them with
+                # .item(): on an accelerator every read would be a device sync, several per step.
+                continue
+            data[key] = value.to(device)
+
+
+def enter_context(models: Sequence[torch.nn.Module], mode: str, device: Any) -> None:
+    """Network hook at the start of a context: put models (and, in training, optimizer state) on the device."""
+    if device is None or torch.device(device).type == "cpu":
+        return
+    for model in models:
+        model.to(device)
+        if mode == "train" and getattr(model, "current_optimizer", None) is not None:
+            _move_nested(model.current_optimizer.state, device)
+
+
+def exit_context(models: Sequence[torch.nn.Module], mode: str, device: Any) -> None:
+    """Network hook at the end of a context: bring models back to the CPU to free accelerator memory."""
+    if device is None or torch.device(device).type == "cpu":
+        return
+    for model in models:
+        move_model(model, "cpu")
+
+
+# ---------------------------------------------------------------------------------------------------- models
+def trainable_variables(model: torch.nn.Module) -> list[torch.nn.Parameter]:
+    """Parameters the optimizer updates, in the order gradients are exchanged."""
+    return [p for p in model.parameters() if p.requires_grad]
+
+
+def feed_forward(model: torch.nn.Module, x: Any, training: bool = True) -> Any:
+    """Run ``model`` on ``x`` (a list is unpacked into positional arguments) in train or eval mode."""
+    model.train(mode=training)
+    x = to_tensor(x)
+    return model(*x) if isinstance(x, list) else model(x)
+
+
+def build_model_fn(model: torch.nn.Module, layer_names: Sequence[str]) -> Callable[[Any, bool], Any]:
+    """Return ``fn(x, training)`` running the model and also returning the outputs of the named submodules.
+
+    Forward hooks record the submodule outputs; the result is ``[final, *layer_outputs]``.
+
+    Raises:
+        ValueError: If a name is not a submodule, listing the valid names.
+    """
+    modules = dict(model.named_modules())
+    missing = [name for name in layer_names if name not in modules]
+    if missing:
+        raise ValueError(f"intermediate_layers {missing} are not submodules of {getattr(model, 'model_name', model)}"
+                         f"; valid names are {[n for n in modules if n]}.")
+    captured: dict[str, Any] = {}
+    for name in layer_names:
+        modules[name].register_forward_hook(_recorder(captured, name))
+
+    def run(x: Any, training: bool) -> list[Any]:
+        captured.clear()
+        final = feed_forward(model, x, training=training)
+        return [final, *[captured[name] for name in layer_names]]
+
+    return run
+
+
+def _recorder(store: dict[str, Any], name: str) -> Callable[..., None]:
+    def hook(_module: torch.nn.Module, _inputs: Any, output: Any) -> None:
+        store[name] = output
+    return hook
+
+
+def add_model_losses(model: torch.nn.Module, loss: torch.Tensor) -> torch.Tensor:
+    """Torch models have no separately registered losses (unlike Keras ``model.losses``)."""
+    return loss
+
+
+# ---------------------------------------------------------------------------------------------------- gradients
+def get_gradient(target: torch.Tensor, sources: Sequence[torch.Tensor], tape: Any = None,
+                 retain_graph: bool = True) -> list[torch.Tensor]:
+    """Gradients of ``target`` w.r.t. ``sources``; unused sources get zeros so every replica sends full lists.
+
+    A target with no autograd history (e.g. computed from a ``gradients=False`` ModelOp) yields all zeros, as TF
+    does for unconnected sources.
+    """
+    if not target.requires_grad:
+        return [torch.zeros_like(s) for s in sources]
+    grads = torch.autograd.grad(target, list(sources), retain_graph=retain_graph, allow_unused=True)
+    return [torch.zeros_like(s) if g is None else g for g, s in zip(grads, sources)]
+
+
+def scale_loss(model: torch.nn.Module, loss: torch.Tensor) -> torch.Tensor:
+    """Scale the loss with the optimizer's GradScaler (mixed precision on CUDA); identity otherwise."""
+    scaler = getattr(model.current_optimizer, "scaler", None)
+    return scaler.scale(loss) if scaler is not None else loss
+
+
+def unscale_gradients(model: torch.nn.Module, gradients: list[torch.Tensor]) -> list[torch.Tensor]:
+    """Identity: GradScaler.step() unscales at apply time, so gradients stay scaled until then."""
+    return gradients
+
+
+def update_model(model: torch.nn.Module, gradients: Sequence[torch.Tensor], defer: bool = False,
+                 deferred: dict[str, list[Callable[[], None]]] | None = None) -> None:
+    """Apply ``gradients`` with ``model.current_optimizer`` now, or at the end of the step when ``defer``.
+
+    Gradients are added into ``p.grad`` immediately, so several deferred updates of one model in a step sum their
+    gradients and share a single optimizer step.
+    """
+    for param, grad in zip(trainable_variables(model), gradients):
+        # No clone: autograd hands us fresh tensors. Accumulation is out of place, so a gradient tensor that is
+        # also referenced elsewhere (a `gradients` key, a merge_grad average) is never modified.
+        param.grad = grad.detach() if param.grad is None else param.grad + grad.detach()
+    if defer:
+        if deferred is None:
+            raise ValueError("update_model(defer=True) needs the step's `deferred` dict to store the update in.")
+        deferred[model.model_name] = [lambda: _optimizer_step(model)]
+        return
+    _optimizer_step(model)
+    if deferred:
+        deferred.pop(model.model_name, None)  # the step above consumed any gradients a deferred step would apply
+
+
+def _optimizer_step(model: torch.nn.Module) -> None:
+    optimizer = model.current_optimizer
+    scaler = getattr(optimizer, "scaler", None)
+    if scaler is not None:
+        scaler.step(optimizer)
+        scaler.update()
+    else:
+        optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+
+
+# ---------------------------------------------------------------------------------------------------- accumulation
+def init_accumulator(model: torch.nn.Module, device: Any = None) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    """Create a (step counter, gradient sums) pair for merge_grad accumulation."""
+    step = torch.tensor(0, dtype=torch.int64, device=device)
+    sums = [torch.zeros_like(p, device=device) for p in trainable_variables(model)]
+    return step, sums
+
+
+def merge_grad_update(model: torch.nn.Module, step: torch.Tensor, grad_sum: list[torch.Tensor],
+                      gradients: Sequence[torch.Tensor], merge_grad: int, defer: bool = False,
+                      deferred: dict[str, list[Callable[[], None]]] | None = None) -> None:
+    """Add ``gradients`` to the sums; on every ``merge_grad``-th call apply their mean and zero the sums."""
+    with torch.no_grad():
+        for total, grad in zip(grad_sum, gradients):
+            total += grad.to(total.device)
+        step += 1
+    if int(step) % merge_grad == 0:
+        average = [total / merge_grad for total in grad_sum]  # new tensors: safe to zero the sums in place below
+        update_model(model, average, defer=defer, deferred=deferred)
+        for total in grad_sum:
+            total.zero_()
+
+
+def accumulator_to_numpy(step: torch.Tensor, grad_sum: Sequence[torch.Tensor]) -> dict[str, Any]:
+    """A picklable snapshot of an accumulator."""
+    return {"step": int(step), "grad_sum": [to_numpy(g).copy() for g in grad_sum]}
+
+
+def accumulator_from_numpy(step: torch.Tensor, grad_sum: Sequence[torch.Tensor], state: dict[str, Any]) -> None:
+    """Restore an accumulator in place from :func:`accumulator_to_numpy`'s snapshot."""
+    with torch.no_grad():
+        step.fill_(int(state["step"]))
+        for total, saved in zip(grad_sum, state["grad_sum"]):
+            total.copy_(torch.as_tensor(saved))
+
+
+# ---------------------------------------------------------------------------------------------------- optimizers
+def make_optimizer(model: torch.nn.Module, optimizer_def: Any, mixed_precision: bool = False) -> Any:
+    """Create the optimizer for ``model`` from a name, a ``fn(params)`` callable, or None.
+
+    Every optimizer gets a ``scaler`` attribute: a CUDA GradScaler in mixed precision when CUDA exists, else None.
+
+    Raises:
+        ValueError: For an unknown optimizer name (listing the valid names).
+        TypeError: If the definition is of another type or the callable does not return a torch Optimizer.
+    """
+    if optimizer_def is None:
+        return None
+    if isinstance(optimizer_def, str):
+        key = optimizer_def.lower()
+        if key not in _OPTIMIZERS:
+            raise ValueError(f"Unknown optimizer {optimizer_def!r}; valid names are {sorted(_OPTIMIZERS)}, or pass a "
+                             "callable such as `lambda params: torch.optim.SGD(params, lr=0.1)`.")
+        optimizer = _OPTIMIZERS[key](model.parameters())
+    elif callable(optimizer_def):
+        optimizer = optimizer_def(model.parameters())
+        if not isinstance(optimizer, torch.optim.Optimizer):
+            raise TypeError("A torch optimizer_fn must be `lambda params: torch.optim.X(params, ...)` returning a "
+                            f"torch.optim.Optimizer, but it returned {type(optimizer).__name__}.")
+    else:
+        raise TypeError(f"optimizer_fn must be a name, a callable or None, got {type(optimizer_def).__name__}.")
+    use_scaler = mixed_precision and torch.cuda.is_available()
+    optimizer.scaler = torch.amp.GradScaler("cuda") if use_scaler else None
+    return optimizer
+
+
+def set_mixed_precision_policy(enabled: bool) -> None:
+    """No-op: torch mixed precision is per step (``torch.autocast`` in :func:`run_step`), not a global policy."""
+
+
+def set_lr(model: torch.nn.Module, lr: float) -> None:
+    """Set the learning rate of every parameter group of ``model.current_optimizer``."""
+    for group in _current_optimizer(model).param_groups:
+        group["lr"] = lr
+
+
+def get_lr(model: torch.nn.Module) -> float:
+    """The learning rate of the first parameter group of ``model.current_optimizer``."""
+    return float(_current_optimizer(model).param_groups[0]["lr"])
+
+
+def _current_optimizer(model: Any) -> Any:
+    optimizer = getattr(model, "current_optimizer", None)
+    if optimizer is None:
+        raise ValueError(f"Model {getattr(model, 'model_name', type(model).__name__)!r} has no optimizer; build it "
+                         "with an optimizer_fn to change or read its learning rate.")
+    return optimizer
+
+
+# ---------------------------------------------------------------------------------------------------- execution
+def run_step(ops: Sequence[Any], batch: dict[str, Any], state: dict[str, Any], gpu_input_keys: set[str],
+             output_keys: set[str], device: Any = None, mixed_precision: bool = False) -> dict[str, Any]:
+    """Run one forward (and, in training, backward) pass of ``ops``; return detached CPU outputs.
+
+    Args:
+        ops: The TensorOps of the current context.
+        batch: The (mini)batch; only ``gpu_input_keys`` are converted and moved to ``device``.
+        state: The context state; ``state["req_grad"]`` enables autograd.
+        gpu_input_keys: Keys the ops read from the batch.
+        output_keys: Keys to return.
+        device: Where to run (None keeps tensors where they are).
+        mixed_precision: Run under ``torch.autocast``.
+    """
+    from fe_ray.op.tensorop.tensorop import run_ops  # deferred: the op package imports the backend dispatcher
+
+    batch_in = {key: to_tensor(batch[key]) for key in gpu_input_keys if key in batch}
+    if device is not None:
+        batch_in = {key: _to_device(value, device) for key, value in batch_in.items()}
+    state["tape"] = NonContext()
+    device_type = torch.device(device).type if device is not None else "cpu"
+    with torch.no_grad() if not state.get("req_grad") else NonContext():
+        with torch.autocast(device_type=device_type) if mixed_precision else NonContext():
+            run_ops(list(ops), batch_in, state)
+    return {key: _to_device(stop_gradient(batch_in[key]), "cpu") for key in output_keys if key in batch_in}
+
+
+def _to_device(data: Any, device: Any) -> Any:
+    if isinstance(data, torch.Tensor):
+        return data.to(device, non_blocking=True)
+    if isinstance(data, dict):
+        return {key: _to_device(value, device) for key, value in data.items()}
+    if isinstance(data, (list, tuple)):
+        return type(data)(_to_device(value, device) for value in data)
+    return data
+
+
+__all__ = ["accumulator_from_numpy", "accumulator_to_numpy", "add_model_losses", "build_model_fn", "concat",
+           "cross_entropy", "enter_context", "exit_context", "feed_forward", "get_device", "get_gradient", "get_lr",
+           "get_state", "init_accumulator", "load_model", "load_weights", "make_optimizer", "mean_squared_error",
+           "merge_grad_update", "move_model", "no_grad", "reduce_mean", "run_step", "save_model", "scale_loss",
+           "set_lr", "set_mixed_precision_policy", "set_state", "stack", "stop_gradient", "to_numpy", "to_tensor",
+           "trainable_variables", "unscale_gradients", "update_model"]

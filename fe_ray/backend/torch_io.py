@@ -1,0 +1,123 @@
+"""Persistence for torch models: weight files, checkpoints, and in-memory snapshots of weights + optimizer."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+import torch
+
+
+def load_weights(model: torch.nn.Module, path: str) -> None:
+    """Load a ``state_dict`` file (as written by :func:`save_model`) into ``model``."""
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    model.load_state_dict(state)
+
+
+def save_model(model: torch.nn.Module, save_dir: str, model_name: str | None = None,
+               save_optimizer: bool = False) -> str:
+    """Write ``<name>.pt`` (the model's state_dict) and optionally ``<name>_opt.pt`` into ``save_dir``.
+
+    Args:
+        model: A model built with fe_ray.build.
+        save_dir: Target folder (created if missing).
+        model_name: File stem; defaults to ``model.model_name``.
+        save_optimizer: Also save the current optimizer (and its GradScaler) state.
+
+    Returns:
+        The path of the weights file.
+    """
+    name = model_name or model.model_name
+    os.makedirs(save_dir, exist_ok=True)
+    path = os.path.join(save_dir, f"{name}.pt")
+    torch.save(model.state_dict(), path)
+    optimizer = getattr(model, "current_optimizer", None)
+    if save_optimizer and optimizer is not None:
+        torch.save(_optimizer_payload(optimizer), _optimizer_path(path))
+    return path
+
+
+def load_model(model: torch.nn.Module, weights_path: str, load_optimizer: bool = False) -> None:
+    """Load weights written by :func:`save_model`, and the optimizer state next to them when asked.
+
+    Raises:
+        FileNotFoundError: If ``load_optimizer`` is set but ``<name>_opt.pt`` does not exist.
+        ValueError: If ``load_optimizer`` is set but the model has no optimizer.
+    """
+    load_weights(model, weights_path)
+    if not load_optimizer:
+        return
+    optimizer = getattr(model, "current_optimizer", None)
+    if optimizer is None:
+        raise ValueError(f"Cannot load optimizer state into model {model.model_name!r}: it has no optimizer.")
+    opt_path = _optimizer_path(weights_path)
+    if not os.path.exists(opt_path):
+        raise FileNotFoundError(f"Optimizer state {opt_path!r} not found; save it with save_optimizer=True or load "
+                                "with load_optimizer=False.")
+    _load_optimizer_payload(optimizer, torch.load(opt_path, map_location="cpu", weights_only=True))
+
+
+def _optimizer_path(weights_path: str) -> str:
+    stem = weights_path[:-3] if weights_path.endswith(".pt") else weights_path
+    return f"{stem}_opt.pt"
+
+
+def _optimizer_payload(optimizer: torch.optim.Optimizer) -> dict[str, Any]:
+    scaler = getattr(optimizer, "scaler", None)
+    return {"optimizer": optimizer.state_dict(), "scaler": scaler.state_dict() if scaler is not None else None}
+
+
+def _load_optimizer_payload(optimizer: torch.optim.Optimizer, payload: dict[str, Any]) -> None:
+    optimizer.load_state_dict(payload["optimizer"])
+    scaler = getattr(optimizer, "scaler", None)
+    if scaler is not None and payload.get("scaler"):
+        scaler.load_state_dict(payload["scaler"])
+
+
+def get_state(model: torch.nn.Module) -> dict[str, Any]:
+    """An in-memory, picklable (numpy-only) snapshot of the weights and the current optimizer's state.
+
+    Used for weight sync between replicas and fast checkpoints; :func:`set_state` restores it exactly.
+    """
+    optimizer = getattr(model, "current_optimizer", None)
+    return {"model": {key: _to_numpy(value) for key, value in model.state_dict().items()},
+            "optimizer": _nested_to_numpy(_optimizer_payload(optimizer)) if optimizer is not None else None}
+
+
+def set_state(model: torch.nn.Module, state: dict[str, Any]) -> None:
+    """Restore a :func:`get_state` snapshot (weights, and optimizer state if both sides have an optimizer)."""
+    model.load_state_dict({key: torch.as_tensor(value) for key, value in state["model"].items()})
+    optimizer = getattr(model, "current_optimizer", None)
+    if optimizer is not None and state.get("optimizer") is not None:
+        _load_optimizer_payload(optimizer, _nested_to_torch(state["optimizer"]))
+
+
+def _to_numpy(tensor: torch.Tensor) -> np.ndarray:
+    on_cpu = tensor.device.type == "cpu"
+    tensor = tensor.detach().cpu()
+    if tensor.dtype == torch.bfloat16:
+        tensor = tensor.float()  # exact; load_state_dict casts back to the parameter dtype
+        on_cpu = False  # .float() made a copy already
+    # A snapshot must not alias live weights; a device-to-host copy (or the bfloat16 cast) already is a new buffer.
+    return tensor.numpy().copy() if on_cpu else tensor.numpy()
+
+
+def _nested_to_numpy(data: Any) -> Any:
+    if isinstance(data, torch.Tensor):
+        return _to_numpy(data)
+    if isinstance(data, dict):
+        return {key: _nested_to_numpy(value) for key, value in data.items()}
+    if isinstance(data, (list, tuple)):
+        return type(data)(_nested_to_numpy(value) for value in data)
+    return data
+
+
+def _nested_to_torch(data: Any) -> Any:
+    if isinstance(data, np.ndarray):
+        return torch.as_tensor(data.copy())
+    if isinstance(data, dict):
+        return {key: _nested_to_torch(value) for key, value in data.items()}
+    if isinstance(data, (list, tuple)):
+        return type(data)(_nested_to_torch(value) for value in data)
+    return data

@@ -1,0 +1,101 @@
+"""``fe_ray.build``: create models, attach optimizers, names and fe_ray's bookkeeping attributes."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from fe_ray.backend import get_backend, get_framework
+from fe_ray.schedule import EpochScheduler, RepeatScheduler, Scheduler
+from fe_ray.util import to_list
+
+_name_lock = threading.Lock()
+_build_count = 0
+
+
+def _generate_names(count: int) -> list[str]:
+    """Auto names "model", "model1", "model2", ... unique within this process (FastEstimator's scheme)."""
+    global _build_count
+    with _name_lock:
+        names = ["model" if _build_count + i == 0 else f"model{_build_count + i}" for i in range(count)]
+        _build_count += count
+    return names
+
+
+def build(model_fn: Callable[[], Any], optimizer_fn: Any, weights_path: str | Sequence[str | None] | None = None,
+          model_name: str | Sequence[str] | None = None, mixed_precision: bool = False) -> Any:
+    """Build model(s) with ``model_fn`` and attach optimizers, names and fe_ray attributes.
+
+    Args:
+        model_fn: Zero-argument function returning a torch ``nn.Module`` / Keras ``Model``, or a list of them.
+        optimizer_fn: Per model: an optimizer name ("adam", "sgd", "rmsprop", "adagrad", "adadelta", "adamax"), a
+            callable (torch: ``lambda params: torch.optim.SGD(params, lr=0.1)``; TF: ``lambda:
+            tf.optimizers.SGD(0.1)``), None, or an EpochScheduler/RepeatScheduler of those.
+        weights_path: Per model, a weights file to load (torch ``.pt`` state dict, TF ``.weights.h5``), or None.
+        model_name: Per model, a name (unique case-insensitively); auto-generated when omitted.
+        mixed_precision: Run the models in mixed precision (float16 compute, loss scaling).
+
+    Returns:
+        The model, or a list of models when ``model_fn`` returns several. Each has ``model_name``,
+        ``optimizer``, ``current_optimizer``, ``mixed_precision`` and ``fe_compiled`` set.
+
+    Raises:
+        TypeError: If ``model_fn`` is not callable or returns something that is not a model.
+        ValueError: If the numbers of models, optimizers, names and weights disagree, or names repeat.
+    """
+    if not callable(model_fn):
+        raise TypeError(f"model_fn must be a zero-argument callable returning model(s), got {type(model_fn).__name__}.")
+    if mixed_precision and "keras" in sys.modules:
+        # Keras reads its dtype policy when layers are created, so it must be set before model_fn runs. A Keras
+        # model_fn implies keras is already imported; torch users never pay for importing TensorFlow here.
+        get_backend("tf").set_mixed_precision_policy(True)
+    models = to_list(model_fn())
+    for model in models:
+        if get_framework(model) not in ("torch", "tf"):
+            raise TypeError(f"model_fn must return torch nn.Module or Keras Model objects, got {type(model).__name__}.")
+    optimizers = to_list(optimizer_fn) if isinstance(optimizer_fn, (list, tuple)) else [optimizer_fn]
+    if optimizer_fn is None:
+        optimizers = [None] * len(models)
+    names = to_list(model_name) if model_name else _generate_names(len(models))
+    weights = to_list(weights_path) if weights_path else [None] * len(models)
+    counts = {"models": len(models), "optimizers": len(optimizers), "model names": len(names),
+              "weights paths": len(weights)}
+    if len(set(counts.values())) != 1:
+        raise ValueError(f"build() got inconsistent counts {counts}; give one optimizer, name and weights path per "
+                         "model returned by model_fn.")
+    lowered = [str(n).lower() for n in names]
+    if len(set(lowered)) != len(lowered):
+        raise ValueError(f"Model names must be unique case-insensitively, got {names}.")
+    for model, opt_def, weight, name in zip(models, optimizers, weights, names):
+        _compile(model, opt_def, weight, str(name), mixed_precision)
+    return models[0] if len(models) == 1 else models
+
+
+def _compile(model: Any, optimizer_def: Any, weights_path: str | None, name: str, mixed_precision: bool) -> None:
+    backend = get_backend(model)
+    if weights_path:
+        backend.load_weights(model, weights_path)
+    if isinstance(optimizer_def, Scheduler):
+        optimizer = _build_scheduled(backend, model, optimizer_def, mixed_precision)
+        current = optimizer.get_current_value(1)
+    else:
+        optimizer = backend.make_optimizer(model, optimizer_def, mixed_precision)
+        current = optimizer
+    model.model_name = name
+    model.optimizer = optimizer
+    model.current_optimizer = current
+    model.mixed_precision = mixed_precision
+    model.fe_compiled = True
+
+
+def _build_scheduled(backend: Any, model: Any, scheduler: Scheduler, mixed_precision: bool) -> Scheduler:
+    """Turn a Scheduler of optimizer definitions into a Scheduler of optimizers (one instance per definition)."""
+    if isinstance(scheduler, EpochScheduler):
+        return EpochScheduler({epoch: backend.make_optimizer(model, opt, mixed_precision)
+                               for epoch, opt in scheduler.epoch_dict.items()})
+    if isinstance(scheduler, RepeatScheduler):
+        return RepeatScheduler([backend.make_optimizer(model, opt, mixed_precision) for opt in scheduler.repeat_list])
+    raise TypeError(f"Unsupported optimizer scheduler {type(scheduler).__name__}; use EpochScheduler or "
+                    "RepeatScheduler.")

@@ -1,0 +1,88 @@
+"""NumpyDataset: an immutable, map-style dataset over a dict of equally long numpy arrays."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+
+class NumpyDataset:
+    """A map-style dataset: sample ``i`` is ``{key: array[i] for key, array in data.items()}``.
+
+    The arrays are kept as given (no copy) and must not be modified afterwards: Pipelines rely on the dataset being
+    immutable, which is also why :meth:`state_dict` is empty.
+
+    Args:
+        data: Mapping of key to array (anything ``np.asarray`` accepts); every array needs a leading sample axis of
+            the same length.
+
+    Raises:
+        TypeError: If ``data`` is not a mapping with string keys.
+        ValueError: If ``data`` is empty, a value has no sample axis, or the arrays differ in length.
+    """
+
+    def __init__(self, data: Mapping[str, Any]) -> None:
+        if not isinstance(data, Mapping):
+            raise TypeError(f"NumpyDataset needs a dict of {{key: array}}, got {type(data).__name__}.")
+        if not data:
+            raise ValueError("NumpyDataset needs at least one key, got an empty dict.")
+        arrays: dict[str, np.ndarray] = {}
+        for key, value in data.items():
+            if not isinstance(key, str):
+                raise TypeError(f"NumpyDataset keys must be strings, got {key!r} ({type(key).__name__}).")
+            array = np.asarray(value)
+            if array.ndim == 0:
+                raise ValueError(f"NumpyDataset key {key!r} holds a scalar; every value needs a leading sample axis.")
+            arrays[key] = array
+        lengths = {key: len(array) for key, array in arrays.items()}
+        if len(set(lengths.values())) > 1:
+            raise ValueError(f"NumpyDataset arrays must have the same length, got {lengths}.")
+        self.data = arrays
+        self._size = next(iter(lengths.values()))
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __getitem__(self, index: int) -> dict[str, Any]:
+        """Return sample ``index`` (negative indices count from the end) as a new dict of array views."""
+        index = int(index)
+        if not -self._size <= index < self._size:
+            raise IndexError(f"NumpyDataset index {index} out of range for {self._size} samples.")
+        return {key: array[index] for key, array in self.data.items()}
+
+    def get_batch(self, indices: Sequence[int] | np.ndarray) -> dict[str, np.ndarray]:
+        """Return the samples at ``indices`` stacked along a new leading axis, in one fancy-indexing call.
+
+        Equal to stacking ``self[i]`` for each index, but without a Python loop: Pipelines use it when no per-sample
+        op needs to run.
+        """
+        indices = np.asarray(indices, dtype=np.int64)
+        return {key: array[indices] for key, array in self.data.items()}
+
+    def subset(self, indices: Sequence[int] | np.ndarray) -> NumpyDataset:
+        """Return a new NumpyDataset holding the samples at ``indices`` (copied, in that order)."""
+        return NumpyDataset(self.get_batch(indices))
+
+    def summary(self) -> str:
+        """One line naming the size and each key's dtype and per-sample shape."""
+        fields = ", ".join(f"{key}: {array.dtype} {tuple(array.shape[1:])}" for key, array in self.data.items())
+        return f"NumpyDataset({self._size} samples; {fields})"
+
+    def __repr__(self) -> str:
+        return self.summary()
+
+    def state_dict(self) -> dict[str, Any]:
+        """Return the dataset's mutable state: none, it is immutable (kept for the System's dataset-state hook)."""
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Accept the empty state of :meth:`state_dict`.
+
+        Raises:
+            ValueError: If ``state`` is not empty (it came from a different kind of dataset).
+        """
+        if state:
+            raise ValueError(f"NumpyDataset has no state but was given keys {sorted(state)}; the checkpoint belongs "
+                             "to a different dataset.")

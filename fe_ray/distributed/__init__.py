@@ -1,0 +1,35 @@
+"""Data-parallel fe_ray on Ray actors: ``fe.Network(ops, num_replicas=N)`` returns a :class:`RayNetwork`.
+
+Modules, one concern each: :mod:`.errors` (exceptions that carry remote tracebacks), :mod:`.cluster` (Ray
+connection, placement groups, the one place replica actors are created), :mod:`.serialization` (shipping ops and
+models), :mod:`.collective` (all-reduce and gradient reducers), :mod:`.replica` (the worker), :mod:`.supervisor`
+(the replica group, timeouts, failure detection), :mod:`.coordinator` (the driver-side RayNetwork) and
+:mod:`.system_actor` (background checkpoint writing).
+
+Ray is imported only by the modules that talk to it (cluster, supervisor, coordinator, system_actor), and only
+when they are first used: ``errors``, ``collective``, ``serialization`` and ``replica`` work without Ray.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from fe_ray.distributed.errors import (
+    CollectiveError,
+    DistributedError,
+    PlacementError,
+    ReplicaDiedError,
+    ReplicaError,
+    ReplicaTimeoutError,
+)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "RayNetwork":
+        return importlib.import_module("fe_ray.distributed.coordinator").RayNetwork
+    raise AttributeError(f"module 'fe_ray.distributed' has no attribute {name!r}")
+
+
+__all__ = ["CollectiveError", "DistributedError", "PlacementError", "RayNetwork", "ReplicaDiedError",
+           "ReplicaError", "ReplicaTimeoutError"]

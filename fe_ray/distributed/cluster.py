@@ -1,0 +1,205 @@
+"""Launching replicas: connecting to Ray, reserving resources, and starting the actors.
+
+This is the one place that makes plain classes into Ray actors (:func:`start_actor`), so the rest of the
+distributed layer stays testable without Ray's decorators.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+import ray
+from ray.util.placement_group import PlacementGroup, placement_group, remove_placement_group
+from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+import fe_ray
+from fe_ray.distributed.errors import PlacementError
+
+#: The source tree fe_ray is imported from; actors put it first on their PYTHONPATH so they run the same code.
+SOURCE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(fe_ray.__file__)))
+
+
+def ensure_ray(runtime_env: Mapping[str, Any] | None = None) -> None:
+    """Initialise Ray unless it already is.
+
+    ``ray.init()`` connects to the cluster named by ``RAY_ADDRESS`` (or a running local one it is pointed at) and
+    otherwise starts an embedded local Ray. An already-initialised Ray (e.g. the user's own ``ray.init``) is used
+    as is; the per-actor runtime environment from :func:`actor_runtime_env` still makes actors import this fe_ray.
+    """
+    if ray.is_initialized():
+        return
+    kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": True}
+    if runtime_env:
+        kwargs["runtime_env"] = dict(runtime_env)
+    ray.init(**kwargs)
+
+
+def actor_runtime_env(user_env: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The runtime environment for replica actors: the user's, plus what makes fe_ray importable.
+
+    On a local (single-node) Ray, actors share this file system, so prepending the source tree to PYTHONPATH is
+    enough and costs nothing. When connected to a remote cluster, fe_ray's source is uploaded as a py_module.
+    """
+    env = dict(user_env or {})
+    if _is_local_cluster():
+        variables = dict(env.get("env_vars", {}))
+        existing = variables.get("PYTHONPATH", os.environ.get("PYTHONPATH", ""))
+        # The driver's own import paths too (script folder, test folders): cloudpickle sends functions of
+        # importable modules by reference, so replicas must be able to import every module the driver can.
+        paths = _unique([SOURCE_ROOT, *existing.split(os.pathsep), *_driver_paths()])
+        variables["PYTHONPATH"] = os.pathsep.join(paths)
+        variables.setdefault("TF_CPP_MIN_LOG_LEVEL", os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"))
+        env["env_vars"] = variables
+    else:
+        env["py_modules"] = [*env.get("py_modules", []), os.path.join(SOURCE_ROOT, "fe_ray")]
+    return env
+
+
+def _driver_paths() -> list[str]:
+    """User directories on the driver's sys.path (not the interpreter's or installed packages' folders)."""
+    system = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+    out = []
+    for entry in sys.path:
+        path = os.path.realpath(entry or os.getcwd())
+        if not os.path.isdir(path) or "site-packages" in path or "dist-packages" in path:
+            continue
+        if any(path == root or path.startswith(root + os.sep) for root in system):
+            continue
+        out.append(path)
+    return out
+
+
+def _unique(paths: list[str]) -> list[str]:
+    out: list[str] = []
+    for path in paths:
+        if path and path not in out:
+            out.append(path)
+    return out
+
+
+def _is_local_cluster() -> bool:
+    try:
+        nodes = [node for node in ray.nodes() if node.get("Alive")]
+    except Exception:  # noqa: BLE001 - treat an unknown topology as remote-safe
+        return False
+    local_ip = node_ip()
+    return len(nodes) == 1 and nodes[0].get("NodeManagerAddress") in (local_ip, "127.0.0.1")
+
+
+def node_ip() -> str:
+    """This process's node IP as Ray sees it (falls back to loopback outside Ray)."""
+    try:
+        return str(ray.util.get_node_ip_address())
+    except Exception:  # noqa: BLE001
+        return socket.gethostbyname("localhost")
+
+
+def default_bundle() -> dict[str, float]:
+    """One GPU per replica when the cluster has GPUs, else one CPU."""
+    return {"GPU": 1.0} if ray.cluster_resources().get("GPU", 0) >= 1 else {"CPU": 1.0}
+
+
+def check_bundle(bundle: Mapping[str, float]) -> dict[str, float]:
+    """Validate ``resources_per_replica``.
+
+    Raises:
+        ValueError: If it is not a non-empty mapping of resource names to non-negative numbers.
+    """
+    if not isinstance(bundle, Mapping) or not bundle:
+        raise ValueError(f"resources_per_replica must be a non-empty dict such as {{'CPU': 1}} or {{'GPU': 1}}, got "
+                         f"{bundle!r}.")
+    out = {}
+    for key, value in bundle.items():
+        if not isinstance(key, str) or isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            raise ValueError(f"resources_per_replica entries must map a resource name to a number >= 0, got "
+                             f"{key!r}: {value!r}.")
+        out[key] = float(value)
+    return out
+
+
+def reserve(num_replicas: int, bundle: Mapping[str, float], timeout_s: float,
+            strategy: str = "PACK") -> PlacementGroup:
+    """Reserve one ``bundle`` per replica in a placement group, or fail fast.
+
+    Raises:
+        PlacementError: Immediately if the cluster's total resources cannot hold the request, or after
+            ``timeout_s`` if the group is still not placed; the message names what was asked and what is available.
+    """
+    total = ray.cluster_resources()
+    for key, value in bundle.items():
+        needed = value * num_replicas
+        if total.get(key, 0.0) < needed:
+            raise PlacementError(_placement_message(num_replicas, bundle, f"the cluster has only "
+                                                    f"{total.get(key, 0.0):g} {key} in total"))
+    group = placement_group([dict(bundle) for _ in range(num_replicas)], strategy=strategy)
+    try:
+        ray.get(group.ready(), timeout=timeout_s)
+    except ray.exceptions.GetTimeoutError:
+        remove_placement_group(group)
+        raise PlacementError(_placement_message(num_replicas, bundle, f"it was not placed within {timeout_s:g}s "
+                                                "(resources are held by other tasks or actors, or no single node "
+                                                "fits a bundle)")) from None
+    return group
+
+
+def _placement_message(num_replicas: int, bundle: Mapping[str, float], reason: str) -> str:
+    # Placement groups' own bookkeeping resources ("bundle_group_...") are noise here; the asked-for ones always show.
+    free = ray.available_resources()
+    available = {key: round(value, 3) for key, value in sorted(free.items())
+                 if not key.startswith(("node:", "memory", "object_store_memory", "bundle_group_"))}
+    available.update({key: round(free.get(key, 0.0), 3) for key in bundle if key not in available})
+    return (f"Cannot place {num_replicas} replica(s) with resources_per_replica={dict(bundle)}: {reason}. "
+            f"Available now: {available}. Lower num_replicas, pass a smaller resources_per_replica, or add nodes.")
+
+
+def release(group: PlacementGroup | None) -> None:
+    """Remove a placement group (ignoring errors: Ray may already be shutting down)."""
+    if group is None or not ray.is_initialized():  # after ray.shutdown() a Ray call would start a new Ray
+        return
+    try:
+        remove_placement_group(group)
+    except Exception:  # noqa: BLE001
+        pass
+
+
+def start_actor(cls: type, args: tuple[Any, ...], group: PlacementGroup | None, bundle_index: int,
+                bundle: Mapping[str, float], runtime_env: Mapping[str, Any] | None, name: str | None = None) -> Any:
+    """Start ``cls(*args)`` as a Ray actor in bundle ``bundle_index`` of ``group`` (the one ``ray.remote`` call).
+
+    The actor asks for the bundle's CPUs / GPUs so that Ray sets ``CUDA_VISIBLE_DEVICES`` for it; it is never
+    restarted by Ray (fe_ray's supervisor decides what to do when a replica dies).
+    """
+    resources = dict(bundle)
+    options: dict[str, Any] = {
+        "num_cpus": resources.pop("CPU", 0.0),
+        "num_gpus": resources.pop("GPU", 0.0),
+        "max_restarts": 0,  # one method at a time, in call order (threaded actors would reorder calls)
+    }
+    if resources:
+        options["resources"] = resources
+    if group is not None:
+        options["scheduling_strategy"] = PlacementGroupSchedulingStrategy(
+            placement_group=group, placement_group_bundle_index=bundle_index)
+    if runtime_env:
+        options["runtime_env"] = dict(runtime_env)
+    if name:
+        options["name"] = name
+    return ray.remote(cls).options(**options).remote(*args)
+
+
+def kill_actor(actor: Any) -> None:
+    """Kill an actor now (no graceful exit: it may be stuck in a collective)."""
+    if not ray.is_initialized():
+        return  # Ray already shut down (e.g. at exit): its actors are gone, and ray.kill would start a new Ray
+    try:
+        ray.kill(actor, no_restart=True)
+    except Exception:  # noqa: BLE001 - already dead, or Ray shut down
+        pass
+
+
+__all__ = ["SOURCE_ROOT", "actor_runtime_env", "check_bundle", "default_bundle", "ensure_ray", "kill_actor",
+           "node_ip", "release", "reserve", "start_actor"]

@@ -1,0 +1,599 @@
+"""RayNetwork: the driver side of data-parallel training; a drop-in Network for :class:`fe_ray.Estimator`.
+
+RayNetwork *is* a :class:`~fe_ray.network.BaseNetwork` (so key inference, scheduling, the user's slicers, pops,
+``transform`` and ``state_dict`` behave exactly as in-process) whose per-minibatch execution runs on N replicas:
+
+1. ``with network(mode, epoch, ...)`` configures every replica for the same context (and pushes learning rates
+   that traces changed on the driver's models).
+2. ``run_step(batch)`` applies the user's slicers on the driver, exactly like the in-process Network; each
+   (mini)batch is then cut along the batch axis into one contiguous slice per replica (a ``ChunkSlicer`` with
+   ``n_chunks=num_replicas``), the slices go to the object store, and the replicas run them in parallel while
+   all-reducing gradients weighted by slice size, so each update equals the in-process one.
+3. The replicas' outputs are merged in input order: arrays with a batch axis are concatenated; other values
+   (scalar losses, metrics) get a NaN-aware mean weighted by slice size: the merged value is the weighted mean of
+   the replicas whose value is finite (element-wise), so one replica's NaN / inf does not hide the others' values;
+   it is logged as a warning naming the key and the rank(s), and only when every replica is non-finite is the
+   merged value non-finite. Padding replicas (weight 0) never contribute, not even a NaN. Each replica's value of
+   such keys stays available in :attr:`RayNetwork.replica_outputs` (check it, or the next step's loss: a NaN loss
+   on one replica also makes the all-reduced gradients, and so every replica's weights, NaN).
+4. The pops run on the driver on the merged batch.
+
+The driver's model objects are kept as the reference copy: :meth:`RayNetwork.sync_models_to_driver` pulls rank 0's
+exact state into them (the Estimator calls it before saving, and RayNetwork after every epoch of training), and
+:meth:`RayNetwork.load_models_from_driver` pushes them to every replica (after a restore, or after editing them).
+"""
+
+from __future__ import annotations
+
+import logging
+import weakref
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+
+from fe_ray.backend import get_backend, get_lr
+from fe_ray.distributed import cluster
+from fe_ray.distributed.errors import CollectiveError, ReplicaDiedError, ReplicaTimeoutError
+from fe_ray.distributed.replica import writable
+from fe_ray.distributed.serialization import check_picklable
+from fe_ray.distributed.supervisor import ReplicaGroup
+from fe_ray.distributed.system_actor import AsyncCheckpointer
+from fe_ray.network import BaseNetwork, OpsArg, detect_framework
+from fe_ray.slicer import split_bounds
+
+logger = logging.getLogger(__name__)
+
+_STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
+
+
+class RayNetwork(BaseNetwork):
+    """A Network whose steps run data-parallel on ``num_replicas`` Ray actors. Create it with ``fe.Network``.
+
+    Args:
+        ops: TensorOps (or Schedulers of them), as for the in-process Network.
+        pops: NumpyOps run on the driver on the merged batch.
+        slicers: Slicers applied on the driver before the data-parallel split (in-process semantics).
+        num_replicas: Number of replicas (>= 1).
+        framework: "torch" or "tf"; detected from the models when omitted.
+        resources_per_replica: Ray resources of one replica, e.g. ``{"CPU": 2}`` or ``{"GPU": 1, "CPU": 4}``.
+            Default: ``{"GPU": 1}`` when the cluster has GPUs, else ``{"CPU": 1}``.
+        max_failures: How many replica failures (death or hang) the Estimator may recover from by restarting the
+            replicas and restoring the latest checkpoint in ``checkpoint_dir``; 0 raises on the first failure.
+        step_timeout_s: Longest a step may take before a ReplicaTimeoutError (configuring a context and state
+            transfers get at least 120 s, since the first ones include imports and graph building).
+        checkpoint_dir: Where recoverable runs keep their checkpoints (needed when ``max_failures > 0``).
+        placement_timeout_s: How long to wait for resources before raising PlacementError.
+        collective_timeout_s: Timeout of the replicas' collective (rendezvous, each all-reduce); defaults to
+            ``step_timeout_s``.
+        runtime_env: Extra Ray runtime environment for the replica actors.
+        placement_strategy: One of "PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD".
+        collective_backend: torch only: "gloo" or "nccl". None (default) uses NCCL when every replica has a whole
+            GPU of its own, else gloo (NCCL cannot put two ranks on one GPU, e.g. ``{"GPU": 0.5}``).
+
+    Attributes:
+        replica_outputs: For each output key reduced by a weighted mean in the last step, the value of every
+            replica that held samples: ``{key: {rank: value}}``.
+        failures: How many replica failures this network has seen.
+        recoveries: How many of them :meth:`recover` let the run resume from.
+    """
+
+    def __init__(self, ops: OpsArg, pops: OpsArg = None, slicers: Any = None, num_replicas: int = 2,
+                 framework: str | None = None, resources_per_replica: Mapping[str, float] | None = None,
+                 max_failures: int = 0, step_timeout_s: float = 300.0, checkpoint_dir: str | None = None,
+                 placement_timeout_s: float = 60.0, collective_timeout_s: float | None = None,
+                 runtime_env: Mapping[str, Any] | None = None, placement_strategy: str = "PACK",
+                 collective_backend: str | None = None) -> None:
+        framework = framework or detect_framework(ops)
+        if framework not in ("torch", "tf"):
+            raise ValueError(f"framework must be 'torch' or 'tf', got {framework!r}.")
+        _check_options(num_replicas, max_failures, step_timeout_s, checkpoint_dir, placement_timeout_s,
+                       collective_timeout_s, placement_strategy)
+        device: Any = None
+        if framework == "torch":
+            import torch
+
+            device = torch.device("cpu")  # the driver only holds the reference copy; replicas own the devices
+        super().__init__(framework, device, ops, pops, slicers)
+        self.num_replicas = num_replicas
+        self.resources_per_replica = (cluster.check_bundle(resources_per_replica)
+                                      if resources_per_replica is not None else None)
+        self.max_failures = max_failures
+        self.step_timeout_s = float(step_timeout_s)
+        # Setup-like calls (configure, state transfers) can be slow the first time (imports, large states): they
+        # get at least two minutes even when steps are expected to be fast.
+        self._control_timeout_s = max(self.step_timeout_s, 120.0)
+        self.checkpoint_dir = checkpoint_dir
+        self.placement_timeout_s = float(placement_timeout_s)
+        self.collective_timeout_s = float(collective_timeout_s or step_timeout_s)
+        self.runtime_env = dict(runtime_env) if runtime_env else None
+        self.placement_strategy = placement_strategy
+        if collective_backend not in (None, "gloo", "nccl"):
+            raise ValueError(f"collective_backend must be None (automatic), 'gloo' or 'nccl', got "
+                             f"{collective_backend!r}.")
+        self.collective_backend = collective_backend
+        self.failures = 0
+        self.recoveries = 0
+        self.replica_outputs: dict[str, dict[int, Any]] = {}
+        self._ops_list = list(self.ops)
+        check_picklable(self._ops_list, self.models)  # a TypeError naming op and attribute, before any actor starts
+        self._holder = _GroupHolder()
+        # Runs when the network is garbage collected and at interpreter exit: no orphaned actors either way.
+        self._finalizer = weakref.finalize(self, self._holder.stop)
+        self._sent_lrs: dict[str, float] = {}
+        self._prefetched: tuple[Any, list[Any], list[int], int] | None = None
+        self._lookahead: Mapping[str, Any] | None = None
+        self._checkpointer: AsyncCheckpointer | None = None
+        self._pending_exit: list[Any] = []
+
+    # ------------------------------------------------------------------ lifecycle
+    @property
+    def started(self) -> bool:
+        """Whether the replicas are running."""
+        group = self._holder.group
+        return group is not None and group.alive
+
+    def start(self) -> None:
+        """Start the replicas now (otherwise they start on first use) from the driver's current models.
+
+        Raises:
+            PlacementError: If the cluster cannot host the replicas.
+        """
+        if self.started:
+            return
+        self._stop_replicas()
+        cluster.ensure_ray()
+        bundle = self.resources_per_replica or cluster.default_bundle()
+        payload = check_picklable(self._ops_list, self.models)
+        group = ReplicaGroup(self.num_replicas, self.target_type, payload, bundle, self.placement_timeout_s,
+                             setup_timeout_s=max(self.step_timeout_s, 120.0),
+                             collective_timeout_s=self.collective_timeout_s,
+                             runtime_env=cluster.actor_runtime_env(self.runtime_env),
+                             strategy=self.placement_strategy,
+                             collective_backend=self._backend_for(bundle))
+        self._holder.group = group
+        group.start()
+        self._sent_lrs = {}
+        self.load_models_from_driver()  # identical start on every replica, whatever pickling preserved
+
+    def _backend_for(self, bundle: Mapping[str, float]) -> str | None:
+        if self.collective_backend is not None or self.target_type != "torch":
+            return self.collective_backend
+        gpus = bundle.get("GPU", 0.0)
+        return "gloo" if 0 < gpus < 1 else None  # fractional GPUs: ranks may share a device, which NCCL refuses
+
+    def shutdown(self) -> None:
+        """Kill the replicas and release their resources (the driver's models keep the last synced state).
+
+        Pending background checkpoint writes are finished first.
+        """
+        self._stop_replicas()
+        if self._checkpointer is not None:
+            self._checkpointer.shutdown()
+            self._checkpointer = None
+
+    def _stop_replicas(self) -> None:
+        self._prefetched = None
+        self._holder.stop()
+
+    close = shutdown
+
+    def restart(self) -> None:
+        """Replace the replicas with fresh ones initialised from the driver's models (e.g. after a failure)."""
+        self._stop_replicas()
+        self.start()
+
+    def _group(self) -> ReplicaGroup:
+        if not self.started:
+            self.start()
+        group = self._holder.group
+        assert group is not None
+        return group
+
+    def _failed(self, err: BaseException) -> None:
+        """Tear a group with a failed member down; the next use starts fresh replicas from the driver's models."""
+        self.failures += 1
+        logger.error("fe_ray: replica failure #%d (%s); stopping all replicas.", self.failures, type(err).__name__)
+        self._stop_replicas()  # not the checkpoint writer: its pending writes are what recovery resumes from
+
+    def recover(self, error: BaseException, system: Any = None) -> bool:
+        """Decide whether a failed run may resume, and prepare it: the Estimator calls this when fit() fails.
+
+        Recovery needs ``max_failures > 0``, a failure of the replicas themselves (a dead or hung replica, or a
+        collective broken by one; user-op errors are never retried), fewer recoveries so far than
+        ``max_failures``, a committed checkpoint in ``checkpoint_dir``, and a RestoreWizard writing there. The
+        failed replicas are already gone; fresh ones start on next use from the driver's models, which the
+        RestoreWizard sets from the latest checkpoint when the Estimator re-runs its loop.
+
+        Args:
+            error: The exception that stopped the run.
+            system: The Estimator's System (used to find the RestoreWizard).
+
+        Returns:
+            True if the Estimator should restore the latest checkpoint and continue.
+        """
+        if self.max_failures == 0 or not self.checkpoint_dir or not is_replica_failure(error):
+            return False
+        if self.recoveries >= self.max_failures:
+            logger.error("fe_ray: replica failure after %d recoveries (max_failures=%d); giving up.",
+                         self.recoveries, self.max_failures)
+            return False
+        from fe_ray.io.checkpoint import CheckpointStore
+
+        wizards = [trace for trace in getattr(system, "traces", []) or []
+                   if type(trace).__name__ == "RestoreWizard" and _same_dir(trace.directory, self.checkpoint_dir)]
+        if system is not None and not wizards:
+            logger.error("fe_ray: cannot recover: no RestoreWizard(directory=%r) trace writes the checkpoints that "
+                         "recovery resumes from.", self.checkpoint_dir)
+            return False
+        if self._checkpointer is not None:
+            self._checkpointer.flush()  # checkpoints still being written in the background count
+        latest = CheckpointStore(self.checkpoint_dir, keep=None).latest()
+        if latest is None:
+            logger.error("fe_ray: cannot recover: no committed checkpoint in %r yet.", self.checkpoint_dir)
+            return False
+        self.recoveries += 1
+        self._stop_replicas()
+        logger.warning("fe_ray: replica failure (%s); recovery %d/%d from %s with fresh replicas.",
+                       type(error).__name__, self.recoveries, self.max_failures, latest)
+        return True
+
+    # ------------------------------------------------------------------ background checkpoints
+    def save_checkpoint_async(self, root: str, payload: Mapping[str, Any], keep: int | None = 2,
+                              info: Mapping[str, Any] | None = None) -> Any:
+        """Commit ``payload`` (a ``System.capture_state()`` snapshot) as the next checkpoint under ``root`` in the
+        background (see :mod:`fe_ray.distributed.system_actor`); training continues once it is in the object store.
+
+        Returns:
+            An ObjectRef resolving to the committed checkpoint's URL.
+        """
+        if self._checkpointer is None:
+            self._checkpointer = AsyncCheckpointer(timeout_s=max(self.step_timeout_s, 600.0))
+        return self._checkpointer.save(root, payload, keep=keep, info=info)
+
+    def flush_checkpoints(self) -> str | None:
+        """Wait for background checkpoint writes; returns the URL of the last committed one (None if none)."""
+        return self._checkpointer.flush() if self._checkpointer is not None else None
+
+    def replica_info(self) -> list[dict[str, Any]]:
+        """Rank, pid, node IP and device of every replica (starting them if needed)."""
+        group = self._group()
+        try:
+            group.infos = group.call("info", timeout_s=self._control_timeout_s)
+        except BaseException as err:
+            self._failed(err)
+            raise
+        return [dict(info) for info in group.infos]
+
+    # ------------------------------------------------------------------ contexts
+    def _enter_context(self) -> None:
+        group = self._group()
+        state = self.ctx_state
+        desired = set(self.ctx_outputs)
+        args = (state["mode"], state["epoch"], state["ds_id"], desired, state["warmup"], state["eager"],
+                self._changed_lrs())
+        try:
+            group.wait(self._pending_exit, self._control_timeout_s, "leaving the previous context")
+            self._pending_exit = []
+            group.call("configure", args=args, timeout_s=self._control_timeout_s, what="configuring")
+        except BaseException as err:
+            self._pending_exit = []
+            self._failed(err)
+            raise
+
+    def _exit_context(self) -> None:
+        self._prefetched = None
+        if self.started:
+            mode = self.ctx_state.get("mode")
+            group = self._holder.group
+            assert group is not None
+            # Not awaited here (the next configure waits for it), so leaving a context costs no round trip.
+            self._pending_exit = group.submit("exit_context")
+            if mode == "train" and not self.ctx_state.get("warmup"):
+                # Keep the driver's models current at epoch ends (traces such as BestModelSaver read them).
+                try:
+                    self.sync_models_to_driver()
+                except BaseException as err:
+                    self._failed(err)
+                    raise
+
+    # ------------------------------------------------------------------ steps
+    def prefetch(self, batch: Mapping[str, Any]) -> None:
+        """Split ``batch`` and put its slices into the object store now, ahead of ``run_step(batch)``.
+
+        The next ``run_step`` of that same batch object reuses the slices. Only without active slicers (with
+        slicers, the minibatches are made inside run_step).
+        """
+        if self.ctx_slicers or not self.started or not self.ctx_state:
+            return
+        refs, n_local, n_total = self._put_slices(batch)
+        self._prefetched = (batch, refs, n_local, n_total)
+
+    def set_lookahead(self, batch: Mapping[str, Any] | None) -> None:
+        """Name the batch the *following* step will run: the next ``run_step`` puts its slices into the object
+        store while the replicas compute, so the transfer overlaps the step (used by :meth:`transform`)."""
+        self._lookahead = batch
+
+    def _put_slices(self, batch: Mapping[str, Any]) -> tuple[list[Any], list[int], int]:
+        import ray
+
+        slices, n_local, n_total = split_for_replicas(batch, self.ctx_gpu_inputs, self.num_replicas)
+        return [ray.put(piece) for piece in slices], n_local, n_total
+
+    def _run_step(self, batch: Mapping[str, Any]) -> dict[str, Any]:
+        """Run one (mini)batch on the replicas and merge their outputs (BaseNetwork.run_step does the rest)."""
+        group = self._group()
+        if self._prefetched is not None and self._prefetched[0] is batch:
+            _, refs, n_local, n_total = self._prefetched
+        else:
+            refs, n_local, n_total = self._put_slices(batch)
+        self._prefetched = None
+        lrs = self._changed_lrs()
+        per_rank = [(refs[rank], n_local[rank], n_total, lrs) for rank in range(self.num_replicas)]
+        try:
+            pending = group.submit("run_step", per_rank_args=per_rank)
+            following, self._lookahead = self._lookahead, None
+            if following is not None:
+                self.prefetch(following)  # overlaps the replicas' compute
+            results = group.wait(pending, self.step_timeout_s, "running a step")
+        except BaseException as err:
+            self._failed(err)
+            raise
+        outputs, self.replica_outputs = merge_outputs(results, n_local)
+        return outputs
+
+    def transform(self, data: Mapping[str, Any] | Iterable[Mapping[str, Any]], mode: str, epoch: int = 1,
+                  ds_id: str = "") -> dict[str, Any] | list[dict[str, Any]]:
+        """As :meth:`BaseNetwork.transform`; for a list of batches, each batch's slices are put ahead."""
+        if isinstance(data, Mapping) or (hasattr(data, "get_results") and callable(data)):
+            return super().transform(data, mode, epoch=epoch, ds_id=ds_id)
+        batches = list(data)
+        results: list[dict[str, Any]] = []
+        with self(mode=mode, epoch=epoch, ds_id=ds_id, warmup=False, eager=False):
+            for pos, batch in enumerate(batches):
+                self.set_lookahead(batches[pos + 1] if pos + 1 < len(batches) else None)
+                results.append(self.run_step(batch))
+        return results
+
+    def _changed_lrs(self) -> dict[str, float] | None:
+        """Learning rates of the driver's models that changed since they were last sent to the replicas."""
+        changed: dict[str, float] = {}
+        for model in self.models:
+            if getattr(model, "current_optimizer", None) is None:
+                continue
+            try:
+                lr = float(get_lr(model))
+            except Exception:  # noqa: BLE001 - e.g. a Keras LearningRateSchedule: the replicas follow it themselves
+                continue
+            if self._sent_lrs.get(model.model_name) != lr:
+                changed[model.model_name] = lr
+                self._sent_lrs[model.model_name] = lr
+        return changed or None
+
+    # ------------------------------------------------------------------ state
+    def sync_models_to_driver(self) -> None:
+        """Copy rank 0's exact model / optimizer / op state into the driver's objects (no-op if not started)."""
+        if not self.started:
+            return
+        group = self._group()
+        try:
+            state = group.call_one(0, "get_state", timeout_s=self._control_timeout_s, what="sending its state")
+        except BaseException as err:
+            self._failed(err)
+            raise
+        backend = get_backend(self.target_type)
+        state = writable(state)
+        for model in self.models:
+            backend.set_state(model, state["models"][model.model_name])
+        self._load_op_states(state["network"])
+        self._sent_lrs = {}
+        self._changed_lrs()  # what the replicas have now is what the driver has now
+
+    def load_models_from_driver(self) -> None:
+        """Push the driver's models, optimizers and op states to every replica (no-op if not started)."""
+        if not self.started:
+            return
+        backend = get_backend(self.target_type)
+        state = {"models": {model.model_name: backend.get_state(model) for model in self.models},
+                 "network": self._op_states()}
+        import ray
+
+        ref = ray.put(state)
+        try:
+            self._group().call("set_state", args=(ref,), timeout_s=self._control_timeout_s, what="loading state")
+        except BaseException as err:
+            self._failed(err)
+            raise
+        self._sent_lrs = {}
+        self._changed_lrs()
+
+    def state_dict(self) -> dict[str, Any]:
+        """Op / slicer / pop states, taken from rank 0 when the replicas run (they own the live op states)."""
+        if self.started and not self.ctx_lock.locked():
+            try:
+                state = self._group().call_one(0, "get_state", args=(False,), timeout_s=self._control_timeout_s,
+                                               what="sending its op states")
+            except BaseException as err:
+                self._failed(err)
+                raise
+            self._load_op_states(writable(state["network"]))
+        return BaseNetwork.state_dict(self)
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restore op / slicer / pop states on the driver and on every replica."""
+        BaseNetwork.load_state_dict(self, state)
+        if self.started:
+            try:
+                self._group().call("set_state", args=({"network": self._op_states()},),
+                                   timeout_s=self._control_timeout_s, what="loading op states")
+            except BaseException as err:
+                self._failed(err)
+                raise
+
+    def _op_states(self) -> dict[str, Any]:
+        """The part of the network state that replicas hold: their ops (slicers and pops live on the driver)."""
+        return {"ops": BaseNetwork.state_dict(self)["ops"]}
+
+    def _load_op_states(self, replica_state: Mapping[str, Any]) -> None:
+        state = BaseNetwork.state_dict(self)
+        state["ops"] = replica_state["ops"]
+        BaseNetwork.load_state_dict(self, state)
+
+    def __repr__(self) -> str:
+        return (f"RayNetwork(framework={self.target_type!r}, num_replicas={self.num_replicas}, "
+                f"started={self.started})")
+
+
+class _GroupHolder:
+    """Owns the running group; the weakref finalizer (also run at exit) stops it without referencing the network."""
+
+    def __init__(self) -> None:
+        self.group: ReplicaGroup | None = None
+
+    def stop(self) -> None:
+        group, self.group = self.group, None
+        if group is not None:
+            group.stop()
+
+
+# ---------------------------------------------------------------------------------------------------- helpers
+def is_replica_failure(error: BaseException) -> bool:
+    """Whether ``error`` (or its cause) is a failure of the replicas rather than of the user's code."""
+    seen = 0
+    while error is not None and seen < 5:
+        if isinstance(error, (ReplicaDiedError, ReplicaTimeoutError, CollectiveError)):
+            return True
+        error = error.__cause__  # type: ignore[assignment]
+        seen += 1
+    return False
+
+
+def _same_dir(first: str, second: str) -> bool:
+    return str(first).rstrip("/") == str(second).rstrip("/")
+
+
+def _check_options(num_replicas: int, max_failures: int, step_timeout_s: float, checkpoint_dir: str | None,
+                   placement_timeout_s: float, collective_timeout_s: float | None, strategy: str) -> None:
+    if not isinstance(num_replicas, int) or isinstance(num_replicas, bool) or num_replicas < 1:
+        raise ValueError(f"num_replicas must be a positive int, got {num_replicas!r}.")
+    if not isinstance(max_failures, int) or isinstance(max_failures, bool) or max_failures < 0:
+        raise ValueError(f"max_failures must be an int >= 0 (0 raises on the first failure), got {max_failures!r}.")
+    if max_failures > 0 and not checkpoint_dir:
+        raise ValueError(f"max_failures={max_failures} needs checkpoint_dir=... so the run can resume from its latest "
+                         "checkpoint after replacing failed replicas.")
+    for name, value in (("step_timeout_s", step_timeout_s), ("placement_timeout_s", placement_timeout_s),
+                        ("collective_timeout_s", collective_timeout_s)):
+        if value is None and name == "collective_timeout_s":
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+            raise ValueError(f"{name} must be a positive number of seconds, got {value!r}.")
+    if strategy not in _STRATEGIES:
+        raise ValueError(f"placement_strategy must be one of {list(_STRATEGIES)}, got {strategy!r}.")
+
+
+def _to_array(value: Any) -> Any:
+    if isinstance(value, np.ndarray) or np.isscalar(value) or value is None:
+        return value
+    try:
+        from fe_ray.backend import to_number
+
+        return to_number(value)
+    except Exception:  # noqa: BLE001 - leave unknown objects as they are
+        return value
+
+
+def batch_size_of(arrays: Mapping[str, Any]) -> int | None:
+    """The batch size: the most common leading dimension among the arrays (None if none has an axis)."""
+    sizes = [int(np.shape(v)[0]) for v in arrays.values() if np.ndim(v) >= 1]
+    if not sizes:
+        return None
+    counts = Counter(sizes)
+    top = max(counts.values())
+    return max(size for size, count in counts.items() if count == top)
+
+
+def split_for_replicas(batch: Mapping[str, Any], keys: Iterable[str],
+                       num_replicas: int) -> tuple[list[dict[str, Any]], list[int], int]:
+    """Cut the ``keys`` of ``batch`` into one contiguous slice per replica.
+
+    Arrays whose leading dimension is the batch size are sliced (``split_bounds``, as ``ChunkSlicer(n_chunks=N)``);
+    other values go whole to every replica. Replicas without samples (batch smaller than ``num_replicas``) get the
+    first sample as padding, with weight 0. A batch without a batch axis runs whole on rank 0 (weight 1).
+
+    Returns:
+        (slices, samples per replica, total samples).
+    """
+    data = {key: _to_array(batch[key]) for key in sorted(keys) if key in batch}
+    size = batch_size_of(data)
+    if size is None or size == 0:
+        return [dict(data) for _ in range(num_replicas)], [1] + [0] * (num_replicas - 1), 1
+    bounds = split_bounds(size, num_replicas)
+    slices, n_local = [], []
+    for rank in range(num_replicas):
+        start, stop, weight = (*bounds[rank], None) if rank < len(bounds) else (0, 1, 0)
+        slices.append({key: value[start:stop] if np.ndim(value) >= 1 and np.shape(value)[0] == size else value
+                       for key, value in data.items()})
+        n_local.append(stop - start if weight is None else 0)
+    return slices, n_local, size
+
+
+def merge_outputs(results: list[dict[str, Any]],
+                  n_local: list[int]) -> tuple[dict[str, Any], dict[str, dict[int, Any]]]:
+    """Merge the replicas' outputs (see the module docstring).
+
+    Returns:
+        (merged outputs, per-replica values of the keys reduced by a weighted mean).
+    """
+    active = [rank for rank, count in enumerate(n_local) if count > 0]
+    if len(active) == 1:
+        return dict(results[active[0]]), {}
+    merged: dict[str, Any] = {}
+    per_replica: dict[str, dict[int, Any]] = {}
+    keys = [key for key in results[active[0]]]
+    for key in keys:
+        values = [results[rank].get(key) for rank in active]
+        if all(isinstance(v, np.ndarray) and v.ndim >= 1 and v.shape[0] == n_local[rank]
+               for v, rank in zip(values, active)) and _same_trailing_shape(values):
+            merged[key] = np.concatenate(values, axis=0)
+        elif _numeric_same_shape(values):
+            merged[key] = _weighted_mean(values, [n_local[rank] for rank in active])
+            per_replica[key] = dict(zip(active, values))
+            bad = [rank for rank, value in zip(active, values) if not np.all(np.isfinite(np.asarray(value)))]
+            if bad and len(bad) < len(active):
+                logger.warning("fe_ray: %r is not finite on replica rank(s) %s (values %s); the merged value is the "
+                               "weighted mean of the finite replicas.", key, bad,
+                               {rank: per_replica[key][rank] for rank in bad})
+        else:
+            merged[key] = values[0]
+    return merged, per_replica
+
+
+def _same_trailing_shape(values: list[np.ndarray]) -> bool:
+    return len({v.shape[1:] for v in values}) == 1
+
+
+def _numeric_same_shape(values: list[Any]) -> bool:
+    arrays = [np.asarray(v) for v in values if v is not None]
+    return (len(arrays) == len(values) and all(a.dtype.kind in "fiub" for a in arrays)
+            and len({a.shape for a in arrays}) == 1)
+
+
+def _weighted_mean(values: list[Any], weights: list[int]) -> Any:
+    """Element-wise mean weighted by ``weights`` over the finite values only (all non-finite: the plain mean)."""
+    arrays = [np.asarray(v).astype(np.float64) for v in values]
+    stacked = np.stack(arrays)
+    weight = np.asarray(weights, dtype=np.float64).reshape((-1,) + (1,) * arrays[0].ndim)
+    finite = np.isfinite(stacked)
+    kept = (weight * finite).sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        nan_aware = np.where(finite, stacked * weight, 0.0).sum(axis=0) / np.where(kept > 0, kept, 1.0)
+        plain = (stacked * weight).sum(axis=0) / weight.sum()
+    acc = np.where(kept > 0, nan_aware, plain)
+    original = np.asarray(values[0])
+    dtype = original.dtype if original.dtype.kind == "f" else np.float64
+    out = np.asarray(acc).astype(dtype)
+    return out if out.ndim else out[()] if not isinstance(values[0], np.ndarray) else out
+
+
+__all__ = ["RayNetwork", "batch_size_of", "merge_outputs", "split_for_replicas"]

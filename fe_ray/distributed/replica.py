@@ -1,0 +1,256 @@
+"""The replica: one in-process fe_ray Network in its own (Ray actor) process.
+
+:class:`Replica` is a plain class; :func:`fe_ray.distributed.cluster.start_actor` makes it remote. It rebuilds
+the user's ops from the driver's payload, builds an ordinary :class:`~fe_ray.network.TorchNetwork` /
+:class:`~fe_ray.network.TFNetwork` without pops or slicers (the driver runs those), joins the collective, and
+installs the all-reduce ``grad_reducer``. Every public method returns its result, or a
+:class:`~fe_ray.distributed.errors.RemoteFailure` describing an exception, so user errors reach the driver
+with their original type and the remote traceback, and never look like a dead actor.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+import numpy as np
+
+from fe_ray.distributed.errors import capture_failure
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _guarded(method: F) -> F:
+    """Return a RemoteFailure instead of raising, tagged with this replica's rank, node and pid."""
+
+    @functools.wraps(method)
+    def wrapper(self: Replica, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except BaseException as exc:  # noqa: BLE001 - everything must reach the driver as data
+            return capture_failure(exc, self.rank, self.node_ip, os.getpid())
+
+    return wrapper  # type: ignore[return-value]
+
+
+class Replica:
+    """One data-parallel worker.
+
+    Args:
+        rank: This replica's rank in ``[0, world_size)``.
+        world_size: Number of replicas.
+        framework: "torch" or "tf".
+        payload: The ops serialised by :func:`fe_ray.distributed.serialization.dumps_ops`.
+        collective_timeout_s: Timeout of the collective's rendezvous and of each all-reduce.
+        collective_backend: torch only: "gloo" or "nccl"; None picks NCCL on CUDA and gloo on the CPU.
+    """
+
+    def __init__(self, rank: int, world_size: int, framework: str, payload: bytes,
+                 collective_timeout_s: float = 300.0, collective_backend: str | None = None) -> None:
+        self.rank = rank
+        self.world_size = world_size
+        self.framework = framework
+        self.node_ip = _node_ip()
+        self._payload: bytes | None = payload
+        self._collective_timeout_s = collective_timeout_s
+        self._collective_backend = collective_backend
+        self.network: Any = None
+        self.collective: Any = None
+        self._weights: Any = None
+        self._produced: set[str] = set()
+        self._in_context = False
+
+    # ------------------------------------------------------------------ lifecycle
+    @_guarded
+    def setup(self) -> dict[str, Any]:
+        """Rebuild the ops, build the Network on this process's device, and return :meth:`info`."""
+        from fe_ray.distributed.collective import StepWeights
+        from fe_ray.distributed.serialization import loads_ops
+        from fe_ray.network import TFNetwork, TorchNetwork
+
+        assert self._payload is not None, "setup() runs once"
+        ops = loads_ops(self._payload)
+        self._payload = None
+        self.network = TorchNetwork(ops) if self.framework == "torch" else TFNetwork(ops)
+        self._weights = StepWeights()
+        return self._info()
+
+    @_guarded
+    def collective_address(self) -> tuple[str, int]:
+        """(rank 0) Create the collective and return the address the other ranks connect to."""
+        self.collective = self._make_collective()
+        return self.collective.listen(self.node_ip)
+
+    @_guarded
+    def init_collective(self, address: tuple[str, int]) -> bool:
+        """Join the collective at ``address`` and install the all-reduce grad_reducer on the network."""
+        from fe_ray.distributed.collective import make_grad_reducer
+
+        if self.collective is None:
+            self.collective = self._make_collective()
+        self.collective.connect(tuple(address))
+        self.network.grad_reducer = make_grad_reducer(self.framework, self.collective, self._weights)
+        return True
+
+    def _make_collective(self) -> Any:
+        from fe_ray.distributed.collective import TcpCollective, TorchCollective
+
+        if self.framework == "torch":
+            device = getattr(self.network, "device", None)
+            backend = self._collective_backend or (
+                "nccl" if device is not None and str(device).startswith("cuda") else "gloo")
+            return TorchCollective(self.rank, self.world_size, self._collective_timeout_s, backend=backend)
+        return TcpCollective(self.rank, self.world_size, self._collective_timeout_s)
+
+    @_guarded
+    def shutdown(self) -> bool:
+        """Leave the current context and the collective."""
+        self._exit()
+        if self.collective is not None:
+            self.collective.close()
+            self.collective = None
+        return True
+
+    # ------------------------------------------------------------------ steps
+    @_guarded
+    def configure(self, mode: str, epoch: int, ds_id: str, desired_keys: set[str] | None, warmup: bool,
+                  eager: bool, lrs: Mapping[str, float] | None = None) -> bool:
+        """Enter ``with network(mode, epoch, ds_id, ...)`` (leaving any previous context first)."""
+        self._exit()
+        self.network(mode=mode, epoch=epoch, ds_id=ds_id, desired_output_keys=desired_keys, warmup=warmup,
+                     eager=eager)
+        self._set_lrs(lrs)
+        self.network.__enter__()
+        self._in_context = True
+        produced: set[str] = set()
+        for op in self.network.ctx_ops:
+            produced.update(op.outputs)
+        self._produced = produced & set(self.network.ctx_outputs)
+        return True
+
+    @_guarded
+    def exit_context(self) -> bool:
+        """Leave the current ``with network(...)`` block."""
+        self._exit()
+        return True
+
+    def _exit(self) -> None:
+        if self._in_context:
+            self._in_context = False
+            self.network.__exit__(None, None, None)
+
+    @_guarded
+    def run_step(self, batch: Mapping[str, Any], n_local: int, n_total: int,
+                 lrs: Mapping[str, float] | None = None) -> dict[str, Any]:
+        """Run this replica's slice: ``n_local`` of the step's ``n_total`` samples (0 for a padding slice).
+
+        Returns:
+            The outputs the ops produced, as numpy arrays.
+        """
+        from fe_ray.backend import get_backend
+
+        if not self._in_context:
+            raise RuntimeError("Replica.run_step called outside a configured context; call configure() first.")
+        self._set_lrs(lrs)
+        self._weights.n_local = float(n_local)
+        self._weights.n_total = float(max(n_total, 1))
+        # Object-store arrays are read-only views; frameworks that write into their inputs need owned memory.
+        batch = writable(batch)
+        result = self.network.run_step(batch)
+        backend = get_backend(self.framework)
+        return {key: _to_numpy(backend, result[key]) for key in self._produced if key in result}
+
+    def _set_lrs(self, lrs: Mapping[str, float] | None) -> None:
+        if not lrs:
+            return
+        from fe_ray.backend import get_lr, set_lr
+
+        for model in self.network.models:
+            lr = lrs.get(model.model_name)
+            if lr is not None and getattr(model, "current_optimizer", None) is not None and get_lr(model) != lr:
+                set_lr(model, lr)
+
+    # ------------------------------------------------------------------ state
+    @_guarded
+    def get_state(self, models: bool = True) -> dict[str, Any]:
+        """Exact numpy snapshot of every model (weights + optimizer) and of the network's op states."""
+        from fe_ray.backend import get_backend
+
+        backend = get_backend(self.framework)
+        state: dict[str, Any] = {"network": self.network.state_dict()}
+        if models:
+            state["models"] = {m.model_name: backend.get_state(m) for m in self.network.models}
+        return state
+
+    @_guarded
+    def set_state(self, state: Mapping[str, Any]) -> bool:
+        """Restore :meth:`get_state` (either part may be missing)."""
+        from fe_ray.backend import get_backend
+
+        backend = get_backend(self.framework)
+        state = writable(state)
+        for model in self.network.models:
+            snapshot = state.get("models", {}).get(model.model_name)
+            if snapshot is not None:
+                backend.set_state(model, snapshot)
+        if state.get("network") is not None:
+            self.network.load_state_dict(state["network"])
+        return True
+
+    # ------------------------------------------------------------------ introspection
+    def _info(self) -> dict[str, Any]:
+        device = getattr(self.network, "device", None) if self.network is not None else None
+        if self.framework == "tf":
+            device = _tf_device()
+        return {"rank": self.rank, "pid": os.getpid(), "node_ip": self.node_ip, "device": str(device or "cpu"),
+                "framework": self.framework, "python": sys.version.split()[0]}
+
+    @_guarded
+    def info(self) -> dict[str, Any]:
+        """Rank, pid, node IP and device of this replica."""
+        return self._info()
+
+    def ping(self) -> int:
+        """Liveness check: returns this process's pid."""
+        return os.getpid()
+
+
+def writable(data: Any) -> Any:
+    """``data`` with read-only numpy arrays (zero-copy object-store views) replaced by owned copies."""
+    if isinstance(data, np.ndarray):
+        return data if data.flags.writeable else np.array(data)
+    if isinstance(data, Mapping):
+        return {key: writable(value) for key, value in data.items()}
+    if isinstance(data, (list, tuple)):
+        return type(data)(writable(value) for value in data)
+    return data
+
+
+def _to_numpy(backend: Any, value: Any) -> Any:
+    value = backend.to_numpy(value)
+    if isinstance(value, (np.ndarray, np.generic)):
+        return np.asarray(value)
+    return value
+
+
+def _node_ip() -> str:
+    try:
+        from fe_ray.distributed.cluster import node_ip
+    except ImportError:  # used without Ray (e.g. a plain multi-process test)
+        import socket
+
+        return socket.gethostbyname("localhost")
+    return node_ip()
+
+
+def _tf_device() -> str:
+    import tensorflow as tf
+
+    gpus = tf.config.list_logical_devices("GPU")
+    return gpus[0].name if gpus else "/CPU:0"
+
+
+__all__ = ["Replica", "writable"]

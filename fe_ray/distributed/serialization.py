@@ -1,0 +1,176 @@
+"""Shipping the user's ops (with their models and optimizers) from the driver to the replicas.
+
+Ops are pickled with cloudpickle, so lambdas and classes defined in ``__main__`` or a notebook travel by value.
+Models need care:
+
+* torch ``nn.Module`` objects pickle completely (weights, the optimizer attached by :func:`fe_ray.build`, and
+  fe_ray's attributes), so they go through cloudpickle unchanged.
+* Keras 3 models pickle through Keras' own saving format, which drops the attributes :func:`fe_ray.build` sets
+  (``model_name``, ``optimizer``, ``current_optimizer``, ...) and cannot pickle optimizers. Each Keras model is
+  therefore replaced by a reference to a spec holding the Keras-pickled model, its class (by value, so subclassed
+  models defined in ``__main__`` load under ``keras.saving.custom_object_scope``), fe_ray's attributes and its
+  optimizer(s) as Keras configs. Weights and optimizer slots are synchronised exactly afterwards anyway, by
+  pushing the driver's ``get_state`` snapshot to every replica.
+
+:func:`check_picklable` runs before any actor starts and names the op and attribute that cannot be pickled.
+"""
+
+from __future__ import annotations
+
+import io
+import pickle
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import cloudpickle
+
+#: Attributes fe_ray.build / UpdateOp attach to models (besides any ``fe_*`` attribute), restored on Keras models.
+_FE_MODEL_ATTRS = ("model_name", "mixed_precision", "loss_name")
+
+
+def _is_keras_model(obj: Any) -> bool:
+    keras = sys.modules.get("keras")
+    return keras is not None and isinstance(obj, keras.Model)
+
+
+def _is_keras_optimizer(obj: Any) -> bool:
+    keras = sys.modules.get("keras")
+    return keras is not None and isinstance(obj, keras.optimizers.Optimizer)
+
+
+class _KerasAwarePickler(cloudpickle.Pickler):
+    """A cloudpickle Pickler that replaces Keras models / optimizers by persistent ids."""
+
+    def __init__(self, file: io.BytesIO, models: dict[int, int], optimizers: bool) -> None:
+        super().__init__(file)
+        self._models = models
+        self._optimizers = optimizers
+
+    def persistent_id(self, obj: Any) -> Any:  # noqa: D102 - pickle protocol hook
+        if id(obj) in self._models and _is_keras_model(obj):
+            return ("fe_ray.keras_model", self._models[id(obj)])
+        if self._optimizers and _is_keras_optimizer(obj):
+            import keras
+
+            return ("fe_ray.keras_optimizer", id(obj), keras.optimizers.serialize(obj))
+        return None
+
+
+class _KerasAwareUnpickler(pickle.Unpickler):
+    def __init__(self, file: io.BytesIO, models: Sequence[Any]) -> None:
+        super().__init__(file)
+        self._models = models
+        self._optimizers: dict[int, Any] = {}
+
+    def persistent_load(self, pid: Any) -> Any:  # noqa: D102 - pickle protocol hook
+        if pid[0] == "fe_ray.keras_model":
+            return self._models[pid[1]]
+        if pid[0] == "fe_ray.keras_optimizer":
+            if pid[1] not in self._optimizers:
+                import keras
+
+                self._optimizers[pid[1]] = keras.optimizers.deserialize(pid[2])
+            return self._optimizers[pid[1]]
+        raise pickle.UnpicklingError(f"Unknown persistent id {pid[0]!r}.")
+
+
+def _dumps(obj: Any, models: dict[int, int], optimizers: bool) -> bytes:
+    buffer = io.BytesIO()
+    _KerasAwarePickler(buffer, models, optimizers).dump(obj)
+    return buffer.getvalue()
+
+
+def _keras_spec(model: Any) -> dict[str, Any]:
+    attrs = {name: value for name, value in vars(model).items()
+             if name in _FE_MODEL_ATTRS or (name.startswith("fe_") and not callable(value))}
+    optimizers = (getattr(model, "optimizer", None), getattr(model, "current_optimizer", None))
+    return {"class": cloudpickle.dumps(type(model)), "class_name": type(model).__name__,
+            "model": cloudpickle.dumps(model), "attrs": cloudpickle.dumps(attrs),
+            "optimizers": _dumps(optimizers, {}, optimizers=True)}
+
+
+def _load_keras_model(spec: dict[str, Any]) -> Any:
+    import keras
+
+    attrs = cloudpickle.loads(spec["attrs"])
+    if attrs.get("mixed_precision"):
+        from fe_ray.backend import get_backend
+
+        get_backend("tf").set_mixed_precision_policy(True)  # Keras reads the policy when layers are created
+    cls = cloudpickle.loads(spec["class"])
+    with keras.saving.custom_object_scope({spec["class_name"]: cls}):
+        model = cloudpickle.loads(spec["model"])
+    for name, value in attrs.items():
+        setattr(model, name, value)
+    optimizer, current = _KerasAwareUnpickler(io.BytesIO(spec["optimizers"]), []).load()
+    model.optimizer = optimizer
+    model.current_optimizer = current
+    return model
+
+
+def dumps_ops(ops: Sequence[Any], models: Sequence[Any]) -> bytes:
+    """Serialise ``ops`` (and the ``models`` they use) for :func:`loads_ops` in another process."""
+    index = {id(model): pos for pos, model in enumerate(models) if _is_keras_model(model)}
+    specs = {pos: _keras_spec(model) for pos, model in enumerate(models) if id(model) in index}
+    return cloudpickle.dumps({"keras_models": specs, "n_models": len(models),
+                              "ops": _dumps(list(ops), index, optimizers=False)})
+
+
+def loads_ops(payload: bytes) -> list[Any]:
+    """Rebuild the ops serialised by :func:`dumps_ops` (models shared between ops stay shared)."""
+    data = cloudpickle.loads(payload)
+    models: list[Any] = [None] * data["n_models"]
+    for pos, spec in data["keras_models"].items():
+        models[pos] = _load_keras_model(spec)
+    return _KerasAwareUnpickler(io.BytesIO(data["ops"]), models).load()
+
+
+def check_picklable(ops: Sequence[Any], models: Sequence[Any]) -> bytes:
+    """Serialise ``ops``, and on failure name the op and attribute that cannot be pickled.
+
+    Returns:
+        The payload of :func:`dumps_ops`.
+
+    Raises:
+        TypeError: Naming the op (position and class), the offending attribute and the pickling error, with how to
+            fix it.
+    """
+    try:
+        return dumps_ops(ops, models)
+    except Exception as err:  # noqa: BLE001 - any pickling failure is reported as the TypeError below
+        index = {id(model): pos for pos, model in enumerate(models) if _is_keras_model(model)}
+        for pos, op in enumerate(ops):
+            culprit = _find_unpicklable(op, index)
+            if culprit is not None:
+                attr, detail = culprit
+                raise TypeError(
+                    f"Network op #{pos} ({type(op).__name__}) cannot be sent to the Ray replicas: its attribute "
+                    f"{attr!r} is not picklable ({detail}). Ops run in other processes, so they must be picklable "
+                    "by cloudpickle: create locks, open files, sockets or clients lazily inside forward() (or drop "
+                    "them in __getstate__), or run in-process with num_replicas=None.") from err
+        raise TypeError(f"The Network's ops cannot be pickled for the Ray replicas: {type(err).__name__}: {err}. "
+                        "Make the ops picklable by cloudpickle, or run in-process with num_replicas=None.") from err
+
+
+def _find_unpicklable(op: Any, index: dict[int, int]) -> tuple[str, str] | None:
+    """(attribute path, error) of the first attribute of ``op`` that fails to pickle, or None if it pickles."""
+    try:
+        _dumps(op, index, optimizers=False)
+        return None
+    except Exception as err:  # noqa: BLE001
+        whole_error = f"{type(err).__name__}: {err}"
+    attributes = vars(op) if hasattr(op, "__dict__") else {}
+    for name, value in attributes.items():
+        try:
+            _dumps(value, index, optimizers=False)
+        except Exception as err:  # noqa: BLE001
+            if hasattr(value, "__dict__") and not isinstance(value, type):
+                inner = _find_unpicklable(value, index)
+                if inner is not None and not inner[0].startswith("<"):
+                    return f"{name}.{inner[0]}", inner[1]
+            return name, f"{type(err).__name__}: {err}"
+    return "<the op itself>", whole_error
+
+
+__all__ = ["check_picklable", "dumps_ops", "loads_ops"]

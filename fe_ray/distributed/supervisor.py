@@ -1,0 +1,216 @@
+"""The replica group: starting N replicas, calling them with timeouts, and turning failures into fe_ray errors.
+
+Every wait on a remote result goes through :meth:`ReplicaGroup.wait`, which polls with ``ray.wait`` and a
+deadline, and inspects results as soon as *any* replica answers. That matters for collectives: when one replica
+dies or raises before an all-reduce, its peers block inside the all-reduce, so waiting for all of them would
+hang until the collective's own timeout. Instead the first failure is raised at once (as the original exception
+type for user errors, :class:`ReplicaDiedError` for a dead process, :class:`ReplicaTimeoutError` past the
+deadline), and the owner tears the whole group down (a group with a failed member is never reused).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import ray
+
+from fe_ray.distributed import cluster
+from fe_ray.distributed.errors import (
+    CollectiveError,
+    RemoteFailure,
+    ReplicaDiedError,
+    ReplicaError,
+    ReplicaTimeoutError,
+    describe,
+)
+from fe_ray.distributed.replica import Replica
+
+logger = logging.getLogger(__name__)
+
+#: How often a blocked wait wakes up; only bounds how late a timeout is noticed, deaths wake it immediately.
+_POLL_S = 1.0
+#: After a collective failure, how long to wait for a peer's death to be reported (it is the better error).
+_PEER_GRACE_S = 5.0
+
+
+class ReplicaGroup:
+    """N :class:`~fe_ray.distributed.replica.Replica` actors in one placement group, joined by a collective.
+
+    Args:
+        num_replicas: Number of replicas.
+        framework: "torch" or "tf".
+        payload: The serialised ops (:func:`fe_ray.distributed.serialization.dumps_ops`).
+        bundle: Resources per replica.
+        placement_timeout_s: How long to wait for the placement group.
+        setup_timeout_s: How long starting the actors, building the networks and the rendezvous may take.
+        collective_timeout_s: Timeout of the collective (rendezvous and each all-reduce) inside the replicas.
+        runtime_env: The actors' runtime environment.
+        strategy: Placement strategy ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD").
+        collective_backend: torch collective backend, or None for automatic.
+    """
+
+    def __init__(self, num_replicas: int, framework: str, payload: bytes, bundle: Mapping[str, float],
+                 placement_timeout_s: float, setup_timeout_s: float, collective_timeout_s: float,
+                 runtime_env: Mapping[str, Any] | None, strategy: str = "PACK",
+                 collective_backend: str | None = None) -> None:
+        self.num_replicas = num_replicas
+        self.framework = framework
+        self.bundle = dict(bundle)
+        self.actors: list[Any] = []
+        self.infos: list[dict[str, Any]] = [{} for _ in range(num_replicas)]
+        self._payload = payload
+        self._placement_timeout_s = placement_timeout_s
+        self._setup_timeout_s = setup_timeout_s
+        self._collective_timeout_s = collective_timeout_s
+        self._runtime_env = runtime_env
+        self._strategy = strategy
+        self._collective_backend = collective_backend
+        self._placement: Any = None
+        self.alive = False
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self) -> None:
+        """Reserve resources, start the actors, build their networks and join the collective.
+
+        Raises:
+            PlacementError: If the resources cannot be reserved.
+            ReplicaError: (or the original exception type) if a replica fails to set up.
+        """
+        self._placement = cluster.reserve(self.num_replicas, self.bundle, self._placement_timeout_s, self._strategy)
+        try:
+            for rank in range(self.num_replicas):
+                args = (rank, self.num_replicas, self.framework, self._payload, self._collective_timeout_s,
+                        self._collective_backend)
+                self.actors.append(cluster.start_actor(Replica, args, self._placement, rank, self.bundle,
+                                                       self._runtime_env))
+            self.infos = self.call("setup", timeout_s=self._setup_timeout_s, what="setting up")
+            if self.num_replicas > 1:
+                address = self.call_one(0, "collective_address", timeout_s=self._setup_timeout_s,
+                                        what="opening the collective")
+                self.call("init_collective", args=(address,), timeout_s=self._setup_timeout_s,
+                          what="joining the collective")
+            self.alive = True
+        except BaseException:
+            self.stop()
+            raise
+        logger.info("fe_ray: started %d %s replicas: %s", self.num_replicas, self.framework,
+                    [(i.get("rank"), i.get("node_ip"), i.get("pid"), i.get("device")) for i in self.infos])
+
+    def stop(self) -> None:
+        """Kill every actor and release the placement group (safe to call repeatedly)."""
+        self.alive = False
+        for actor in self.actors:
+            cluster.kill_actor(actor)
+        self.actors = []
+        cluster.release(self._placement)
+        self._placement = None
+
+    # ------------------------------------------------------------------ calls
+    def submit(self, method: str, per_rank_args: Sequence[tuple[Any, ...]] | None = None,
+               args: tuple[Any, ...] = ()) -> list[Any]:
+        """Call ``method`` on every replica without waiting; returns one ObjectRef per rank."""
+        refs = []
+        for rank, actor in enumerate(self.actors):
+            call_args = per_rank_args[rank] if per_rank_args is not None else args
+            refs.append(getattr(actor, method).remote(*call_args))
+        return refs
+
+    def call(self, method: str, per_rank_args: Sequence[tuple[Any, ...]] | None = None, args: tuple[Any, ...] = (),
+             timeout_s: float = 300.0, what: str | None = None) -> list[Any]:
+        """Call ``method`` on every replica and wait for all results (see :meth:`wait`)."""
+        return self.wait(self.submit(method, per_rank_args, args), timeout_s, what or method)
+
+    def call_one(self, rank: int, method: str, args: tuple[Any, ...] = (), timeout_s: float = 300.0,
+                 what: str | None = None) -> Any:
+        """Call ``method`` on one replica and wait for its result."""
+        ref = getattr(self.actors[rank], method).remote(*args)
+        return self.wait([ref], timeout_s, what or method, ranks=[rank])[0]
+
+    def wait(self, refs: Sequence[Any], timeout_s: float, what: str, ranks: Sequence[int] | None = None) -> list[Any]:
+        """Results of ``refs`` (one per rank, or per ``ranks``), raising the first failure as soon as it is seen.
+
+        Raises:
+            ReplicaDiedError: A replica's process died.
+            ReplicaTimeoutError: Not all replicas answered within ``timeout_s``.
+            Exception: The original exception type of an error raised inside a replica (chained to a
+                :class:`ReplicaError` carrying the remote traceback), or :class:`ReplicaError`.
+        """
+        ranks = list(ranks) if ranks is not None else list(range(len(refs)))
+        pending = {ref: rank for ref, rank in zip(refs, ranks)}
+        results: dict[int, Any] = {}
+        deadline = time.monotonic() + timeout_s
+        while pending:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise self._timeout_error(sorted(pending.values()), what, timeout_s)
+            ready, _ = ray.wait(list(pending), num_returns=1, timeout=min(remaining, _POLL_S))
+            for ref in ready:
+                rank = pending.pop(ref)
+                try:
+                    results[rank] = self._unwrap(ref, rank, what)
+                except BaseException as err:
+                    if _looks_like_lost_peer(err):
+                        self._raise_if_peer_died(pending, what, err)
+                    raise
+        return [results[rank] for rank in ranks]
+
+    def _raise_if_peer_died(self, pending: Mapping[Any, int], what: str, failure: BaseException) -> None:
+        """A replica's collective failed: if a peer died, report that death (the root cause) instead."""
+        if not pending:
+            return
+        ready, _ = ray.wait(list(pending), num_returns=len(pending), timeout=_PEER_GRACE_S)
+        for ref in ready:
+            try:
+                self._unwrap(ref, pending[ref], what)
+            except ReplicaDiedError as died:
+                raise died from failure
+            except BaseException:  # noqa: BLE001 - another symptom of the same failure
+                continue
+
+    def _unwrap(self, ref: Any, rank: int, what: str) -> Any:
+        node, pid = describe(self.infos[rank] if rank < len(self.infos) else None, rank)
+        try:
+            value = ray.get(ref, timeout=0)
+        except ray.exceptions.RayActorError as err:
+            self.alive = False
+            raise ReplicaDiedError(rank, node, pid, "ActorDiedError",
+                                   f"the replica process died while {what} ({_first_line(err)}). If it ran out of "
+                                   "memory, lower the batch size or give replicas more memory via "
+                                   "resources_per_replica.") from None
+        except ray.exceptions.RayError as err:
+            self.alive = False
+            raise ReplicaError(rank, node, pid, type(err).__name__, f"Ray failed while {what}: {err}") from None
+        if isinstance(value, RemoteFailure):
+            self.alive = False
+            raise value.to_exception()
+        return value
+
+    def _timeout_error(self, ranks: list[int], what: str, timeout_s: float) -> ReplicaTimeoutError:
+        self.alive = False
+        rank = ranks[0]
+        node, pid = describe(self.infos[rank] if rank < len(self.infos) else None, rank)
+        others = f" (also ranks {ranks[1:]})" if len(ranks) > 1 else ""
+        return ReplicaTimeoutError(rank, node, pid, "Timeout",
+                                   f"no answer while {what} within {timeout_s:g}s{others}. A replica is hung (e.g. "
+                                   "an op that never returns, or a peer stuck in a collective); raise step_timeout_s "
+                                   "if steps are legitimately this slow.")
+
+
+def _looks_like_lost_peer(err: BaseException) -> bool:
+    """Whether a replica's error is a collective failing because a peer went away (not a user error)."""
+    if isinstance(err, CollectiveError):
+        return True
+    text = f"{type(err).__name__}: {err}".lower()
+    return any(marker in text for marker in ("distbackenderror", "gloo", "nccl", "connection closed by peer",
+                                             "connection reset"))
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    return text[0] if text else type(err).__name__
+
+
+__all__ = ["ReplicaGroup"]

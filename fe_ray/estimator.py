@@ -1,0 +1,336 @@
+"""Estimator: runs a Pipeline through a Network for some epochs, calling Traces around every event."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+from fe_ray.schedule import get_current_items, get_signature_epochs
+from fe_ray.summary.summary import Summary
+from fe_ray.summary.system import System
+from fe_ray.trace.essential import EvalEssential, TrainEssential
+from fe_ray.trace.logger import Logger
+from fe_ray.trace.trace import Data, Trace, sort_traces
+from fe_ray.util import filter_nones, to_list, to_set
+
+FIT_MODES = ("train", "eval")
+
+
+class Estimator:
+    """Trains and tests a Network on a Pipeline, FastEstimator-style.
+
+    Args:
+        pipeline: The fe_ray Pipeline providing the data.
+        network: The Network (in-process, or a distributed RayNetwork).
+        epochs: How many epochs to train.
+        train_steps_per_epoch: Cut or extend each training epoch to exactly this many steps (None: one pass).
+        eval_steps_per_epoch: Same for evaluation epochs.
+        traces: Traces (or Schedulers of Traces) to run.
+        log_steps: Log every N training steps; 0 logs only epoch summaries; None disables the Logger (the Summary
+            is recorded regardless).
+        eval_log_steps: Evaluation batch indices after which a progress line is printed.
+        monitor_names: Extra keys to log during training besides the losses.
+
+    Network contract. The Estimator uses only ``network(mode, epoch, ds_id, desired_output_keys, warmup, eager)``
+    as a context manager, ``run_step(batch)``, ``get_loss_keys()``, ``get_scheduled_items(mode)``, ``models``,
+    ``state_dict()`` / ``load_state_dict()`` (and ``transform`` for users), so any BaseNetwork-like object works.
+    Two optional methods let a distributed network keep the driver's ``network.models`` meaningful:
+
+    * ``sync_models_to_driver()``: called before the driver reads weights (checkpoint capture, ModelSaver,
+      BestModelSaver, EarlyStopping) so that ``network.models`` hold the current weights and optimizer state;
+    * ``load_models_from_driver()``: called after the driver changed the weights of ``network.models`` (checkpoint
+      restore, EarlyStopping(restore_best_weights=True), BestModelSaver(load_best_final=True)) so the replicas
+      train on them. Learning-rate changes (LRScheduler) are not pushed this way: the distributed network reads
+      ``get_lr`` of the driver's models and forwards changes with the next step.
+
+    Both go through :meth:`System.sync_models` / :meth:`System.push_models`.
+
+    Raises:
+        ValueError: For a non-positive ``epochs`` / steps, a negative ``log_steps``, or invalid traces.
+    """
+
+    def __init__(self, pipeline: Any, network: Any, epochs: int, train_steps_per_epoch: int | None = None,
+                 eval_steps_per_epoch: int | None = None, traces: Any = None, log_steps: int | None = 100,
+                 eval_log_steps: Sequence[int] = (), monitor_names: str | Iterable[str] | None = None) -> None:
+        _check_positive("epochs", epochs)
+        for name, value in (("train_steps_per_epoch", train_steps_per_epoch),
+                            ("eval_steps_per_epoch", eval_steps_per_epoch)):
+            if value is not None:
+                _check_positive(name, value)
+        if log_steps is not None and (not isinstance(log_steps, int) or isinstance(log_steps, bool) or log_steps < 0):
+            raise ValueError(f"log_steps must be None (no logging), 0 (epoch logs only) or a positive int, got "
+                             f"{log_steps!r}.")
+        self.pipeline = pipeline
+        self.network = network
+        self.traces: list[Any] = filter_nones(to_list(traces))
+        for pos, trace in enumerate(get_current_items(self.traces)):
+            if not isinstance(trace, Trace):
+                raise ValueError(f"traces[{pos}] is a {type(trace).__name__}, not a Trace; pass fe_ray.trace Traces "
+                                 "(or Schedulers of them).")
+        self.monitor_names: set[str] = to_set(monitor_names)
+        self.traces_in_use: list[Any] = []
+        self.system = System(network=network, pipeline=pipeline, traces=self.traces,
+                             num_devices=int(getattr(network, "num_replicas", None) or 1), log_steps=log_steps,
+                             total_epochs=epochs, train_steps_per_epoch=train_steps_per_epoch,
+                             eval_steps_per_epoch=eval_steps_per_epoch, eval_log_steps=eval_log_steps)
+
+    # ------------------------------------------------------------------ public API
+    def fit(self, summary: str | None = None, warmup: bool = True, eager: bool = False) -> Summary:
+        """Train (and evaluate after each epoch, if the pipeline has eval data).
+
+        Args:
+            summary: A name for the experiment (the Summary is recorded and returned either way).
+            warmup: Run one batch per mode / scheduled configuration first, without updating weights, to fail
+                fast on missing keys before training starts.
+            eager: Run the network eagerly (TensorFlow: no tf.function).
+
+        Returns:
+            The Summary with the history of every logged value.
+        """
+        self.system.reset(summary, self._config())
+        self._prepare_traces(FIT_MODES)
+        if warmup:
+            self._warmup(eager)
+        while True:
+            try:
+                self._start(FIT_MODES, eager)
+                break
+            except Exception as err:
+                # fe_ray.distributed: a RayNetwork with max_failures may replace failed replicas; running the loop
+                # again then resumes from the latest checkpoint (the RestoreWizard restores it at on_begin).
+                recover = getattr(self.network, "recover", None)
+                if recover is None or not recover(err, self.system):
+                    raise
+        return self.system.summary
+
+    def test(self, summary: str | None = None, eager: bool = False) -> Summary:
+        """Run the test data through the network and the test-mode traces.
+
+        Returns:
+            The Summary, now including the test history.
+        """
+        self.system.reset_for_test(summary)
+        self._prepare_traces(("test",))
+        self._start(("test",), eager)
+        return self.system.summary
+
+    # ------------------------------------------------------------------ setup
+    def _config(self) -> dict[str, Any]:
+        return {"epochs": self.system.total_epochs, "train_steps_per_epoch": self.system.train_steps_per_epoch,
+                "eval_steps_per_epoch": self.system.eval_steps_per_epoch, "log_steps": self.system.log_steps,
+                "models": [getattr(m, "model_name", type(m).__name__) for m in self.network.models],
+                "traces": [type(t).__name__ for t in get_current_items(self.traces)]}
+
+    def _prepare_traces(self, run_modes: Sequence[str]) -> None:
+        monitor = self.monitor_names | set(self.network.get_loss_keys())
+        traces: list[Any] = []
+        if "train" in run_modes:
+            traces.append(TrainEssential(monitor_names=monitor))
+        if "eval" in run_modes:
+            traces.append(EvalEssential(monitor_names=monitor))
+        traces.extend(self.traces)
+        if self.system.log_steps is not None:
+            traces.append(Logger())
+        for trace in get_current_items(traces):
+            trace.system = self.system
+        self.traces_in_use = traces
+        self.system.traces = traces
+
+    def _traces(self, mode: str, epoch: int | None, ds_id: str | None = None) -> list[Trace]:
+        return sort_traces(get_current_items(self.traces_in_use, run_modes=mode, epoch=epoch, ds_id=ds_id))
+
+    @staticmethod
+    def _wanted_keys(traces: Sequence[Trace]) -> set[str]:
+        return {key for trace in traces for key in trace.inputs if key != "*"}
+
+    def _data(self, batch: Any = None) -> Data:
+        return Data(batch, on_log=self.system.write_summary)
+
+    # ------------------------------------------------------------------ warmup
+    def _warmup(self, eager: bool) -> None:
+        """Run one batch per (mode, signature epoch, ds_id) with updates off; report every missing key at once."""
+        pipeline_state = self.pipeline.state_dict() if hasattr(self.pipeline, "state_dict") else None
+        network_state = self.network.state_dict()
+        missing: list[str] = []
+        unseen_monitors = set(self.monitor_names)
+        for mode in FIT_MODES:
+            if mode not in self.pipeline.get_modes():
+                continue
+            scheduled = (list(getattr(self.pipeline, "get_scheduled_items", lambda _m: [])(mode))
+                         + list(self.network.get_scheduled_items(mode)) + list(self.traces))
+            for epoch in get_signature_epochs(scheduled, self.system.total_epochs, mode=mode):
+                if mode not in self.pipeline.get_modes(epoch):
+                    continue
+                for ds_id in self.pipeline.get_ds_ids(epoch, mode):
+                    traces = self._traces(mode, epoch, ds_id)
+                    available = self._warmup_step(mode, epoch, ds_id, traces, eager)
+                    # The essentials re-log monitored keys, so their outputs cannot vouch for those keys.
+                    available |= {key for trace in traces if not isinstance(trace, (TrainEssential, EvalEssential))
+                                  for key in trace.outputs}
+                    unseen_monitors -= available
+                    where = f"mode {mode!r}, epoch {epoch}" + (f", ds_id {ds_id!r}" if ds_id else "")
+                    for trace in traces:
+                        if isinstance(trace, (TrainEssential, EvalEssential)):
+                            continue  # monitored keys may legitimately exist in one mode only
+                        for key in trace.inputs:
+                            if key != "*" and key not in available:
+                                missing.append(f"{type(trace).__name__} needs key {key!r} ({where})")
+        if pipeline_state is not None:
+            self.pipeline.load_state_dict(pipeline_state)
+        self.network.load_state_dict(network_state)
+        if unseen_monitors:
+            missing.append(f"monitor_names {sorted(unseen_monitors)} are produced by neither the pipeline nor the "
+                           "network in any mode")
+        if missing:
+            raise ValueError("Warmup found missing keys: " + "; ".join(missing) + ". Produce them in the Pipeline "
+                             "ops, the Network ops, or an earlier Trace (or fix the key names).")
+
+    def _warmup_step(self, mode: str, epoch: int, ds_id: str, traces: Sequence[Trace], eager: bool) -> set[str]:
+        with self.pipeline(mode=mode, epoch=epoch, ds_id=ds_id, shuffle=False, steps_per_epoch=1) as loader:
+            batch = next(iter(loader), None)
+        if batch is None:
+            return set()
+        if not isinstance(batch, dict):
+            raise ValueError(f"The pipeline must yield dict batches, got {type(batch).__name__} in mode {mode!r}.")
+        with self.network(mode=mode, epoch=epoch, ds_id=ds_id, desired_output_keys=self._wanted_keys(traces),
+                          warmup=True, eager=eager) as network:
+            result = network.run_step(batch)
+        return set(result)
+
+    # ------------------------------------------------------------------ run loop
+    def _start(self, run_modes: Sequence[str], eager: bool) -> None:
+        system = self.system
+        first_mode = run_modes[0]
+        system.mode = first_mode
+        all_traces = sort_traces([trace for trace in get_current_items(self.traces_in_use)
+                                  if trace.mode is None or trace.mode & set(run_modes)])
+        self._run_event("on_begin", all_traces)  # a RestoreWizard may restore the whole state here
+        if "test" in run_modes:
+            system.mode = "test"
+            self._run_epoch(eager)
+        else:
+            self._fit_epochs(eager)
+            system.mode = first_mode
+        self._run_event("on_end", all_traces)
+
+    def _fit_epochs(self, eager: bool) -> None:
+        system = self.system
+        # After a restore, epoch_idx/mode/batch_idx/mode_finished locate where the checkpoint was taken.
+        restored = system.epoch_idx > 0
+        resume_epoch, resume_mode, resume_done = system.epoch_idx, system.mode, system.mode_finished
+        for epoch in range(max(1, system.epoch_idx), system.total_epochs + 1):
+            if system.stop_training:
+                break
+            modes = [mode for mode in FIT_MODES if mode in self.pipeline.get_modes(epoch)]
+            for mode in modes:
+                resume = False
+                if restored and epoch == resume_epoch and resume_mode in modes:
+                    position, target = modes.index(mode), modes.index(resume_mode)
+                    if position < target or (position == target and resume_done):
+                        continue
+                    resume = position == target
+                system.epoch_idx = epoch
+                system.mode = mode
+                self._run_epoch(eager, resume=resume)
+            if system.stop_training:
+                break
+
+    def _run_epoch(self, eager: bool, resume: bool = False) -> None:
+        """Run the current mode's epoch over every ds_id; with ``resume``, continue after ``system.batch_idx``."""
+        system = self.system
+        mode, epoch = system.mode or "train", system.epoch_idx
+        ds_ids = list(self.pipeline.get_ds_ids(epoch, mode))
+        epoch_traces = self._traces(mode, epoch)
+        start = 0
+        if resume and system.ds_id in ds_ids:
+            start = ds_ids.index(system.ds_id)
+        if not resume:
+            system.batch_idx = None
+            system.mode_finished = False
+            self._run_event("on_epoch_begin", epoch_traces)
+        for pos, ds_id in enumerate(ds_ids[start:]):
+            if pos > 0 or not resume:
+                system.batch_idx = None
+            system.ds_id = ds_id
+            self._run_dataset(eager, ds_id)
+            if system.stop_training and mode == "train":
+                break
+        system.mode_finished = True
+        system.write_summary("epoch", epoch)
+        self._run_event("on_epoch_end", epoch_traces)
+
+    def _run_dataset(self, eager: bool, ds_id: str) -> None:
+        system = self.system
+        mode, epoch = system.mode or "train", system.epoch_idx
+        traces = self._traces(mode, epoch, ds_id)
+        steps = system.steps_per_epoch
+        if steps is not None and (system.batch_idx or 0) >= steps:
+            return
+        with self.pipeline(mode=mode, epoch=epoch, ds_id=ds_id, steps_per_epoch=steps) as loader, \
+                self.network(mode=mode, epoch=epoch, ds_id=ds_id, desired_output_keys=self._wanted_keys(traces),
+                             warmup=False, eager=eager) as network:
+            system.epoch_length = steps if steps is not None else _safe_len(loader)
+            for batch in _with_lookahead(loader, getattr(network, "set_lookahead", None)):
+                if mode == "train":
+                    system.update_global_step()
+                system.update_batch_idx()
+                self._run_event("on_batch_begin", traces, batch)
+                result = network.run_step(batch)
+                self._run_event("on_batch_end", traces, result)
+                if (steps is not None and system.batch_idx >= steps) or (system.stop_training and mode == "train"):
+                    break
+
+    def _run_event(self, event: str, traces: Sequence[Trace], batch: Any = None) -> None:
+        data = self._data(batch)
+        for trace in traces:
+            getattr(trace, event)(data)
+
+
+_END = object()
+
+
+def _with_lookahead(loader: Any, set_lookahead: Any) -> Iterator[Any]:
+    """Iterate ``loader``, telling a distributed network the following batch while the current one runs.
+
+    Peeking one batch ahead lets the network move the next step's data into the object store while the replicas
+    compute (step pipelining). The Pipeline records its position when a batch is handed out, so a checkpoint
+    taken in between would count the peeked batch as consumed and a resume would skip it. The Loader's
+    ``on_batch`` report is therefore intercepted and replayed only when each batch actually starts: positions
+    stay exactly what they are without lookahead. Loaders without ``on_batch`` and networks without
+    ``set_lookahead`` are iterated plainly.
+    """
+    record = getattr(loader, "on_batch", None)
+    if set_lookahead is None or record is None:
+        yield from loader
+        return
+    handed_out: list[int] = []
+    loader.on_batch = handed_out.append
+    try:
+        batches = iter(loader)
+        current = next(batches, _END)
+        while current is not _END:
+            count = handed_out.pop(0) if handed_out else None
+            following = next(batches, _END)
+            if count is not None:
+                record(count)
+            set_lookahead(None if following is _END else following)
+            yield current
+            current = following
+    finally:
+        loader.on_batch = record
+        set_lookahead(None)
+
+
+def _check_positive(name: str, value: Any) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{name} must be a positive int, got {value!r}.")
+
+
+def _safe_len(loader: Any) -> int | None:
+    try:
+        return len(loader)
+    except TypeError:
+        return None
+
+
+__all__ = ["Estimator"]

@@ -1,0 +1,175 @@
+"""The on-disk format of a System checkpoint (one directory on any fsspec filesystem).
+
+::
+
+    system.json             human-readable: format version, system counters, configuration fingerprint
+    models/<name>.npz       every array of the model's state (weights + optimizer), loaded with allow_pickle=False
+    models/<name>.json      the nested structure of that state (dicts, lists, tuples, scalars, strings) with
+                            references to the arrays in the .npz
+    objects.pkl             everything else (op / trace / pipeline states, summary, RNG states), pickled
+
+Trust boundary: ``objects.pkl`` is a pickle, and unpickling runs code chosen by whoever wrote the file. Only load
+checkpoints that you (or software you trust) wrote. The model files are plain arrays + JSON and never unpickle.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import pickle
+import zipfile
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from fe_ray.io.checkpoint import join, open_fs
+
+SYSTEM_FILE = "system.json"
+OBJECTS_FILE = "objects.pkl"
+MODELS_DIR = "models"
+FORMAT_VERSION = 1
+
+
+class CheckpointError(ValueError):
+    """A checkpoint file is missing, corrupt, or of an unknown format (the message names the file)."""
+
+
+# ---------------------------------------------------------------------- nested state <-> (json, arrays)
+def flatten_state(state: Any, arrays: dict[str, np.ndarray], where: str = "state") -> Any:
+    """Encode a nested state as JSON-able tagged nodes, moving every array (and numpy scalar) into ``arrays``.
+
+    Containers are always tagged (``{"d": [[key, value], ...]}``, ``{"l": [...]}``, ``{"t": [...]}``) so that
+    non-string dict keys (torch optimizer states use ints) and tuples survive the round trip exactly.
+
+    Raises:
+        TypeError: For values that are neither containers, numbers, strings, None nor numeric arrays, naming where.
+    """
+    if isinstance(state, np.ndarray) or isinstance(state, np.generic):
+        array = np.asarray(state)
+        if array.dtype.hasobject:
+            raise TypeError(f"Cannot store object array at {where}; model states must hold numeric arrays.")
+        ref = f"a{len(arrays)}"
+        arrays[ref] = array
+        return {"a": ref, "scalar": isinstance(state, np.generic)}
+    if isinstance(state, Mapping):
+        return {"d": [[flatten_state(k, arrays, f"{where} key"), flatten_state(v, arrays, f"{where}[{k!r}]")]
+                      for k, v in state.items()]}
+    if isinstance(state, (list, tuple)):
+        items = [flatten_state(v, arrays, f"{where}[{i}]") for i, v in enumerate(state)]
+        return {"t": items} if isinstance(state, tuple) else {"l": items}
+    if isinstance(state, float) and not math.isfinite(state):
+        return {"f": repr(state)}  # strict JSON has no inf/nan literals
+    if state is None or isinstance(state, (bool, int, float, str)):
+        return state
+    raise TypeError(f"Cannot store {type(state).__name__} at {where} in a model checkpoint; model states may only "
+                    "hold numpy arrays, numbers, strings, None, dicts, lists and tuples.")
+
+
+def unflatten_state(node: Any, arrays: Mapping[str, np.ndarray]) -> Any:
+    """Invert :func:`flatten_state`."""
+    if isinstance(node, dict):
+        if "a" in node:
+            array = arrays[node["a"]]
+            return array[()] if node.get("scalar") else array
+        if "d" in node:
+            return {unflatten_state(k, arrays): unflatten_state(v, arrays) for k, v in node["d"]}
+        if "l" in node:
+            return [unflatten_state(v, arrays) for v in node["l"]]
+        if "t" in node:
+            return tuple(unflatten_state(v, arrays) for v in node["t"])
+        if "f" in node:
+            return float(node["f"])
+        raise ValueError(f"Unknown state node with keys {sorted(node)}.")
+    return node
+
+
+# ---------------------------------------------------------------------- write / read
+def write_checkpoint(payload: Mapping[str, Any], directory: str) -> None:
+    """Write a :meth:`System.capture_state` payload into ``directory`` (a path or fsspec URL).
+
+    Args:
+        payload: The captured state (see :mod:`fe_ray.summary.system` for its structure).
+        directory: Target directory; created if missing. Existing files of the same names are overwritten.
+    """
+    fs, root = open_fs(directory)
+    fs.makedirs(join(root, MODELS_DIR), exist_ok=True)
+    header = {"format": FORMAT_VERSION, "system": payload["system"], "config": payload["config"],
+              "models": sorted(payload["models"])}
+    fs.pipe_file(join(root, SYSTEM_FILE), json.dumps(header, indent=2, sort_keys=True).encode())
+    for name, state in payload["models"].items():
+        arrays: dict[str, np.ndarray] = {}
+        structure = flatten_state(state, arrays, where=f"model {name!r}")
+        # Streamed straight into the file: building the archive in memory first doubled the peak memory and
+        # added a full copy of the weights and optimizer state to every save.
+        with fs.open(join(root, MODELS_DIR, f"{name}.npz"), "wb") as file:
+            np.savez(file, **arrays)
+        fs.pipe_file(join(root, MODELS_DIR, f"{name}.json"), json.dumps(structure).encode())
+    objects = {key: value for key, value in payload.items() if key not in ("system", "config", "models")}
+    with fs.open(join(root, OBJECTS_FILE), "wb") as file:
+        pickle.dump(objects, file, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def read_checkpoint(directory: str) -> dict[str, Any]:
+    """Read a checkpoint written by :func:`write_checkpoint` back into a payload.
+
+    Only read checkpoints you wrote yourself: ``objects.pkl`` is unpickled.
+
+    Raises:
+        CheckpointError: If a file is missing, unreadable or of an unknown format; the message names the file.
+    """
+    fs, root = open_fs(directory)
+    header = _read_json(fs, join(root, SYSTEM_FILE), directory)
+    if header.get("format") != FORMAT_VERSION:
+        raise CheckpointError(f"{join(directory, SYSTEM_FILE)} has format {header.get('format')!r}; this fe_ray "
+                              f"reads format {FORMAT_VERSION}.")
+    models = {}
+    for name in header.get("models", []):
+        npz_path = join(root, MODELS_DIR, f"{name}.npz")
+        structure = _read_json(fs, join(root, MODELS_DIR, f"{name}.json"), directory)
+        # Read members straight from the file (no intermediate bytes copy of the whole archive). Opened outside the
+        # try: a missing file must be reported as missing, not as corrupt.
+        file = _open_for_read(fs, npz_path, directory)
+        try:
+            with file, np.load(file, allow_pickle=False) as npz:
+                arrays = {key: npz[key] for key in npz.files}
+            models[name] = unflatten_state(structure, arrays)
+        except (ValueError, KeyError, OSError, zipfile.BadZipFile, EOFError) as err:
+            raise CheckpointError(f"Checkpoint file {_display(directory, npz_path, root)} is corrupt: {err}") from err
+    objects_path = join(root, OBJECTS_FILE)
+    raw = _read_bytes(fs, objects_path, directory)
+    try:
+        objects = pickle.loads(raw)
+    except Exception as err:  # unpickling a damaged file can raise nearly anything
+        raise CheckpointError(f"Checkpoint file {_display(directory, objects_path, root)} is corrupt: "
+                              f"{type(err).__name__}: {err}") from err
+    return {"system": header["system"], "config": header["config"], "models": models, **objects}
+
+
+def _display(directory: str, path: str, root: str) -> str:
+    return join(directory, path[len(root.rstrip("/")) + 1:])
+
+
+def _open_for_read(fs: Any, path: str, directory: str) -> Any:
+    try:
+        return fs.open(path, "rb")
+    except FileNotFoundError as err:
+        raise CheckpointError(f"Checkpoint file {_display(directory, path, open_fs(directory)[1])} is missing; the "
+                              "checkpoint is incomplete or not an fe_ray checkpoint.") from err
+
+
+def _read_bytes(fs: Any, path: str, directory: str) -> bytes:
+    try:
+        return fs.cat_file(path)
+    except FileNotFoundError as err:
+        raise CheckpointError(f"Checkpoint file {_display(directory, path, open_fs(directory)[1])} is missing; the "
+                              "checkpoint is incomplete or not an fe_ray checkpoint.") from err
+
+
+def _read_json(fs: Any, path: str, directory: str) -> Any:
+    raw = _read_bytes(fs, path, directory)
+    try:
+        return json.loads(raw)
+    except ValueError as err:
+        raise CheckpointError(f"Checkpoint file {_display(directory, path, open_fs(directory)[1])} is corrupt: "
+                              f"{err}") from err

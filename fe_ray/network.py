@@ -1,0 +1,405 @@
+"""The in-process Network: runs TensorOps on a batch, with slicers and post-processing ops (pops).
+
+A distributed replica owns exactly one of these networks; nothing here knows about Ray. Framework-specific
+execution (grad contexts, tf.function, device moves) lives in :mod:`fe_ray.backend.torch` / ``.tf``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from fe_ray.backend import get_backend, get_framework
+from fe_ray.op.numpyop.numpyop import NumpyOp, check_numpy_ops, forward_numpyop
+from fe_ray.op.tensorop.tensorop import TensorOp
+from fe_ray.schedule import Scheduler, get_current_items
+from fe_ray.slicer import Slicer, forward_slicers, reverse_slicers, sanity_assert_slicers
+from fe_ray.util import check_mode, filter_nones, to_list
+
+OpsArg = Any  # TensorOp | Scheduler[TensorOp] | Sequence of them (kept loose for FastEstimator compatibility)
+
+
+class BaseNetwork:
+    """The framework-neutral part of a Network.
+
+    Use it as ``with network(mode="train", epoch=1, ds_id=""): network.run_step(batch)``.
+
+    Args:
+        target_type: 'torch' or 'tf'.
+        device: The device models run on (torch), or None.
+        ops: TensorOps (or Schedulers of them) defining the step.
+        pops: NumpyOps run on the whole merged batch after the ops, on the CPU.
+        slicers: Slicers cutting each batch into minibatches that run through the ops one after another.
+
+    Attributes:
+        grad_reducer: Optional ``fn(model, gradients) -> gradients`` placed in the step state; UpdateOps call it
+            before applying gradients. The distributed layer sets it to an all-reduce; in-process it is None.
+    """
+
+    def __init__(self, target_type: str, device: Any, ops: OpsArg, pops: OpsArg = None, slicers: Any = None) -> None:
+        self.target_type = target_type
+        self.device = device
+        self.ops: list[Any] = filter_nones(to_list(ops))
+        self.postprocessing: list[Any] = filter_nones(to_list(pops))
+        self.slicers: list[Any] = filter_nones(to_list(slicers))
+        self._verify_inputs()
+        for op in get_current_items(self.ops):
+            op.build(framework=target_type, device=device)
+        self.models: list[Any] = collect_models(self.ops)
+        precisions = {bool(getattr(model, "mixed_precision", False)) for model in self.models}
+        if len(precisions) > 1:
+            raise ValueError("Cannot mix full-precision and mixed-precision models in one Network; build all models "
+                             "with the same mixed_precision setting.")
+        self.mixed_precision = precisions == {True}
+        self.grad_reducer: Any = None
+        self._backend = get_backend(target_type)
+        self.ctx_lock = threading.Lock()
+        self._reset_ctx()
+
+    def _reset_ctx(self) -> None:
+        self.ctx_inputs: set[str] = set()
+        self.ctx_gpu_inputs: set[str] = set()
+        self.ctx_outputs: set[str] = set()
+        self.ctx_ops: list[TensorOp] = []
+        self.ctx_postprocessing: list[NumpyOp] = []
+        self.ctx_slicers: list[Slicer] = []
+        self.ctx_models: list[Any] = []
+        self.ctx_state: dict[str, Any] = {}
+
+    def _verify_inputs(self) -> None:
+        for pos, op in enumerate(get_current_items(self.ops)):
+            if not isinstance(op, TensorOp):
+                raise TypeError(f"Network ops must be TensorOps, but op #{pos} is a {type(op).__name__}. NumpyOps "
+                                "belong in Pipeline(ops=...) or Network(pops=...).")
+        check_numpy_ops(get_current_items(self.postprocessing), "Network pops")
+        for slicer in get_current_items(self.slicers):
+            if not isinstance(slicer, Slicer):
+                raise TypeError(f"Network slicers must be Slicers, got {type(slicer).__name__}.")
+
+    # ------------------------------------------------------------------ configuration
+    def get_scheduled_items(self, mode: str) -> list[Any]:
+        """Everything whose schedule can change the step: ops, pops, slicers (and optimizers in train)."""
+        items = self.ops + self.postprocessing + self.slicers
+        if mode == "train":
+            items = items + [model.optimizer for model in self.models if getattr(model, "optimizer", None)]
+        return items
+
+    def get_loss_keys(self) -> set[str]:
+        """Keys that some UpdateOp uses as a loss."""
+        keys: set[str] = set()
+        for op in get_current_items(self.ops):
+            keys |= op.get_fe_loss_keys()
+        return keys
+
+    def get_io_keys(self, mode: str, epoch: int, ds_id: str = "",
+                    desired_keys: set[str] | None = None) -> tuple[set[str], set[str], set[str]]:
+        """Return (inputs the network needs, inputs the TensorOps need, outputs it returns) for a context.
+
+        Raises:
+            ValueError: If slicers are active and a wanted output key is sliced but never un-sliced.
+        """
+        slicers = get_current_items(self.slicers, mode, epoch, ds_id=ds_id)
+        needed: set[str] = set()
+        tensor_inputs: set[str] = set()
+        produced: set[str] = set()
+        sliced: set[str] = set()
+        unsliced: set[str] = set()
+        for slicer in slicers:
+            sliced.update(slicer.slice_inputs)
+            unsliced.update(slicer.unslice_inputs)
+        needed.update(sliced)
+        for op in get_current_items(self.ops, mode, epoch, ds_id=ds_id):
+            unmet = {key for key in op.inputs if key not in produced}
+            needed |= unmet
+            tensor_inputs |= unmet
+            produced.update(op.outputs)
+        needed |= unsliced - produced
+        pop_inputs: set[str] = set()
+        pop_produced: set[str] = set()
+        for op in get_current_items(self.postprocessing, mode, epoch, ds_id=ds_id):
+            needed |= {key for key in op.inputs if key not in produced}
+            pop_inputs |= {key for key in op.inputs if key not in pop_produced}
+            produced.update(op.outputs)
+            pop_produced.update(op.outputs)
+        outputs = set(produced)
+        if desired_keys:
+            # Keys the pops read must survive even if no trace asked for them.
+            outputs = (outputs & set(desired_keys)) | pop_inputs
+        if sliced:
+            dangling = (outputs & (sliced | produced)) - unsliced
+            if dangling:
+                raise ValueError("Since you are using Slicers, you must specify how these keys are un-sliced during "
+                                 f"{{'mode': {mode!r}, 'epoch': {epoch}, 'ds_id': {ds_id!r}}}: {sorted(dangling)}. "
+                                 "Add them to a slicer's `unslice` argument.")
+        return needed, tensor_inputs, outputs
+
+    def __call__(self, mode: str, epoch: int, ds_id: str = "", desired_output_keys: set[str] | None = None,
+                 warmup: bool = False, eager: bool = False) -> BaseNetwork:
+        """Configure the network for a (mode, epoch, ds_id) context; use the result in a ``with`` block."""
+        check_mode(mode)
+        if self.ctx_lock.locked():
+            raise ValueError("You cannot configure a Network while it is in use (already inside a `with` block).")
+        self.ctx_inputs, self.ctx_gpu_inputs, self.ctx_outputs = self.get_io_keys(
+            mode, epoch, ds_id, desired_keys=desired_output_keys)
+        self.ctx_ops = get_current_items(self.ops, mode, epoch, ds_id=ds_id)
+        self.ctx_postprocessing = get_current_items(self.postprocessing, mode, epoch, ds_id=ds_id)
+        self.ctx_slicers = get_current_items(self.slicers, mode, epoch, ds_id=ds_id)
+        sanity_assert_slicers(self.ctx_slicers)
+        self.ctx_models = _unique([model for op in self.ctx_ops for model in op.get_fe_models()])
+        gradient_ops = [op for op in self.ctx_ops if op.fe_retain_graph() is not None]
+        for idx, op in enumerate(gradient_ops):
+            # Every gradient computation but the last must keep the graph alive for the ones after it.
+            op.fe_retain_graph(idx != len(gradient_ops) - 1)
+        self.ctx_state = {"warmup": warmup, "mode": mode, "epoch": epoch, "ds_id": ds_id,
+                          "req_grad": bool(gradient_ops), "deferred": {}, "eager": eager,
+                          "grad_reducer": self.grad_reducer}
+        for model in self.ctx_models:
+            optimizer = getattr(model, "optimizer", None)
+            if optimizer is not None:
+                model.current_optimizer = (optimizer.get_current_value(epoch) if isinstance(optimizer, Scheduler)
+                                           else optimizer)
+        return self
+
+    def __enter__(self) -> BaseNetwork:
+        if not self.ctx_state:
+            raise ValueError("Configure the network before entering it: `with network(mode='train', epoch=1):`.")
+        if not self.ctx_lock.acquire(blocking=False):
+            raise ValueError("This network is already in use.")
+        self._enter_context()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        try:
+            self._exit_context()
+        finally:
+            self._reset_ctx()
+            self.ctx_lock.release()
+
+    def _enter_context(self) -> None:
+        """Framework hook run when a context starts (device moves, defer defaults)."""
+        prepare = getattr(self._backend, "enter_context", None)
+        if prepare is not None:
+            prepare(self.ctx_models, self.ctx_state["mode"], self.device)
+
+    def _exit_context(self) -> None:
+        """Framework hook run when a context ends (free graphs, move models back)."""
+        release = getattr(self._backend, "exit_context", None)
+        if release is not None:
+            release(self.ctx_models, self.ctx_state.get("mode", ""), self.device)
+
+    # ------------------------------------------------------------------ execution
+    def run_step(self, batch: Mapping[str, Any]) -> dict[str, Any]:
+        """Run the ops (per slice if slicers are active), merge, then run the pops.
+
+        Args:
+            batch: The input batch (numpy arrays or framework tensors).
+
+        Returns:
+            The input batch overlaid with the network's outputs.
+
+        Raises:
+            ValueError: If called outside a configured ``with network(...)`` block.
+            KeyError: If a key an op needs is missing from the batch (naming the key and the op).
+        """
+        if not self.ctx_lock.locked() or not self.ctx_state:
+            raise ValueError("run_step must be called inside `with network(mode=..., epoch=...):`.")
+        self._check_batch_keys(batch)
+        if self.ctx_slicers:
+            minibatches = forward_slicers(self.ctx_slicers, batch)
+            results = [{**mb, **self._run_step(mb)} for mb in minibatches]
+            merged = reverse_slicers(self.ctx_slicers, results, original_data=batch)
+        else:
+            merged = {**batch, **self._run_step(batch)}
+        forward_numpyop(self.ctx_postprocessing, merged, self.ctx_state, batched=True)
+        return merged
+
+    def _check_batch_keys(self, batch: Mapping[str, Any]) -> None:
+        missing = self.ctx_gpu_inputs - set(batch)
+        if not missing:
+            self._check_ragged(batch)
+            return
+        key = sorted(missing)[0]
+        needing = [type(op).__name__ for op in self.ctx_ops if key in op.inputs]
+        raise KeyError(f"Key {key!r} needed by {needing[0] if needing else 'an op'} is missing from the batch in "
+                       f"mode {self.ctx_state['mode']!r}; available keys: {sorted(batch)}. Produce it in the "
+                       "Pipeline or an earlier op.")
+
+    def _check_ragged(self, batch: Mapping[str, Any]) -> None:
+        """Raise a ValueError naming the keys and sizes if the arrays the ops read disagree on the batch size."""
+        sizes = {key: int(shape[0]) for key in sorted(self.ctx_gpu_inputs)
+                 if (shape := getattr(batch[key], "shape", None)) is not None and len(shape) > 0}
+        if len(set(sizes.values())) > 1:
+            raise ValueError(f"Ragged batch in mode {self.ctx_state['mode']!r}: the keys the network reads have "
+                             f"different batch sizes {sizes}; every array of a batch needs the same leading (batch) "
+                             "dimension. Batch all keys together in the Pipeline (resize or pad variable-length "
+                             "samples to one shape), or pass per-batch constants inside an op instead.")
+
+    def _run_step(self, batch: Mapping[str, Any]) -> dict[str, Any]:
+        """Run the ops on one (mini)batch; return the prediction dict (outputs only)."""
+        return self._backend.run_step(self.ctx_ops, dict(batch), self.ctx_state, self.ctx_gpu_inputs,
+                                      self.ctx_outputs, device=self.device, mixed_precision=self.mixed_precision)
+
+    def transform(self, data: Mapping[str, Any] | Iterable[Mapping[str, Any]], mode: str, epoch: int = 1,
+                  ds_id: str = "") -> dict[str, Any] | list[dict[str, Any]]:
+        """Run the network (no weight updates) on one batch dict, a list of them, or a Pipeline.
+
+        Returns:
+            The batch(es) overlaid with predictions; a dict for a dict input, otherwise a list.
+        """
+        single = isinstance(data, Mapping)
+        results: list[dict[str, Any]] = []
+        with self(mode=mode, epoch=epoch, ds_id=ds_id, warmup=False, eager=single and not self.slicers):
+            if hasattr(data, "get_results") and callable(data):  # a Pipeline
+                with data(mode=mode, epoch=epoch, ds_id=ds_id, shuffle=False) as loader:
+                    batches: Iterable[Any] = list(loader)
+            else:
+                batches = [data] if single else list(data)
+            for batch in batches:
+                results.append(self.run_step(batch))
+        return results[0] if single else results
+
+    # ------------------------------------------------------------------ state
+    def state_dict(self) -> dict[str, Any]:
+        """States of every op, slicer and pop (scheduled ones included), tagged with their class names."""
+        return {group: [{"type": type(obj).__name__, "state": obj.state_dict()} for obj in objs]
+                for group, objs in self._stateful_groups().items()}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restore :meth:`state_dict`, checking that the configuration (counts and classes) is unchanged.
+
+        Raises:
+            ValueError: Naming the group, position and classes that differ.
+        """
+        for group, objs in self._stateful_groups().items():
+            saved = state.get(group, [])
+            if len(saved) != len(objs):
+                raise ValueError(f"Checkpoint has {len(saved)} network {group} but this Network has {len(objs)}: "
+                                 f"saved {[s['type'] for s in saved]} vs current {[type(o).__name__ for o in objs]}.")
+            for pos, (obj, entry) in enumerate(zip(objs, saved)):
+                if entry["type"] != type(obj).__name__:
+                    raise ValueError(f"Network {group} #{pos} is a {type(obj).__name__} but the checkpoint holds a "
+                                     f"{entry['type']}; the checkpoint is from a different configuration.")
+                obj.load_state_dict(entry["state"])
+
+    def _stateful_groups(self) -> dict[str, list[Any]]:
+        return {"ops": get_current_items(self.ops), "slicers": get_current_items(self.slicers),
+                "pops": get_current_items(self.postprocessing)}
+
+
+class TorchNetwork(BaseNetwork):
+    """A Network of PyTorch models. Trailing UpdateOps are deferred to step end so chained models (GANs) work."""
+
+    def __init__(self, ops: OpsArg, pops: OpsArg = None, slicers: Any = None) -> None:
+        super().__init__("torch", get_backend("torch").get_device(), ops, pops, slicers)
+
+    def _enter_context(self) -> None:
+        super()._enter_context()
+        self._saved_defer: list[tuple[Any, bool]] = []
+        for op in reversed(self.ctx_ops):
+            if op.fe_retain_graph() is None or not hasattr(op, "defer"):
+                break
+            # Overwriting a torch model's weights mid-step would invalidate the autograd graph of later ops.
+            self._saved_defer.append((op, op.defer))
+            op.defer = True
+
+    def _exit_context(self) -> None:
+        for op, defer in getattr(self, "_saved_defer", []):
+            op.defer = defer
+        self._saved_defer = []
+        super()._exit_context()
+
+
+class TFNetwork(BaseNetwork):
+    """A Network of TensorFlow/Keras models, run as a tf.function unless ``eager=True``."""
+
+    def __init__(self, ops: OpsArg, pops: OpsArg = None, slicers: Any = None) -> None:
+        super().__init__("tf", None, ops, pops, slicers)
+
+
+def collect_models(ops: Sequence[Any]) -> list[Any]:
+    """Models used by ``ops`` (scheduled ones included), in first-use order, without duplicates."""
+    return _unique([model for op in get_current_items(ops) for model in _models_of(op)])
+
+
+def _models_of(op: Any) -> list[Any]:
+    getter = getattr(op, "get_fe_models", None)
+    return list(getter()) if getter is not None else []
+
+
+def _unique(items: Iterable[Any]) -> list[Any]:
+    seen: set[int] = set()
+    out = []
+    for item in items:
+        if id(item) not in seen:
+            seen.add(id(item))
+            out.append(item)
+    return out
+
+
+def detect_framework(ops: OpsArg) -> str:
+    """The framework ('torch' or 'tf') of the models in ``ops``.
+
+    Raises:
+        ValueError: If models of both frameworks are mixed, a model is of an unknown type, or two models share a
+            name (case-insensitively).
+    """
+    models = collect_models(filter_nones(to_list(ops)))
+    by_framework: dict[str, list[str]] = {}
+    for model in models:
+        by_framework.setdefault(get_framework(model), []).append(getattr(model, "model_name", type(model).__name__))
+    if "np" in by_framework:
+        raise ValueError(f"Models {by_framework['np']} are neither torch nn.Modules nor Keras Models.")
+    if len(by_framework) > 1:
+        raise ValueError(f"A Network cannot mix frameworks: torch models {by_framework.get('torch')} and TensorFlow "
+                         f"models {by_framework.get('tf')}. Use one framework per Network.")
+    names = [str(getattr(m, "model_name", "")).lower() for m in models]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise ValueError(f"All models in a Network need unique names (case-insensitive); duplicated: {duplicates}. "
+                         "Pass model_name=... to fe_ray.build.")
+    if by_framework:
+        return next(iter(by_framework))
+    return _default_framework()
+
+
+def _default_framework() -> str:
+    import importlib.util
+
+    # FastEstimator defaults to TensorFlow for model-free networks; fall back to torch where TF is absent.
+    return "tf" if importlib.util.find_spec("tensorflow") is not None else "torch"
+
+
+def Network(ops: OpsArg, pops: OpsArg = None, slicers: Any = None, num_replicas: int | None = None,
+            **distributed_options: Any) -> BaseNetwork:
+    """Create a Network for ``ops``: in-process, or on ``num_replicas`` Ray actors.
+
+    Args:
+        ops: TensorOps (or Schedulers of them); models must be built with :func:`fe_ray.build`.
+        pops: NumpyOps run on the merged batch after the ops.
+        slicers: Slicers for cutting batches into minibatches.
+        num_replicas: None (default) runs in this process; N >= 1 runs data-parallel on N Ray actors.
+        **distributed_options: Options of the distributed network (``resources_per_replica``, ``max_failures``,
+            ...); see :class:`fe_ray.distributed.RayNetwork`.
+
+    Returns:
+        A TorchNetwork or TFNetwork, or a RayNetwork when ``num_replicas`` is given.
+
+    Raises:
+        ValueError: For mixed frameworks, duplicate model names, or a bad ``num_replicas``.
+    """
+    framework = detect_framework(ops)
+    if num_replicas is None:
+        if distributed_options:
+            raise ValueError(f"Options {sorted(distributed_options)} need num_replicas=N (N >= 1).")
+        return TorchNetwork(ops, pops, slicers) if framework == "torch" else TFNetwork(ops, pops, slicers)
+    if not isinstance(num_replicas, int) or isinstance(num_replicas, bool) or num_replicas < 1:
+        raise ValueError(f"num_replicas must be a positive int (or None to run in-process), got {num_replicas!r}.")
+    from fe_ray.distributed import RayNetwork  # Ray is imported only when asked for
+
+    return RayNetwork(ops, pops, slicers, num_replicas=num_replicas, framework=framework, **distributed_options)
+
+
+from fe_ray.build import build  # noqa: E402  (FastEstimator exposes build from the network module)
+
+__all__ = ["BaseNetwork", "Network", "TFNetwork", "TorchNetwork", "build", "collect_models", "detect_framework"]

@@ -1,0 +1,123 @@
+"""NumpyOps: CPU ops on numpy data, run per sample in the Pipeline and per batch as Network pops."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, MutableMapping
+from typing import Any
+
+import numpy as np
+
+from fe_ray.op.op import Op, get_inputs_by_op, write_outputs_by_op
+
+
+def is_model(obj: Any) -> bool:
+    """True if ``obj`` looks like a torch or Keras model (without importing either framework)."""
+    if getattr(obj, "fe_compiled", False):
+        return True
+    for cls in type(obj).__mro__:
+        qualname = f"{cls.__module__}.{cls.__name__}"
+        if qualname in ("torch.nn.modules.module.Module", "keras.src.models.model.Model",
+                        "keras.src.models.functional.Functional"):
+            return True
+    return False
+
+
+class NumpyOp(Op):
+    """An op on numpy arrays, run on the CPU.
+
+    In a Pipeline it sees one sample at a time (:meth:`forward`). As a Network pop it sees a whole batch
+    (:meth:`forward_batch`); the default splits the batch and calls :meth:`forward` per sample, and ops that
+    can work on a batch directly override it.
+
+    Raises:
+        TypeError: If the op is handed a model: models run in TensorOps (ModelOp) inside a Network.
+    """
+
+    def __init__(self, inputs: None | str | Iterable[str] = None, outputs: None | str | Iterable[str] = None,
+                 mode: None | str | Iterable[str] = None, ds_id: None | str | Iterable[str] = None) -> None:
+        super().__init__(inputs=inputs, outputs=outputs, mode=mode, ds_id=ds_id)
+
+    def forward(self, data: Any, state: dict[str, Any]) -> Any:
+        return data
+
+    def forward_batch(self, data: Any, state: dict[str, Any]) -> Any:
+        """Run on a batch (axis 0); by default one :meth:`forward` per sample, restacked."""
+        items = data if self.in_list else [data]
+        batch_size = len(items[0])
+        results = [self.forward([item[i] for item in items] if self.in_list else items[0][i], state)
+                   for i in range(batch_size)]
+        if not self.outputs:
+            return None
+        if self.out_list:
+            return [np.stack([res[j] for res in results]) for j in range(len(self.outputs))]
+        return np.stack(results)
+
+
+class LambdaOp(NumpyOp):
+    """A NumpyOp running ``fn(*inputs)``; ``batched=True`` when ``fn`` works on whole batches too."""
+
+    def __init__(self, fn: Callable[..., Any], inputs: None | str | Iterable[str] = None,
+                 outputs: None | str | Iterable[str] = None, mode: None | str | Iterable[str] = None,
+                 ds_id: None | str | Iterable[str] = None) -> None:
+        super().__init__(inputs=inputs, outputs=outputs, mode=mode, ds_id=ds_id)
+        if not callable(fn) or is_model(fn):
+            raise TypeError(f"numpyop.LambdaOp needs a plain callable, got {type(fn).__name__}; models run on "
+                            "tensors in a Network: use fe_ray.op.tensorop.model.ModelOp instead.")
+        self.fn = fn
+        self.in_list = True
+
+    def forward(self, data: list[Any], state: dict[str, Any]) -> Any:
+        return self.fn(*data)
+
+    def forward_batch(self, data: list[Any], state: dict[str, Any]) -> Any:
+        return self.fn(*data)
+
+
+class Delete(NumpyOp):
+    """Remove key(s) from the data dictionary."""
+
+    def __init__(self, keys: str | Iterable[str], mode: None | str | Iterable[str] = None,
+                 ds_id: None | str | Iterable[str] = None) -> None:
+        super().__init__(inputs=keys, mode=mode, ds_id=ds_id)
+
+
+def check_numpy_ops(ops: Iterable[Any], where: str) -> None:
+    """Raise TypeError if an entry is not a NumpyOp or a NumpyOp holds a model (``where`` names the container)."""
+    for op in ops:
+        if not isinstance(op, NumpyOp):
+            raise TypeError(f"{where} accepts NumpyOps only, got {type(op).__name__}; TensorOps belong in "
+                            "Network(ops=...).")
+        for attr, value in vars(op).items():
+            if is_model(value):
+                raise TypeError(f"{type(op).__name__}.{attr} holds a model, but NumpyOps run on CPU numpy data in "
+                                f"{where}; move the model into a ModelOp in Network(ops=...).")
+
+
+def forward_numpyop(ops: list[NumpyOp], data: MutableMapping[str, Any], state: dict[str, Any],
+                    batched: bool = False) -> None:
+    """Run ``ops`` in order on ``data`` in place; ``batched`` selects :meth:`NumpyOp.forward_batch`.
+
+    Delete ops remove their keys; every other op writes its outputs back into ``data``.
+    """
+    for op in ops:
+        if isinstance(op, Delete):
+            for key in op.inputs:
+                data.pop(key, None)
+            continue
+        inputs = get_inputs_by_op(op, data)
+        if batched:
+            inputs = [_to_numpy(x) for x in inputs] if op.in_list else _to_numpy(inputs)
+            result = op.forward_batch(inputs, state)
+        else:
+            result = op.forward(inputs, state)
+        if op.outputs:
+            write_outputs_by_op(op, data, result)
+
+
+def _to_numpy(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return value
+    if hasattr(value, "numpy"):
+        detach = getattr(value, "detach", None)
+        return (detach() if detach else value).numpy()
+    return np.asarray(value)

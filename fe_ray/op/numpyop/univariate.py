@@ -1,0 +1,85 @@
+"""Single-input numpy ops that work on one sample or on a whole batch."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from fe_ray.op.numpyop.numpyop import NumpyOp
+
+
+class Minmax(NumpyOp):
+    """Scale each sample to [0, 1] by its own min and max (``epsilon`` guards constant samples)."""
+
+    def __init__(self, inputs: str | Iterable[str], outputs: str | Iterable[str],
+                 mode: None | str | Iterable[str] = None, ds_id: None | str | Iterable[str] = None,
+                 epsilon: float = 1e-7) -> None:
+        super().__init__(inputs=inputs, outputs=outputs, mode=mode, ds_id=ds_id)
+        self.epsilon = epsilon
+
+    def _scale(self, x: np.ndarray, axes: tuple[int, ...] | None) -> np.ndarray:
+        x = np.asarray(x, dtype=np.float32)
+        lo = x.min(axis=axes, keepdims=True)
+        hi = x.max(axis=axes, keepdims=True)
+        return (x - lo) / np.maximum(hi - lo, self.epsilon)
+
+    def forward(self, data: Any, state: dict[str, Any]) -> Any:
+        if self.in_list:
+            return [self._scale(x, None) for x in data]
+        return self._scale(data, None)
+
+    def forward_batch(self, data: Any, state: dict[str, Any]) -> Any:
+        def per_sample(x: np.ndarray) -> np.ndarray:
+            return self._scale(x, tuple(range(1, np.ndim(x))))
+        return [per_sample(x) for x in data] if self.in_list else per_sample(data)
+
+
+class ExpandDims(NumpyOp):
+    """Add an axis of size 1 at ``axis`` of each sample (default: a trailing channel axis)."""
+
+    def __init__(self, inputs: str | Iterable[str], outputs: str | Iterable[str],
+                 mode: None | str | Iterable[str] = None, ds_id: None | str | Iterable[str] = None,
+                 axis: int = -1) -> None:
+        super().__init__(inputs=inputs, outputs=outputs, mode=mode, ds_id=ds_id)
+        self.axis = axis
+
+    def _expand(self, x: Any, batched: bool) -> np.ndarray:
+        axis = self.axis + 1 if (batched and self.axis >= 0) else self.axis
+        return np.expand_dims(x, axis)
+
+    def forward(self, data: Any, state: dict[str, Any]) -> Any:
+        return [self._expand(x, False) for x in data] if self.in_list else self._expand(data, False)
+
+    def forward_batch(self, data: Any, state: dict[str, Any]) -> Any:
+        return [self._expand(x, True) for x in data] if self.in_list else self._expand(data, True)
+
+
+class Onehot(NumpyOp):
+    """Turn integer class labels into one-hot float32 vectors of ``num_classes`` (optional label smoothing)."""
+
+    def __init__(self, inputs: str | Iterable[str], outputs: str | Iterable[str], num_classes: int,
+                 label_smoothing: float = 0.0, mode: None | str | Iterable[str] = None,
+                 ds_id: None | str | Iterable[str] = None) -> None:
+        super().__init__(inputs=inputs, outputs=outputs, mode=mode, ds_id=ds_id)
+        if not isinstance(num_classes, int) or num_classes < 1:
+            raise ValueError(f"Onehot num_classes must be a positive int, got {num_classes!r}.")
+        if not 0.0 <= label_smoothing < 1.0:
+            raise ValueError(f"Onehot label_smoothing must be in [0, 1), got {label_smoothing!r}.")
+        self.num_classes = num_classes
+        self.label_smoothing = label_smoothing
+
+    def _onehot(self, y: Any, batched: bool) -> np.ndarray:
+        labels = np.asarray(y).astype(np.int64).reshape(-1)
+        y = labels if batched else labels[0]
+        out = np.eye(self.num_classes, dtype=np.float32)[y]
+        if self.label_smoothing:
+            out = out * (1.0 - self.label_smoothing) + self.label_smoothing / self.num_classes
+        return out
+
+    def forward(self, data: Any, state: dict[str, Any]) -> Any:
+        return [self._onehot(x, False) for x in data] if self.in_list else self._onehot(data, False)
+
+    def forward_batch(self, data: Any, state: dict[str, Any]) -> Any:
+        return [self._onehot(x, True) for x in data] if self.in_list else self._onehot(data, True)

@@ -1,0 +1,177 @@
+"""The per-epoch batch loader of a Pipeline: index plan, per-sample ops, stacking and optional threaded prefetch."""
+
+from __future__ import annotations
+
+import zlib
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+
+from fe_ray.op.numpyop.numpyop import NumpyOp, forward_numpyop
+
+
+def epoch_permutation(seed: int, mode: str, ds_id: str, epoch: int, data_pass: int, size: int) -> np.ndarray:
+    """The sample order of one pass over a dataset: a pure function of its arguments.
+
+    Being pure (rather than drawn from a long-lived RNG) is what makes resuming exact: a restored Pipeline recomputes
+    the very order the interrupted run was walking, from the seed alone. ``mode`` and ``ds_id`` enter as CRC32
+    hashes so that different datasets shuffle independently.
+    """
+    entropy = [int(seed), int(epoch), int(data_pass), zlib.crc32(mode.encode()), zlib.crc32(ds_id.encode())]
+    return np.random.default_rng(np.random.SeedSequence(entropy)).permutation(size)
+
+
+def collate(samples: list[Mapping[str, Any]]) -> dict[str, np.ndarray]:
+    """Stack per-sample dicts into one dict of arrays with a leading batch axis.
+
+    Raises:
+        ValueError: If samples have different keys, or a key's values cannot be stacked (ragged shapes).
+    """
+    keys = list(samples[0])
+    batch: dict[str, np.ndarray] = {}
+    for position, sample in enumerate(samples):
+        if sample.keys() != samples[0].keys():
+            raise ValueError(f"Samples of one batch have different keys: {sorted(samples[0])} vs {sorted(sample)} "
+                             f"(sample {position}); every sample must produce the same keys.")
+    for key in keys:
+        values = [np.asarray(sample[key]) for sample in samples]
+        try:
+            batch[key] = np.stack(values)
+        except ValueError:
+            shapes = sorted({value.shape for value in values}, key=str)
+            raise ValueError(f"Cannot batch key {key!r}: samples have different shapes {shapes}. Resize or pad "
+                             "them with a NumpyOp so that every sample of a key has one shape.") from None
+    return batch
+
+
+class Loader:
+    """The batches of one (mode, epoch, ds_id): an iterable of ``{key: np.ndarray}`` dicts, and a context manager.
+
+    Batch ``b`` of the epoch is a pure function of its index: it belongs to data pass ``b // batches_per_pass``
+    (each pass a fresh permutation, see :func:`epoch_permutation`), so batches before ``start`` are skipped without
+    loading or running ops on them. Iterating again continues after the last batch handed out.
+
+    Args:
+        dataset: The map-style dataset of this epoch.
+        ops: The per-sample NumpyOps already filtered for mode, epoch and ds_id.
+        batch_size: Samples per batch.
+        mode: The mode (passed to ops in their ``state`` and used to seed the shuffle).
+        epoch: The epoch (1-based).
+        ds_id: The dataset id.
+        shuffle: Whether each pass is permuted.
+        seed: The Pipeline's shuffle seed.
+        drop_last: Drop the last, partial batch of each pass.
+        steps_per_epoch: Batches in the epoch; None for one pass over the data.
+        start: Index of the first batch to hand out (a resumed epoch).
+        num_process: Worker threads preparing batches ahead, in order; 0 prepares them in the consuming thread.
+        on_batch: Called with the number of batches handed out so far, right before each batch is yielded.
+
+    Raises:
+        ValueError: If ``drop_last`` leaves no batch at all from the dataset.
+    """
+
+    def __init__(self, dataset: Any, ops: list[NumpyOp], batch_size: int, mode: str, epoch: int, ds_id: str,
+                 shuffle: bool, seed: int, drop_last: bool = False, steps_per_epoch: int | None = None,
+                 start: int = 0, num_process: int = 0, on_batch: Callable[[int], None] | None = None) -> None:
+        self.dataset = dataset
+        self.ops = ops
+        self.batch_size = batch_size
+        self.mode, self.epoch, self.ds_id = mode, epoch, ds_id
+        self.shuffle, self.seed, self.drop_last = shuffle, seed, drop_last
+        self.size = len(dataset)
+        self.batches_per_pass = self.size // batch_size if drop_last else -(-self.size // batch_size)
+        if self.batches_per_pass == 0:
+            raise ValueError(f"drop_last=True with batch_size {batch_size} leaves no batch from the {self.size} "
+                             f"samples of mode {mode!r}" + (f", ds_id {ds_id!r}" if ds_id else "") + ".")
+        self.num_batches = steps_per_epoch if steps_per_epoch is not None else self.batches_per_pass
+        self.start = min(start, self.num_batches)
+        self.num_process = num_process
+        self.on_batch = on_batch
+        self._cursor = self.start
+        self._perm_cache: tuple[int, np.ndarray] | None = None
+        # Whole-batch fancy indexing is only equivalent to per-sample loading when no op has to see single samples.
+        self._fast = not ops and hasattr(dataset, "get_batch")
+        self._iterators: list[Iterator[dict[str, np.ndarray]]] = []
+
+    def __len__(self) -> int:
+        """The number of batches in this epoch (including any skipped because the epoch was resumed)."""
+        return self.num_batches
+
+    @property
+    def remaining(self) -> int:
+        """How many batches iterating will still hand out."""
+        return self.num_batches - self._cursor
+
+    def batch_indices(self, index: int) -> np.ndarray:
+        """The dataset indices of batch ``index`` of the epoch."""
+        data_pass, within = divmod(index, self.batches_per_pass)
+        if self._perm_cache is None or self._perm_cache[0] != data_pass:
+            order = (epoch_permutation(self.seed, self.mode, self.ds_id, self.epoch, data_pass, self.size)
+                     if self.shuffle else np.arange(self.size))
+            self._perm_cache = (data_pass, order)
+        return self._perm_cache[1][within * self.batch_size:(within + 1) * self.batch_size]
+
+    def make_batch(self, indices: np.ndarray) -> dict[str, np.ndarray]:
+        """Load the samples at ``indices``, run the ops on each, and stack them."""
+        if self._fast:
+            return self.dataset.get_batch(indices)
+        state = {"mode": self.mode, "epoch": self.epoch, "ds_id": self.ds_id}
+        samples = []
+        for index in indices:
+            # A shallow copy, so that ops writing keys never alter the dataset's own sample dicts.
+            sample = dict(self.dataset[int(index)])
+            forward_numpyop(self.ops, sample, state)
+            samples.append(sample)
+        return collate(samples)
+
+    def __iter__(self) -> Iterator[dict[str, np.ndarray]]:
+        iterator = self._threaded() if self.num_process > 0 else self._serial()
+        self._iterators.append(iterator)
+        return iterator
+
+    def _handed_out(self) -> None:
+        self._cursor += 1
+        if self.on_batch is not None:
+            self.on_batch(self._cursor)
+
+    def _serial(self) -> Iterator[dict[str, np.ndarray]]:
+        while self._cursor < self.num_batches:
+            batch = self.make_batch(self.batch_indices(self._cursor))
+            self._handed_out()
+            yield batch
+
+    def _threaded(self) -> Iterator[dict[str, np.ndarray]]:
+        # Indices are planned here in the consuming thread and futures are awaited in submission order, so the
+        # batches come out in exactly the serial order whatever the number of workers.
+        pending: deque[Future[dict[str, np.ndarray]]] = deque()
+        next_index = self._cursor
+        executor = ThreadPoolExecutor(max_workers=self.num_process, thread_name_prefix="fe_ray-pipeline")
+        try:
+            while self._cursor < self.num_batches:
+                while next_index < self.num_batches and len(pending) < 2 * self.num_process:
+                    pending.append(executor.submit(self.make_batch, self.batch_indices(next_index)))
+                    next_index += 1
+                batch = pending.popleft().result()
+                self._handed_out()
+                yield batch
+        finally:
+            executor.shutdown(wait=True, cancel_futures=True)
+
+    def close(self) -> None:
+        """Stop any iteration in progress and release its worker threads."""
+        for iterator in self._iterators:
+            iterator.close()  # type: ignore[attr-defined]
+        self._iterators.clear()
+
+    def __enter__(self) -> Loader:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return (f"Loader(mode={self.mode!r}, epoch={self.epoch}, ds_id={self.ds_id!r}, batches={self.num_batches}, "
+                f"start={self.start}, batch_size={self.batch_size})")

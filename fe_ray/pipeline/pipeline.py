@@ -1,0 +1,280 @@
+"""The Pipeline: datasets per mode, per-sample NumpyOps, batching, seeded shuffling and a resumable position."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from fe_ray.op.numpyop.numpyop import NumpyOp, check_numpy_ops, forward_numpyop
+from fe_ray.pipeline.loader import Loader
+from fe_ray.pipeline.validation import check_batch_size, check_count, check_epoch, normalize_data
+from fe_ray.schedule import Scheduler, get_current_items
+from fe_ray.util import MODES, check_mode, to_list
+
+
+class Pipeline:
+    """Feeds numpy batches to the Estimator: ``with pipeline(mode, epoch) as loader: for batch in loader: ...``.
+
+    Args:
+        train_data: Training data: a map-style dataset (``__len__`` and ``__getitem__(i) -> dict``, e.g.
+            :class:`~fe_ray.dataset.NumpyDataset`), a ``{ds_id: dataset}`` dict, or a Scheduler of datasets (an epoch
+            scheduled to None has no data). Dict values may be Schedulers too.
+        eval_data: Evaluation data, same forms.
+        test_data: Test data, same forms.
+        batch_size: Samples per batch: an int, a Scheduler of ints, or a ``{mode: int or Scheduler}`` dict.
+        ops: Per-sample NumpyOps (or Schedulers of them), run in order on each sample; ``mode`` and ``ds_id`` of an
+            op select where it runs.
+        num_process: None or 0 prepares batches in the consuming thread; N > 0 uses N worker threads that prepare
+            batches ahead. The batches and their order are identical either way (ops drawing from a global RNG are
+            the exception: their draws interleave across threads).
+        drop_last: Drop the last, partial batch of each pass over a dataset.
+        shuffle_seed: Seed of the shuffle; None draws one at construction (it is part of :meth:`state_dict`, so a
+            restored run still shuffles like the original).
+
+    Loader contract:
+        ``pipeline(mode, epoch, ds_id='', shuffle=None, steps_per_epoch=None, track=None)`` returns a
+        :class:`~fe_ray.pipeline.loader.Loader`, a context manager and an iterable of ``{key: np.ndarray}`` batches.
+        ``shuffle`` None shuffles in train only. ``len(loader)`` is the number of batches in the epoch: one pass over
+        the data, or ``steps_per_epoch`` batches. Fewer cut the pass short; more start further passes, each a new
+        permutation (every pass ends with its partial batch unless ``drop_last``). The order of pass ``p`` of an
+        epoch is a pure function of ``(shuffle_seed, mode, ds_id, epoch, p)``; nothing else is random.
+
+    State contract (resuming mid-epoch):
+        Every tracked loader records, per (mode, ds_id), ``{"epoch": e, "batches": k}``: ``k`` batches of epoch ``e``
+        have been handed out (the counter moves just before a batch is yielded, so a checkpoint taken while that
+        batch is processed counts it as consumed). The entry is removed once the epoch's last batch is handed out.
+        :meth:`state_dict` returns ``{"seed", "positions": {mode: {ds_id: {"epoch", "batches"}}}, "ops": [...]}``
+        (the ops' own ``state_dict``s). After :meth:`load_state_dict`, the next tracked loader for that (mode,
+        ds_id) *and the same epoch* starts at batch ``k``: batches before it are skipped without loading data or
+        running ops, so the remaining batches equal those of the uninterrupted run. A loader for another epoch
+        starts at 0 and replaces the entry. Loaders are tracked unless ``track=False``; by default a call with an
+        explicit ``shuffle=False`` (a side look at the data, like the Estimator's warmup) is not tracked.
+        :meth:`get_results` never tracks. Datasets are immutable and stateless.
+
+    Raises:
+        ValueError: For an empty dataset, a missing or non-positive batch size for a mode with data, a bad ds_id or
+            an invalid ``num_process``.
+        TypeError: For a non-dataset value or an op that is not a NumpyOp (e.g. a TensorOp).
+    """
+
+    def __init__(self, train_data: Any = None, eval_data: Any = None, test_data: Any = None,
+                 batch_size: int | Scheduler[int] | Mapping[str, int | Scheduler[int]] | None = None,
+                 ops: Any = None, num_process: int | None = None, drop_last: bool = False,
+                 shuffle_seed: int | None = None) -> None:
+        self.data: dict[str, dict[str, Any]] = {}
+        for mode, given in (("train", train_data), ("eval", eval_data), ("test", test_data)):
+            if given is not None:
+                self.data[mode] = normalize_data(given, mode)
+        self.batch_size = batch_size
+        self._check_batch_sizes()
+        self.ops: list[Any] = to_list(ops)
+        check_numpy_ops(get_current_items(self.ops), "Pipeline(ops=...)")
+        self.num_process = check_count(num_process, "num_process") if num_process is not None else 0
+        self.drop_last = bool(drop_last)
+        if shuffle_seed is None:
+            # Drawn once and checkpointed: the shuffle is reproducible within (and across restores of) this run.
+            shuffle_seed = int(np.random.SeedSequence().entropy % (2**63))
+        if not isinstance(shuffle_seed, (int, np.integer)) or isinstance(shuffle_seed, bool) or shuffle_seed < 0:
+            raise ValueError(f"shuffle_seed must be a non-negative int or None, got {shuffle_seed!r}.")
+        self.shuffle_seed = int(shuffle_seed)
+        self._positions: dict[tuple[str, str], dict[str, int]] = {}
+
+    # ------------------------------------------------------------------ configuration queries
+    def _check_batch_sizes(self) -> None:
+        if self.data and self.batch_size is None:
+            raise ValueError(f"Pipeline has data for modes {sorted(self.data)} but no batch_size; pass an int, a "
+                             "Scheduler of ints, or a {mode: batch_size} dict.")
+        if isinstance(self.batch_size, Mapping):
+            for mode in self.batch_size:
+                check_mode(mode)
+            missing = [mode for mode in self.data if mode not in self.batch_size]
+            if missing:
+                raise ValueError(f"batch_size dict {dict(self.batch_size)} has no entry for mode(s) {missing}, which "
+                                 "have data.")
+            for value in self.batch_size.values():
+                check_batch_size(value)
+        elif self.batch_size is not None:
+            check_batch_size(self.batch_size)
+
+    def get_batch_size(self, mode: str, epoch: int) -> int:
+        """The batch size of ``mode`` at ``epoch``.
+
+        Raises:
+            ValueError: If no batch size is configured for ``mode`` or a Scheduler gives None at ``epoch``.
+        """
+        value: Any = self.batch_size
+        if isinstance(value, Mapping):
+            if mode not in value:
+                raise ValueError(f"No batch_size for mode {mode!r}; the batch_size dict covers {sorted(value)}.")
+            value = value[mode]
+        if isinstance(value, Scheduler):
+            value = value.get_current_value(epoch)
+        if value is None:
+            raise ValueError(f"No batch_size for mode {mode!r} at epoch {epoch}.")
+        return int(value)
+
+    def get_modes(self, epoch: int | None = None) -> set[str]:
+        """Modes with data (at ``epoch`` if given, else at any epoch)."""
+        if epoch is None:
+            return {mode for mode, by_id in self.data.items()
+                    if any(get_current_items([value]) for value in by_id.values())}
+        return {mode for mode in self.data if self.get_ds_ids(epoch, mode)}
+
+    def get_ds_ids(self, epoch: int, mode: str) -> list[str]:
+        """The ds_ids of ``mode`` that have a dataset at ``epoch``, in the order they were given."""
+        check_mode(mode)
+        return [ds_id for ds_id, value in self.data.get(mode, {}).items()
+                if get_current_items([value], epoch=epoch)]
+
+    def get_epochs_with_data(self, total_epochs: int, mode: str) -> list[int]:
+        """The epochs in ``[1, total_epochs]`` in which ``mode`` has data."""
+        return [epoch for epoch in range(1, total_epochs + 1) if self.get_ds_ids(epoch, mode)]
+
+    def get_scheduled_items(self, mode: str) -> list[Any]:
+        """Everything of ``mode`` that may change with the epoch (ops, datasets, batch size), for warmup planning."""
+        batch_size = self.batch_size.get(mode) if isinstance(self.batch_size, Mapping) else self.batch_size
+        return [*self.ops, *self.data.get(mode, {}).values(), batch_size]
+
+    def get_dataset(self, mode: str, epoch: int, ds_id: str = "") -> Any:
+        """The dataset of ``mode`` and ``ds_id`` at ``epoch``.
+
+        Raises:
+            ValueError: Naming what is available, if ``mode`` or ``ds_id`` has no data at ``epoch``.
+        """
+        check_mode(mode)
+        check_epoch(epoch)
+        if mode not in self.data:
+            raise ValueError(f"Pipeline has no {mode} data; modes with data: {sorted(self.data)}.")
+        if ds_id not in self.data[mode]:
+            raise ValueError(f"Pipeline has no ds_id {ds_id!r} in mode {mode!r}; available: {list(self.data[mode])}.")
+        items = get_current_items([self.data[mode][ds_id]], epoch=epoch)
+        if not items:
+            raise ValueError(f"Mode {mode!r}" + (f", ds_id {ds_id!r}" if ds_id else "") + f" has no data at epoch "
+                             f"{epoch} (scheduled to None); check get_ds_ids(epoch, mode) first.")
+        return items[0]
+
+    def get_ops(self, mode: str, epoch: int, ds_id: str = "") -> list[NumpyOp]:
+        """The per-sample ops that run in ``mode`` at ``epoch`` for ``ds_id``."""
+        return get_current_items(self.ops, run_modes=mode, epoch=epoch, ds_id=ds_id)
+
+    # ------------------------------------------------------------------ data access
+    def __call__(self, mode: str, epoch: int, ds_id: str = "", shuffle: bool | None = None,
+                 steps_per_epoch: int | None = None, track: bool | None = None) -> Loader:
+        """Open the loader of one epoch (see the class docstring for the resume contract).
+
+        Args:
+            mode: "train", "eval" or "test".
+            epoch: The epoch (1-based); selects scheduled datasets, batch sizes and ops, and seeds the shuffle.
+            ds_id: The dataset id ('' when the mode's data was not given as a dict).
+            shuffle: Shuffle the data; None shuffles in train only.
+            steps_per_epoch: Number of batches in the epoch; None for one pass over the data.
+            track: Record the position for :meth:`state_dict` and resume a loaded one; None tracks unless
+                ``shuffle is False``.
+
+        Returns:
+            The Loader, to be used as ``with pipeline(...) as loader: for batch in loader: ...``.
+
+        Raises:
+            ValueError: If the mode, epoch, ds_id or steps_per_epoch is invalid or there is no data for them.
+        """
+        dataset = self.get_dataset(mode, epoch, ds_id)
+        if steps_per_epoch is not None:
+            check_count(steps_per_epoch, "steps_per_epoch", minimum=1)
+        if track is None:
+            track = shuffle is not False  # decided on the argument as given: an explicit False opts out
+        shuffle = mode == "train" if shuffle is None else bool(shuffle)
+        key = (mode, ds_id)
+        saved = self._positions.get(key) if track else None
+        start = saved["batches"] if saved is not None and saved["epoch"] == epoch else 0
+        loader = Loader(dataset, self.get_ops(mode, epoch, ds_id), self.get_batch_size(mode, epoch), mode, epoch,
+                        ds_id, shuffle=shuffle, seed=self.shuffle_seed, drop_last=self.drop_last,
+                        steps_per_epoch=steps_per_epoch, start=start, num_process=self.num_process)
+        if track:
+            loader.on_batch = self._tracker(key, epoch, loader.num_batches)
+            if loader.remaining == 0:
+                self._positions.pop(key, None)
+            else:
+                self._positions[key] = {"epoch": epoch, "batches": loader.start}
+        return loader
+
+    def _tracker(self, key: tuple[str, str], epoch: int, total: int) -> Callable[[int], None]:
+        def on_batch(handed_out: int) -> None:
+            if handed_out >= total:
+                # A finished epoch leaves no position behind: there is nothing of it left to resume.
+                self._positions.pop(key, None)
+            else:
+                self._positions[key] = {"epoch": epoch, "batches": handed_out}
+        return on_batch
+
+    def get_results(self, mode: str = "train", epoch: int = 1, ds_id: str = "", num_steps: int = 1,
+                    shuffle: bool = False) -> dict[str, np.ndarray] | list[dict[str, np.ndarray]]:
+        """Return the first ``num_steps`` batches of an epoch, for inspecting the pipeline's output.
+
+        Never touches the resumable position.
+
+        Returns:
+            One batch dict when ``num_steps == 1``, else a list of them.
+        """
+        check_count(num_steps, "num_steps", minimum=1)
+        with self(mode, epoch, ds_id, shuffle=shuffle, steps_per_epoch=num_steps, track=False) as loader:
+            batches = list(loader)
+        return batches[0] if num_steps == 1 else batches
+
+    def transform(self, data: Mapping[str, Any], mode: str, epoch: int = 1, ds_id: str = "") -> dict[str, np.ndarray]:
+        """Run the per-sample ops of ``mode`` on one sample and return it as a batch of 1 (e.g. for inference).
+
+        Args:
+            data: One sample, ``{key: value}`` (not batched).
+            mode: The mode whose ops run ("infer" is allowed and needs no data).
+            epoch: The epoch that selects scheduled ops.
+            ds_id: The dataset id that selects ops.
+
+        Returns:
+            ``{key: array}`` with a leading batch axis of size 1.
+        """
+        check_mode(mode)
+        check_epoch(epoch)
+        sample = dict(data)
+        forward_numpyop(self.get_ops(mode, epoch, ds_id), sample, {"mode": mode, "epoch": epoch, "ds_id": ds_id})
+        return {key: np.expand_dims(np.asarray(value), 0) for key, value in sample.items()}
+
+    # ------------------------------------------------------------------ checkpointing
+    def state_dict(self) -> dict[str, Any]:
+        """The resumable position (see the class docstring): seed, per-(mode, ds_id) positions and op states."""
+        positions: dict[str, dict[str, dict[str, int]]] = {}
+        for (mode, ds_id), position in self._positions.items():
+            positions.setdefault(mode, {})[ds_id] = dict(position)
+        return {"seed": self.shuffle_seed, "positions": positions,
+                "ops": [op.state_dict() for op in get_current_items(self.ops)]}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restore a :meth:`state_dict`; the next tracked loader of a saved (mode, ds_id, epoch) resumes it.
+
+        Raises:
+            ValueError: If ``state`` is malformed, names an unknown mode, or has op states for different ops.
+        """
+        missing = {"seed", "positions"} - set(state)
+        if missing:
+            raise ValueError(f"Pipeline state lacks {sorted(missing)}; it was not made by Pipeline.state_dict().")
+        positions: dict[tuple[str, str], dict[str, int]] = {}
+        for mode, by_id in state["positions"].items():
+            if mode not in MODES:
+                raise ValueError(f"Pipeline state has a position for unknown mode {mode!r}; valid modes: {MODES}.")
+            for ds_id, position in by_id.items():
+                positions[(mode, ds_id)] = {"epoch": int(position["epoch"]), "batches": int(position["batches"])}
+        ops = get_current_items(self.ops)
+        op_states = state.get("ops", [])
+        if len(op_states) != len(ops):
+            raise ValueError(f"Pipeline state holds {len(op_states)} op state(s) but this Pipeline has {len(ops)} "
+                             "op(s); restore into a Pipeline with the same ops.")
+        for op, op_state in zip(ops, op_states):
+            op.load_state_dict(copy.deepcopy(op_state))
+        self.shuffle_seed = int(state["seed"])
+        self._positions = positions
+
+    def __repr__(self) -> str:
+        data = {mode: {ds_id: value for ds_id, value in by_id.items()} for mode, by_id in self.data.items()}
+        return f"Pipeline(data={data}, batch_size={self.batch_size!r}, ops={self.ops}, num_process={self.num_process})"

@@ -1,0 +1,309 @@
+"""System: the training state shared by the Estimator and every Trace, with exact checkpoint capture/restore.
+
+Checkpointing is split in two halves so the distributed layer can snapshot quickly and write in the background:
+
+* :meth:`System.capture_state` takes an in-memory snapshot (numpy arrays and plain Python objects, deep-copied, no
+  live references) and :meth:`System.restore_state` applies one;
+* :func:`fe_ray.io.state_files.write_checkpoint` / :func:`~fe_ray.io.state_files.read_checkpoint` move a snapshot to
+  and from a directory on any fsspec filesystem.
+
+:meth:`System.save_state` / :meth:`System.load_state` chain the two halves.
+
+The snapshot (the "payload") is a dict::
+
+    {
+      "system": {"mode", "ds_id", "exp_id", "global_step", "epoch_idx", "batch_idx", "stop_training",
+                 "mode_finished", "experiment_time",                            # restored
+                 "total_epochs", "log_steps", "train_steps_per_epoch", "eval_steps_per_epoch"},  # informative
+      "config": {"models": [model names], "network": {"ops"|"slicers"|"pops": [class names]},
+                 "traces": [class names], "datasets": {mode: {ds_id: class name}}},
+      "models": {model_name: backend.get_state(model)},   # numpy-only nested dicts: weights + optimizer state
+      "network": network.state_dict(),
+      "pipeline": pipeline.state_dict() or None,
+      "traces": [{"type": class name, "state": trace.state_dict()}, ...],
+      "summary": Summary.state_dict(),
+      "custom_graphs": {name: [Summary.state_dict(), ...]},
+      "rng": {"python": ..., "numpy": ..., "torch": ... (only if torch is loaded)},
+    }
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime
+import random
+import sys
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from fe_ray.backend import get_backend
+from fe_ray.io.state_files import read_checkpoint, write_checkpoint
+from fe_ray.schedule import get_current_items
+from fe_ray.summary.summary import Summary
+from fe_ray.util import to_list
+
+#: Counters restored from a checkpoint (the run position).
+RESTORED_COUNTERS = ("mode", "ds_id", "exp_id", "global_step", "epoch_idx", "batch_idx", "stop_training",
+                     "mode_finished", "experiment_time")
+#: Settings recorded for humans but taken from the current Estimator on restore (so a run can be extended).
+RECORDED_SETTINGS = ("total_epochs", "log_steps", "train_steps_per_epoch", "eval_steps_per_epoch")
+
+
+class System:
+    """Run-time state of an Estimator, shared with its Traces (``trace.system``).
+
+    Args:
+        network: The Network being trained (any object with ``models`` and ``state_dict``/``load_state_dict``).
+        pipeline: The Pipeline feeding it (``data`` and optionally ``state_dict``/``load_state_dict``).
+        traces: The Traces (or Schedulers of Traces) in use.
+        mode: The current mode ('train', 'eval', 'test'), or None before training.
+        ds_id: The current dataset id ('' when each mode has a single dataset).
+        num_devices: How many replicas train in parallel (1 in-process).
+        log_steps: Log every N training steps (0: only epoch summaries; None: no logging at all).
+        total_epochs: How many epochs training runs for.
+        train_steps_per_epoch: Cut or extend every training epoch to this many steps (None: one pass over the data).
+        eval_steps_per_epoch: Same for evaluation.
+        eval_log_steps: Evaluation batch indices after which a progress line is printed.
+        system_config: A description of the Estimator configuration, stored in the Summary.
+
+    Attributes:
+        exp_id: A random 64-bit id of this experiment.
+        global_step: Training steps done so far (None before the first one).
+        epoch_idx: The current epoch (from 1; 0 before training).
+        batch_idx: The current batch within the epoch (from 1; None between epochs).
+        stop_training: Set by a Trace to end training after the current epoch.
+        mode_finished: True once the current mode's epoch has run all of its batches; a checkpoint taken then
+            resumes with the next mode/epoch, otherwise within the current epoch after ``batch_idx``.
+        summary: The history of logged values.
+        custom_graphs: Extra Summaries that do not fit the main history.
+    """
+
+    def __init__(self, network: Any, pipeline: Any, traces: Sequence[Any] | None = None, mode: str | None = None,
+                 ds_id: str = "", num_devices: int = 1, log_steps: int | None = None, total_epochs: int = 0,
+                 train_steps_per_epoch: int | None = None, eval_steps_per_epoch: int | None = None,
+                 eval_log_steps: Sequence[int] = (), system_config: Any = None) -> None:
+        self.network = network
+        self.pipeline = pipeline
+        self.traces: list[Any] = to_list(traces)
+        self.mode = mode
+        self.ds_id = ds_id
+        self.num_devices = num_devices
+        self.log_steps = log_steps
+        self.total_epochs = total_epochs
+        self.train_steps_per_epoch = train_steps_per_epoch
+        self.eval_steps_per_epoch = eval_steps_per_epoch
+        self.eval_log_steps: list[int] = [int(step) for step in to_list(eval_log_steps)]
+        self.batch_idx: int | None = None
+        self.epoch_length: int | None = None  # batches in the current epoch when known (for progress bars)
+        self.stop_training = False
+        self.mode_finished = False
+        self.experiment_time = ""
+        self.summary = Summary(None, system_config)
+        self.custom_graphs: dict[str, list[Summary]] = {}
+        self._initialize_state()
+
+    def _initialize_state(self) -> None:
+        self.global_step: int | None = None
+        self.epoch_idx = 0
+        # 64 random bits; uuid4 rather than time-based ids so parallel runs never collide.
+        self.exp_id = int.from_bytes(uuid.uuid4().bytes[:8], byteorder="big", signed=True)
+
+    @property
+    def steps_per_epoch(self) -> int | None:
+        """The cut/extend length of the current mode's epochs (None: one pass over the data)."""
+        if self.mode == "train":
+            return self.train_steps_per_epoch
+        if self.mode == "eval":
+            return self.eval_steps_per_epoch
+        return None
+
+    # ------------------------------------------------------------------ counters
+    def update_global_step(self) -> None:
+        """Count one more training step."""
+        self.global_step = 1 if self.global_step is None else self.global_step + 1
+
+    def update_batch_idx(self) -> None:
+        """Count one more batch in the current epoch."""
+        self.batch_idx = 1 if self.batch_idx is None else self.batch_idx + 1
+
+    def reset(self, summary_name: str | None = None, system_config: Any = None) -> None:
+        """Start a fresh training run: new experiment id, counters at zero, a new Summary."""
+        self.experiment_time = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+        self.mode = "train"
+        self.ds_id = ""
+        self._initialize_state()
+        self.batch_idx = None
+        self.stop_training = False
+        self.mode_finished = False
+        self.summary = Summary(summary_name, system_config)
+        self.custom_graphs = {}
+
+    def reset_for_test(self, summary_name: str | None = None) -> None:
+        """Prepare for testing after (or without) training, keeping the training history."""
+        self.experiment_time = self.experiment_time or datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+        self.mode = "test"
+        self.ds_id = ""
+        if not self.stop_training:
+            self.epoch_idx = self.total_epochs
+        self.stop_training = False
+        self.summary.name = summary_name or self.summary.name
+        self.summary.history.pop("test", None)
+        for graphs in self.custom_graphs.values():
+            for graph in graphs:
+                graph.history.pop("test", None)
+
+    def write_summary(self, key: str, value: Any) -> None:
+        """Record ``value`` under ``key`` for the current mode at the current global step."""
+        self.summary.history[self.mode or "train"][key][self.global_step or 0] = value
+
+    def add_graph(self, graph_name: str, graph: Summary | Sequence[Summary]) -> None:
+        """Store extra Summaries (e.g. per-class curves) under ``graph_name``, replacing earlier ones."""
+        self.custom_graphs[graph_name] = [graph] if isinstance(graph, Summary) else list(graph)
+
+    # ------------------------------------------------------------------ distributed hooks
+    def sync_models(self) -> None:
+        """Make the driver-side ``network.models`` current (a distributed network pulls replica weights)."""
+        pull = getattr(self.network, "sync_models_to_driver", None)
+        if pull is not None:
+            pull()
+
+    def push_models(self) -> None:
+        """Propagate driver-side weight changes to where training runs (a distributed network's replicas)."""
+        push = getattr(self.network, "load_models_from_driver", None)
+        if push is not None:
+            push()
+
+    # ------------------------------------------------------------------ checkpoint: memory half
+    def config_fingerprint(self) -> dict[str, Any]:
+        """What must match between a checkpoint and the objects it is restored into."""
+        network_state = self.network.state_dict()
+        datasets = {mode: {str(ds_id): type(ds).__name__ for ds_id, ds in by_id.items()}
+                    for mode, by_id in getattr(self.pipeline, "data", {}).items()}
+        return {"models": [_model_name(model) for model in self.network.models],
+                "network": {group: [entry["type"] for entry in entries] for group, entries in network_state.items()},
+                "traces": [type(trace).__name__ for trace in self._checkpointed_traces()],
+                "datasets": datasets}
+
+    def _checkpointed_traces(self) -> list[Any]:
+        # Output-only traces (Logger, ProgressBar) opt out so that changing the logging setup keeps checkpoints valid.
+        return [trace for trace in get_current_items(self.traces) if getattr(trace, "checkpointed", True)]
+
+    def capture_state(self) -> dict[str, Any]:
+        """An in-memory, self-contained snapshot of the whole training state (see the module docstring).
+
+        Everything is copied, so training may continue (and the snapshot be written in another thread) right away.
+        """
+        self.sync_models()
+        counters = {key: getattr(self, key) for key in RESTORED_COUNTERS + RECORDED_SETTINGS}
+        models = {_model_name(model): get_backend(model).get_state(model) for model in self.network.models}
+        pipeline_state = self.pipeline.state_dict() if hasattr(self.pipeline, "state_dict") else None
+        objects = {
+            "network": self.network.state_dict(),
+            "pipeline": pipeline_state,
+            "traces": [{"type": type(trace).__name__, "state": trace.state_dict()}
+                       for trace in self._checkpointed_traces()],
+            "summary": self.summary.state_dict(),
+            "custom_graphs": {name: [graph.state_dict() for graph in graphs]
+                              for name, graphs in self.custom_graphs.items()},
+            "rng": _capture_rng(),
+        }
+        return {"system": counters, "config": self.config_fingerprint(), "models": models,
+                **copy.deepcopy(objects)}
+
+    def restore_state(self, payload: Mapping[str, Any], source: str = "the checkpoint") -> None:
+        """Apply a :meth:`capture_state` snapshot to this System and the objects it references.
+
+        Args:
+            payload: The snapshot.
+            source: Where it came from, used in error messages.
+
+        Raises:
+            ValueError: If the snapshot was taken with a different configuration (other models, ops, traces or
+                datasets); nothing is modified in that case. The message names what differs.
+        """
+        self.check_config(payload.get("config", {}), source)
+        models = payload["models"]
+        for model in self.network.models:
+            get_backend(model).set_state(model, models[_model_name(model)])
+        self.network.load_state_dict(payload["network"])
+        if payload.get("pipeline") is not None:
+            self.pipeline.load_state_dict(payload["pipeline"])
+        for trace, entry in zip(self._checkpointed_traces(), payload["traces"]):
+            trace.load_state_dict(entry["state"])
+        self.summary.load_state_dict(payload["summary"])
+        self.custom_graphs = {}
+        for name, graphs in payload.get("custom_graphs", {}).items():
+            restored = []
+            for graph_state in graphs:
+                graph = Summary(None)
+                graph.load_state_dict(graph_state)
+                restored.append(graph)
+            self.custom_graphs[name] = restored
+        for key in RESTORED_COUNTERS:
+            if key in payload["system"]:
+                setattr(self, key, payload["system"][key])
+        _restore_rng(payload.get("rng") or {})
+        self.push_models()
+
+    def check_config(self, saved: Mapping[str, Any], source: str = "the checkpoint") -> None:
+        """Raise a ValueError naming every part of the configuration that differs from ``saved``."""
+        current = self.config_fingerprint()
+        differences = [f"{key}: checkpoint has {saved.get(key)!r}, this run has {current.get(key)!r}"
+                       for key in sorted(set(saved) | set(current)) if saved.get(key) != current.get(key)]
+        if differences:
+            raise ValueError(f"Cannot restore {source}: it was written by a different configuration. "
+                             + "; ".join(differences)
+                             + ". Restore into the same models, ops, traces and datasets, or use a new directory.")
+
+    def state_dict(self) -> dict[str, Any]:
+        """Alias of :meth:`capture_state`, for symmetry with every other stateful fe_ray object."""
+        return self.capture_state()
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Alias of :meth:`restore_state`."""
+        self.restore_state(state)
+
+    # ------------------------------------------------------------------ checkpoint: disk half
+    def save_state(self, save_dir: str) -> None:
+        """Capture the state and write it into ``save_dir`` (a path or fsspec URL)."""
+        write_checkpoint(self.capture_state(), save_dir)
+
+    def load_state(self, load_dir: str) -> None:
+        """Read a checkpoint written by :meth:`save_state` and restore it. Only load checkpoints you wrote.
+
+        Raises:
+            fe_ray.io.state_files.CheckpointError: If a file is missing or corrupt (naming it).
+            ValueError: If the checkpoint belongs to a different configuration.
+        """
+        self.restore_state(read_checkpoint(load_dir), source=f"checkpoint {load_dir}")
+
+
+def _model_name(model: Any) -> str:
+    name = getattr(model, "model_name", None)
+    if not name:
+        raise ValueError(f"Model {type(model).__name__} has no model_name; build it with fe_ray.build.")
+    if "/" in name or "\\" in name or name.startswith("."):
+        raise ValueError(f"Model name {name!r} cannot be used as a checkpoint file name; choose a name without "
+                         "path separators or a leading dot (fe_ray.build(..., model_name=...)).")
+    return str(name)
+
+
+def _capture_rng() -> dict[str, Any]:
+    state: dict[str, Any] = {"python": random.getstate(), "numpy": np.random.get_state()}
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        state["torch"] = torch.get_rng_state().numpy().copy()
+    return state
+
+
+def _restore_rng(state: Mapping[str, Any]) -> None:
+    if "python" in state:
+        random.setstate(state["python"])
+    if "numpy" in state:
+        np.random.set_state(state["numpy"])
+    torch = sys.modules.get("torch")
+    if torch is not None and "torch" in state:
+        torch.set_rng_state(torch.from_numpy(np.array(state["torch"], dtype=np.uint8)))  # writable copy

@@ -1,0 +1,92 @@
+"""EarlyStopping: end training when a monitored evaluation value stops improving."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+
+from fe_ray.backend import get_backend, to_number
+from fe_ray.trace.trace import Data, Trace
+
+
+class EarlyStopping(Trace):
+    """Set ``system.stop_training`` once ``monitor`` has not improved for ``patience`` epochs.
+
+    Args:
+        monitor: The key to watch (e.g. a loss, or 'accuracy').
+        min_delta: The smallest change that counts as an improvement.
+        patience: How many epochs without improvement to tolerate (0 stops at the first non-improving epoch).
+        compare: 'min' or 'max': whether smaller or larger values are better.
+        baseline: A value the monitor must beat to count as an improvement at all (None: the first value counts).
+        restore_best_weights: When stopping, put back the weights of the best epoch.
+        mode: Mode(s) in which to watch the key (evaluation by default).
+
+    Raises:
+        ValueError: If ``compare`` is invalid or ``patience`` negative.
+    """
+
+    def __init__(self, monitor: str = "loss", min_delta: float = 0.0, patience: int = 0, compare: str = "min",
+                 baseline: float | None = None, restore_best_weights: bool = False,
+                 mode: None | str | Iterable[str] = "eval") -> None:
+        if compare not in ("min", "max"):
+            raise ValueError(f"EarlyStopping compare must be 'min' or 'max', got {compare!r}.")
+        if not isinstance(patience, int) or patience < 0:
+            raise ValueError(f"EarlyStopping patience must be a non-negative int, got {patience!r}.")
+        super().__init__(inputs=monitor, mode=mode)
+        self.monitor = monitor
+        self.min_delta = abs(float(min_delta))
+        self.patience = patience
+        self.compare = compare
+        self.baseline = baseline
+        self.restore_best_weights = restore_best_weights
+        self._reset()
+
+    def _reset(self) -> None:
+        self.wait = 0
+        worst = math.inf if self.compare == "min" else -math.inf
+        self.best = float(self.baseline) if self.baseline is not None else worst
+        self.best_weights: dict[str, Any] | None = None
+
+    def _improved(self, value: float) -> bool:
+        if self.compare == "min":
+            return value - self.best < -self.min_delta
+        return value - self.best > self.min_delta
+
+    def on_begin(self, data: Data) -> None:
+        self._reset()
+
+    def on_epoch_end(self, data: Data) -> None:
+        if self.monitor not in data:
+            return
+        value = float(np.mean(to_number(data[self.monitor])))
+        if self._improved(value):
+            self.best = value
+            self.wait = 0
+            if self.restore_best_weights:
+                self.system.sync_models()
+                self.best_weights = {model.model_name: get_backend(model).get_state(model)["model"]
+                                     for model in self.system.network.models}
+            return
+        self.wait += 1
+        if self.wait < self.patience:
+            return
+        self.system.stop_training = True
+        print(f"FastEstimator-EarlyStopping: '{self.monitor}' triggered early stopping", flush=True)
+        if self.restore_best_weights and self.best_weights is not None:
+            for model in self.system.network.models:
+                backend = get_backend(model)
+                state = backend.get_state(model)
+                backend.set_state(model, {**state, "model": self.best_weights[model.model_name]})
+            self.system.push_models()
+            print("FastEstimator-EarlyStopping: Restoring best weights", flush=True)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"wait": self.wait, "best": self.best, "best_weights": self.best_weights}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self.wait = int(state["wait"])
+        self.best = float(state["best"])
+        self.best_weights = state.get("best_weights")

@@ -1,0 +1,87 @@
+"""Traces the Estimator adds by itself: timing and monitored values in training, epoch means in evaluation."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+
+from fe_ray.backend import to_number
+from fe_ray.trace.trace import Data, Trace
+
+
+class TrainEssential(Trace):
+    """Logs the monitored keys every ``log_steps`` training steps (and at step 1), steps/sec and epoch times.
+
+    Args:
+        monitor_names: Keys (losses and user-chosen extras) to log during training.
+    """
+
+    def __init__(self, monitor_names: Iterable[str]) -> None:
+        super().__init__(inputs=sorted(monitor_names), mode="train",
+                         outputs=["steps/sec", "epoch_time(sec)", "total_time(sec)"])
+        self.train_start = 0.0
+        self.epoch_start = 0.0
+        self.step_start = 0.0
+
+    def on_begin(self, data: Data) -> None:
+        # Timers start here too so a run resumed mid-epoch (no on_epoch_begin) has them.
+        self.train_start = self.epoch_start = self.step_start = time.perf_counter()
+        data.write_with_log("num_device", self.system.num_devices)
+        data.write_with_log("logging_interval", self.system.log_steps)
+
+    def on_epoch_begin(self, data: Data) -> None:
+        self.epoch_start = self.step_start = time.perf_counter()
+
+    def on_batch_end(self, data: Data) -> None:
+        log_steps = self.system.log_steps
+        step = self.system.global_step or 0
+        if not log_steps or not (step % log_steps == 0 or step == 1):
+            return
+        for key in self.inputs:
+            if key in data:
+                data.write_with_log(key, data[key])
+        now = time.perf_counter()
+        if step > 1:
+            data.write_with_log("steps/sec", round(log_steps / max(now - self.step_start, 1e-9), 2))
+        self.step_start = now
+
+    def on_epoch_end(self, data: Data) -> None:
+        if self.system.log_steps:
+            data.write_with_log("epoch_time(sec)", round(time.perf_counter() - self.epoch_start, 2))
+
+    def on_end(self, data: Data) -> None:
+        data.write_with_log("total_time(sec)", round(time.perf_counter() - self.train_start, 2))
+
+
+class EvalEssential(Trace):
+    """Logs the mean over the evaluation batches of each monitored key at the end of each evaluation epoch.
+
+    Args:
+        monitor_names: Keys (usually the losses) to average.
+    """
+
+    def __init__(self, monitor_names: Iterable[str]) -> None:
+        names = sorted(monitor_names)
+        super().__init__(inputs=names, outputs=names, mode="eval")
+        self.eval_results: dict[str, list[Any]] = {}
+
+    def on_epoch_begin(self, data: Data) -> None:
+        self.eval_results = {}
+
+    def on_batch_end(self, data: Data) -> None:
+        for key in self.inputs:
+            if key in data:
+                self.eval_results.setdefault(key, []).append(np.mean(to_number(data[key])))
+
+    def on_epoch_end(self, data: Data) -> None:
+        for key, values in self.eval_results.items():
+            data.write_with_log(key, np.mean(np.array(values), axis=0))
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"eval_results": {key: list(values) for key, values in self.eval_results.items()}}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self.eval_results = {key: list(values) for key, values in state.get("eval_results", {}).items()}

@@ -1,0 +1,7 @@
+"""Traces that write to or read from storage."""
+
+from fe_ray.trace.io.best_model_saver import BestModelSaver
+from fe_ray.trace.io.model_saver import ModelSaver
+from fe_ray.trace.io.restore_wizard import RestoreWizard
+
+__all__ = ["BestModelSaver", "ModelSaver", "RestoreWizard"]

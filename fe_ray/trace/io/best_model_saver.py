@@ -1,0 +1,83 @@
+"""BestModelSaver: keep the weights of the best epoch according to a metric."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from fe_ray.backend import load_model, save_model, to_number
+from fe_ray.trace.trace import Data, Trace
+
+MODES = ("min", "max")
+
+
+class BestModelSaver(Trace):
+    """Save ``model`` as ``<save_dir>/<model_name>_best_<metric>`` whenever an evaluation epoch improves ``metric``.
+
+    Logs ``since_best_<metric>`` (epochs since the last improvement) and ``<save_best_mode>_<metric>`` (the best
+    value so far) after every evaluation epoch.
+
+    Args:
+        model: A model built with :func:`fe_ray.build`.
+        save_dir: Folder for the weight file (created if missing).
+        metric: The evaluation key to watch; None uses the model's loss (the ``loss_name`` of its UpdateOp).
+        save_best_mode: 'min' or 'max': whether smaller or larger values are better.
+        load_best_final: Load the best weights back into the model when training ends.
+
+    Raises:
+        ValueError: If ``save_best_mode`` is invalid, or ``metric`` is None and the model has no unique loss.
+    """
+
+    def __init__(self, model: Any, save_dir: str, metric: str | None = None, save_best_mode: str = "min",
+                 load_best_final: bool = False) -> None:
+        if save_best_mode not in MODES:
+            raise ValueError(f"save_best_mode must be one of {list(MODES)}, got {save_best_mode!r}.")
+        if metric is None:
+            losses = sorted(getattr(model, "loss_name", set()) or [])
+            if len(losses) != 1:
+                raise ValueError(f"BestModelSaver cannot pick a metric for model {model.model_name!r}: it has loss "
+                                 f"keys {losses}. Pass metric='<key>' explicitly.")
+            metric = losses[0]
+        super().__init__(inputs=metric, outputs=[f"since_best_{metric}", f"{save_best_mode}_{metric}"], mode="eval")
+        self.model = model
+        self.save_dir = save_dir
+        self.metric = metric
+        self.save_best_mode = save_best_mode
+        self.load_best_final = load_best_final
+        self.model_path: str | None = None
+        self.since_best = 0
+        self.best = math.inf if save_best_mode == "min" else -math.inf
+
+    def _improved(self, value: float) -> bool:
+        return value < self.best if self.save_best_mode == "min" else value > self.best
+
+    def on_epoch_end(self, data: Data) -> None:
+        value = float(np.mean(to_number(data[self.metric])))
+        if self._improved(value):
+            self.best = value
+            self.since_best = 0
+            self.system.sync_models()
+            self.model_path = save_model(self.model, self.save_dir, model_name=f"{self.model.model_name}_best_"
+                                         f"{self.metric}")
+            print(f"FastEstimator-BestModelSaver: Saved model to {self.model_path}", flush=True)
+        else:
+            self.since_best += 1
+        data.write_with_log(self.outputs[0], self.since_best)
+        data.write_with_log(self.outputs[1], self.best)
+
+    def on_end(self, data: Data) -> None:
+        if self.load_best_final and self.model_path:
+            print(f"FastEstimator-BestModelSaver: Restoring model from {self.model_path}", flush=True)
+            load_model(self.model, self.model_path)
+            self.system.push_models()
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"best": self.best, "since_best": self.since_best, "model_path": self.model_path}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self.best = float(state["best"])
+        self.since_best = int(state["since_best"])
+        self.model_path = state.get("model_path")

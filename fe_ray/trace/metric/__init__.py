@@ -1,0 +1,5 @@
+"""Metric traces."""
+
+from fe_ray.trace.metric.accuracy import Accuracy
+
+__all__ = ["Accuracy"]

@@ -1,0 +1,110 @@
+"""Small framework-neutral helpers shared across fe_ray."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+#: The execution modes a Network, Pipeline or Op can run in.
+MODES = ("train", "eval", "test", "infer")
+
+
+def to_list(data: Any) -> list[Any]:
+    """Wrap ``data`` in a list (``None`` becomes ``[]``; lists, tuples and sets are copied into a list)."""
+    if data is None:
+        return []
+    if isinstance(data, list):
+        return list(data)
+    if isinstance(data, (tuple, set)):
+        return list(data)
+    return [data]
+
+
+def to_set(data: Any) -> set[Any]:
+    """Wrap ``data`` in a set (``None`` becomes the empty set)."""
+    if data is None:
+        return set()
+    if isinstance(data, (list, tuple, set)):
+        return set(data)
+    return {data}
+
+
+def map_nested(fn: Callable[[Any], Any], data: Any) -> Any:
+    """Apply ``fn`` to every leaf of ``data``, rebuilding the dicts, lists and tuples around the results."""
+    if isinstance(data, dict):
+        return {key: map_nested(fn, value) for key, value in data.items()}
+    if isinstance(data, list):
+        return [map_nested(fn, value) for value in data]
+    if isinstance(data, tuple):
+        return tuple(map_nested(fn, value) for value in data)
+    return fn(data)
+
+
+def filter_nones(items: Iterable[T | None]) -> list[T]:
+    """Drop ``None`` entries from ``items``."""
+    return [item for item in items if item is not None]
+
+
+def parse_modes(modes: set[str]) -> set[str]:
+    """Expand "!mode" negations into a whitelist and check every mode name.
+
+    Args:
+        modes: Mode names, either all plain or all negated with a leading "!".
+
+    Returns:
+        The set of modes in which to run.
+
+    Raises:
+        ValueError: If a mode is unknown, or plain and negated modes are mixed.
+    """
+    negated = {m for m in modes if m.startswith("!")}
+    if negated and len(negated) != len(modes):
+        raise ValueError(f"Cannot mix plain and negated ('!') modes, got {sorted(modes)}; use one style.")
+    names = {m.lstrip("!") for m in modes}
+    unknown = names - set(MODES)
+    if unknown:
+        raise ValueError(f"Unknown mode(s) {sorted(unknown)}; valid modes are {list(MODES)} "
+                         "(optionally prefixed by '!').")
+    if negated:
+        return set(MODES) - names
+    return names
+
+
+def check_mode(mode: str) -> str:
+    """Return ``mode`` if it is a valid execution mode, else raise a ValueError naming the valid choices."""
+    if mode not in MODES:
+        raise ValueError(f"Unknown mode {mode!r}; valid modes are {list(MODES)}.")
+    return mode
+
+
+def get_batch_size(batch: Mapping[str, Any]) -> int:
+    """Return the size of the leading (batch) axis shared by the array values of ``batch``.
+
+    Raises:
+        ValueError: If the arrays disagree on their batch size (a ragged batch) or none has a batch axis.
+    """
+    sizes = {key: int(value.shape[0]) for key, value in batch.items() if _has_batch_axis(value)}
+    if not sizes:
+        raise ValueError(f"Cannot infer a batch size: none of the keys {sorted(batch)} holds an array with a "
+                         "batch axis.")
+    distinct = set(sizes.values())
+    if len(distinct) > 1:
+        raise ValueError(f"Ragged batch: keys have different batch sizes {sizes}; every array must share axis 0.")
+    return distinct.pop()
+
+
+def _has_batch_axis(value: Any) -> bool:
+    shape = getattr(value, "shape", None)
+    return shape is not None and len(shape) > 0
+
+
+class NonContext:
+    """A no-op context manager, used where a framework context is only sometimes needed."""
+
+    def __enter__(self) -> NonContext:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        return None

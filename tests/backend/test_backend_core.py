@@ -1,0 +1,238 @@
+"""Backend functions of both frameworks: converters, gradients, updates, optimizers, persistence, snapshots."""
+
+from __future__ import annotations
+
+import os
+import pickle
+from typing import Any
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+from fe_ray.backend import get_backend  # noqa: E402
+from tests.helpers.models import linear, tf_dense, torch_linear, weights  # noqa: E402
+
+FRAMEWORKS = ["torch", "tf"]
+NAMES = ["adam", "sgd", "rmsprop", "adagrad", "adadelta", "adamax"]
+
+
+def model_of(framework: str, optimizer_def: Any = "sgd", **kwargs: Any) -> Any:
+    return (torch_linear if framework == "torch" else tf_dense)(optimizer_def, **kwargs)
+
+
+def tensor(framework: str, values: Any) -> Any:
+    return get_backend(framework).to_tensor(np.asarray(values, dtype=np.float32))
+
+
+def optimizer_state(model: Any) -> list[np.ndarray]:
+    """Every optimizer slot (moments, step counts) as numpy, in a stable order."""
+    optimizer = model.current_optimizer
+    if hasattr(optimizer, "param_groups"):
+        state = optimizer.state_dict()["state"]
+        return [np.array(v.detach().numpy() if hasattr(v, "detach") else v)  # copies: .numpy() shares memory
+                for idx in sorted(state) for _, v in sorted(state[idx].items())]
+    return [np.array(v.numpy()) for v in optimizer.variables]
+
+
+def sgd_grad(framework: str, values: tuple[float, ...] = (1.0, 1.0, 1.0)) -> list[Any]:
+    shape = (1, 3) if framework == "torch" else (3, 1)
+    return [tensor(framework, np.reshape(values, shape))]
+
+
+# ---------------------------------------------------------------------------------------------- tensors
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_converters_nested_round_trip(framework: str) -> None:
+    backend = get_backend(framework)
+    data = {"a": np.arange(6, dtype=np.float32).reshape(2, 3), "b": [np.ones(2), (np.zeros(1, dtype=np.int64),)],
+            "s": "keep"}
+    tensors = backend.to_tensor(data)
+    assert get_backend(tensors["a"]) is backend and get_backend(tensors["b"][1][0]) is backend
+    assert tensors["s"] == "keep" and isinstance(tensors["b"][1], tuple)
+    back = backend.to_numpy(tensors)
+    np.testing.assert_array_equal(back["a"], data["a"])
+    np.testing.assert_array_equal(back["b"][0], data["b"][0])
+    assert back["b"][1][0].dtype == np.int64
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_reduce_concat_stack(framework: str) -> None:
+    backend = get_backend(framework)
+    a, b = tensor(framework, [[1, 2]]), tensor(framework, [[3, 4]])
+    assert float(backend.to_numpy(backend.reduce_mean(a))) == pytest.approx(1.5)
+    assert backend.to_numpy(backend.concat([a, b], 0)).shape == (2, 2)
+    assert backend.to_numpy(backend.stack([a, b], 1)).shape == (1, 2, 2)
+
+
+def test_cross_framework_conversion() -> None:
+    torch_t = get_backend("torch").to_tensor(np.array([1.0, 2.0], dtype=np.float32))
+    tf_t = get_backend("tf").to_tensor(torch_t)
+    assert get_backend(tf_t).__name__.endswith(".tf")
+    np.testing.assert_array_equal(get_backend("torch").to_numpy(get_backend("torch").to_tensor(tf_t)), [1.0, 2.0])
+
+
+# ---------------------------------------------------------------------------------------------- gradients / updates
+def test_get_gradient_torch_known_function() -> None:
+    import torch
+
+    x = torch.tensor([1.0, -2.0, 3.0], requires_grad=True)
+    unused = torch.zeros(2, requires_grad=True)
+    grads = get_backend("torch").get_gradient((x ** 2).sum(), [x, unused])
+    np.testing.assert_allclose(grads[0].numpy(), [2.0, -4.0, 6.0])
+    np.testing.assert_array_equal(grads[1].numpy(), [0.0, 0.0])  # unused sources get zeros, never None
+
+
+def test_get_gradient_tf_known_function_and_missing_tape() -> None:
+    import tensorflow as tf
+
+    backend = get_backend("tf")
+    x = tf.Variable([1.0, -2.0, 3.0])
+    unused = tf.Variable([0.0, 0.0])
+    with tf.GradientTape(persistent=True) as tape:
+        y = tf.reduce_sum(x ** 2)
+    grads = backend.get_gradient(y, [x, unused], tape=tape)
+    np.testing.assert_allclose(grads[0].numpy(), [2.0, -4.0, 6.0])
+    np.testing.assert_array_equal(grads[1].numpy(), [0.0, 0.0])
+    with pytest.raises(ValueError, match="GradientTape"):
+        backend.get_gradient(y, [x])
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_update_model_sgd_is_minus_lr_times_grad(framework: str) -> None:
+    model = linear(framework, lr=0.1)
+    get_backend(framework).update_model(model, sgd_grad(framework, (1.0, -2.0, 0.5)))
+    np.testing.assert_allclose(weights(model), np.array([1, 2, 3]) - 0.1 * np.array([1.0, -2.0, 0.5]), atol=1e-7)
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_update_model_defer_waits_for_step_end(framework: str) -> None:
+    model = linear(framework, lr=0.1)
+    deferred: dict[str, list[Any]] = {}
+    get_backend(framework).update_model(model, sgd_grad(framework), defer=True, deferred=deferred)
+    np.testing.assert_array_equal(weights(model), [1, 2, 3])
+    for fn in deferred[model.model_name]:
+        fn()
+    np.testing.assert_allclose(weights(model), [0.9, 1.9, 2.9], atol=1e-7)
+
+
+# ---------------------------------------------------------------------------------------------- optimizers
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+@pytest.mark.parametrize("name", NAMES + ["ADAM"])
+def test_make_optimizer_names(framework: str, name: str) -> None:
+    model = model_of(framework, None)
+    optimizer = get_backend(framework).make_optimizer(model, name, False)
+    assert type(optimizer).__name__.lower() == name.lower()
+    if framework == "torch":
+        assert optimizer.scaler is None
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_make_optimizer_unknown_name_and_none(framework: str) -> None:
+    backend = get_backend(framework)
+    model = model_of(framework, None)
+    with pytest.raises(ValueError, match=r"'adamw2'.*\['adadelta', 'adagrad', 'adam', 'adamax', 'rmsprop', 'sgd'\]"):
+        backend.make_optimizer(model, "adamw2", False)
+    with pytest.raises(TypeError, match="optimizer_fn"):
+        backend.make_optimizer(model, 3, False)
+    assert backend.make_optimizer(model, None, False) is None
+
+
+def test_make_optimizer_mixed_precision() -> None:
+    import keras
+    import torch
+
+    torch_opt = get_backend("torch").make_optimizer(model_of("torch", None), "sgd", True)
+    assert (torch_opt.scaler is not None) == torch.cuda.is_available()
+    tf_opt = get_backend("tf").make_optimizer(model_of("tf", None), "adam", True)
+    assert isinstance(tf_opt, keras.optimizers.LossScaleOptimizer)
+    with pytest.raises(TypeError, match="returned int"):
+        get_backend("tf").make_optimizer(model_of("tf", None), lambda: 1, False)
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_set_and_get_lr(framework: str) -> None:
+    backend = get_backend(framework)
+    model = linear(framework, lr=0.1)
+    assert backend.get_lr(model) == pytest.approx(0.1)
+    backend.set_lr(model, 0.25)
+    assert backend.get_lr(model) == pytest.approx(0.25)
+    backend.update_model(model, sgd_grad(framework))
+    np.testing.assert_allclose(weights(model), [0.75, 1.75, 2.75], atol=1e-7)
+    with pytest.raises(ValueError, match="has no optimizer"):
+        backend.get_lr(model_of(framework, None))
+
+
+# ---------------------------------------------------------------------------------------------- persistence
+def adam_step(framework: str, model: Any, values: tuple[float, ...]) -> None:
+    get_backend(framework).update_model(model, sgd_grad(framework, values))
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_save_load_restores_weights_and_optimizer(framework: str, tmp_path: Any) -> None:
+    backend = get_backend(framework)
+    model = model_of(framework, "adam", name="net")
+    adam_step(framework, model, (1.0, -1.0, 2.0))
+    path = backend.save_model(model, str(tmp_path), save_optimizer=True)
+    assert os.path.basename(path) == ("net.pt" if framework == "torch" else "net.weights.h5")
+    saved_w, saved_opt = weights(model), optimizer_state(model)
+    adam_step(framework, model, (3.0, 3.0, 3.0))  # perturb weights and moments
+    assert not np.allclose(weights(model), saved_w)
+    backend.load_model(model, path, load_optimizer=True)
+    np.testing.assert_array_equal(weights(model), saved_w)
+    for got, want in zip(optimizer_state(model), saved_opt, strict=True):
+        np.testing.assert_array_equal(got, want)
+    # A fresh model whose optimizer has never run (no slots yet) restores the same state.
+    fresh = model_of(framework, "adam", name="net", weights=(0.0, 0.0, 0.0))
+    backend.load_model(fresh, path, load_optimizer=True)
+    np.testing.assert_array_equal(weights(fresh), saved_w)
+    for got, want in zip(optimizer_state(fresh), saved_opt, strict=True):
+        np.testing.assert_array_equal(got, want)
+    # Continuing training from the checkpoint matches continuing from the original.
+    adam_step(framework, model, (0.5, 0.5, 0.5))
+    adam_step(framework, fresh, (0.5, 0.5, 0.5))
+    np.testing.assert_array_equal(weights(fresh), weights(model))
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_load_optimizer_missing_file(framework: str, tmp_path: Any) -> None:
+    backend = get_backend(framework)
+    model = model_of(framework, "adam")
+    path = backend.save_model(model, str(tmp_path))
+    backend.load_model(model, path)
+    with pytest.raises(FileNotFoundError, match="save_optimizer=True"):
+        backend.load_model(model, path, load_optimizer=True)
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_get_state_set_state_exact_and_picklable(framework: str) -> None:
+    backend = get_backend(framework)
+    model = model_of(framework, "adam")
+    adam_step(framework, model, (1.0, -1.0, 2.0))
+    snapshot = pickle.loads(pickle.dumps(backend.get_state(model)))
+    saved_w, saved_opt = weights(model), optimizer_state(model)
+    adam_step(framework, model, (3.0, 3.0, 3.0))
+    other = model_of(framework, "adam", weights=(9.0, 9.0, 9.0))
+    for target in (model, other):
+        backend.set_state(target, snapshot)
+        np.testing.assert_array_equal(weights(target), saved_w)
+        for got, want in zip(optimizer_state(target), saved_opt, strict=True):
+            np.testing.assert_array_equal(got, want)
+
+
+def test_tf_set_state_rejects_other_architecture() -> None:
+    backend = get_backend("tf")
+    snapshot = backend.get_state(tf_dense("sgd"))
+    snapshot["model"] = snapshot["model"] + snapshot["model"]
+    with pytest.raises(ValueError, match="different architecture"):
+        backend.set_state(tf_dense("sgd"), snapshot)
+
+
+def test_torch_device_helpers() -> None:
+    import torch
+
+    backend = get_backend("torch")
+    assert backend.get_device().type == ("cuda" if torch.cuda.is_available() else "cpu")
+    model = torch_linear("adam")
+    backend.move_model(model, "cpu")
+    assert get_backend("tf").get_device() is None

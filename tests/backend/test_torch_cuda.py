@@ -1,0 +1,92 @@
+"""Torch backend on a CUDA device: device moves, GradScaler mixed precision, accumulators, snapshots.
+
+Skipped on machines without CUDA.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    pytest.skip("needs a CUDA device", allow_module_level=True)
+
+from fe_ray.backend import get_backend  # noqa: E402
+from fe_ray.op.tensorop.loss import MeanSquaredError  # noqa: E402
+from fe_ray.op.tensorop.model import ModelOp, UpdateOp  # noqa: E402
+from tests.helpers.models import torch_linear, torch_sgd, weights  # noqa: E402
+
+BACKEND = get_backend("torch")
+DEVICE = BACKEND.get_device()
+W0 = np.array([1.0, 2.0, 3.0])
+
+
+def state() -> dict:
+    return {"mode": "train", "epoch": 1, "ds_id": "", "warmup": False, "req_grad": True, "deferred": {},
+            "eager": False, "grad_reducer": None}
+
+
+def chain(model, **kwargs):
+    ops = [ModelOp(model=model, inputs="x", outputs="pred"), MeanSquaredError(inputs=("pred", "y"), outputs="mse"),
+           UpdateOp(model=model, loss_name="mse", **kwargs)]
+    for op in ops:
+        op.build("torch", DEVICE)
+    return ops
+
+
+def data(x, y):
+    return {"x": np.array([x], dtype=np.float32), "y": np.array([[y]], dtype=np.float32)}
+
+
+def test_context_moves_model_and_optimizer_state() -> None:
+    model = torch_linear("adam")
+    BACKEND.update_model(model, [torch.ones(1, 3)])  # create Adam state on the CPU
+    BACKEND.enter_context([model], "train", DEVICE)
+    assert model.weight.device.type == "cuda"
+    assert all(v.device.type == "cuda" for s in model.current_optimizer.state.values() for v in s.values()
+               if isinstance(v, torch.Tensor) and v.dim() > 0)
+    BACKEND.run_step(chain(model), data([1, 1, 1], 1), state(), {"x", "y"}, {"pred"}, device=DEVICE)
+    BACKEND.exit_context([model], "train", DEVICE)
+    assert model.weight.device.type == "cpu"
+
+
+def test_grad_scaler_mixed_precision_step() -> None:
+    model = torch_linear(torch_sgd(0.1), mixed_precision=True)
+    assert isinstance(model.current_optimizer.scaler, torch.amp.GradScaler)
+    BACKEND.enter_context([model], "train", DEVICE)
+    # Small values: the initial 2**16 loss scale must not overflow float16 gradients (that step would be skipped).
+    out = BACKEND.run_step(chain(model), data([0.01, 0.01, 0.01], 0), state(), {"x", "y"}, {"pred"}, device=DEVICE,
+                           mixed_precision=True)
+    BACKEND.exit_context([model], "train", DEVICE)
+    assert out["pred"].device.type == "cpu"
+    assert model.current_optimizer.scaler.get_scale() == 2.0 ** 16  # finite gradients: not skipped
+    expected = W0 - 0.1 * 2 * (W0 @ np.full(3, 0.01)) * np.full(3, 0.01)
+    np.testing.assert_allclose(weights(model), expected, atol=1e-6)  # the update is unscaled
+
+
+def test_merge_grad_accumulates_on_device_and_snapshots() -> None:
+    model = torch_linear(torch_sgd(0.1))
+    ops = chain(model, merge_grad=2)
+    BACKEND.enter_context([model], "train", DEVICE)
+    BACKEND.run_step(ops, data([1, 1, 1], 1), state(), {"x", "y"}, {"pred"}, device=DEVICE)
+    snapshot = ops[2].state_dict()
+    assert snapshot["step"] == 1 and isinstance(snapshot["grad_sum"][0], np.ndarray)
+    BACKEND.run_step(ops, data([1, 0, 2], 0), state(), {"x", "y"}, {"pred"}, device=DEVICE)
+    BACKEND.exit_context([model], "train", DEVICE)
+    mean = (10 * np.array([1, 1, 1]) + 14 * np.array([1, 0, 2])) / 2
+    np.testing.assert_allclose(weights(model), W0 - 0.1 * mean, atol=1e-5)
+    ops[2].load_state_dict(snapshot)
+    assert ops[2].state_dict()["step"] == 1
+
+
+def test_state_snapshot_from_device_restores_on_cpu() -> None:
+    model = torch_linear("adam")
+    model.to(DEVICE)
+    BACKEND.update_model(model, [torch.ones(1, 3, device=DEVICE)])
+    snapshot = BACKEND.get_state(model)
+    other = torch_linear("adam", weights=(0.0, 0.0, 0.0))
+    BACKEND.set_state(other, snapshot)
+    np.testing.assert_array_equal(weights(other), weights(model))
+    exp_avg = other.current_optimizer.state[other.weight]["exp_avg"]
+    np.testing.assert_array_equal(exp_avg.numpy(), model.current_optimizer.state[model.weight]["exp_avg"].cpu())

@@ -1,0 +1,24 @@
+"""Shared fixtures of the distributed tests: one small local Ray session per test module."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("RAY_DEDUP_LOGS", "1")
+
+
+@pytest.fixture(scope="module")
+def ray_session() -> Iterator[None]:
+    """A local Ray with 4 CPUs for this module's tests (replicas take 1 CPU each)."""
+    ray = pytest.importorskip("ray")
+    if ray.is_initialized():
+        ray.shutdown()
+    ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False)
+    try:
+        yield
+    finally:
+        ray.shutdown()

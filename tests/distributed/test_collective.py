@@ -1,0 +1,91 @@
+"""The framework-neutral TCP all-reduce and the TF gradient reducer, without Ray."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import numpy as np
+import pytest
+
+from fe_ray.distributed.collective import StepWeights, TcpCollective, make_grad_reducer
+from fe_ray.distributed.errors import CollectiveError
+
+
+def run_ranks(world: int, body: Any, timeout_s: float = 10.0) -> list[Any]:
+    """Run ``body(collective)`` on ``world`` connected TCP ranks (threads); return results or exceptions."""
+    ranks = [TcpCollective(rank, world, timeout_s=timeout_s) for rank in range(world)]
+    address = ranks[0].listen("127.0.0.1")
+    results: list[Any] = [None] * world
+
+    def main(rank: int) -> None:
+        try:
+            ranks[rank].connect(address)
+            results[rank] = body(ranks[rank])
+        except Exception as err:  # noqa: BLE001 - returned to the test
+            results[rank] = err
+        finally:
+            ranks[rank].close()
+
+    threads = [threading.Thread(target=main, args=(rank,)) for rank in range(world)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    return results
+
+
+@pytest.mark.timeout(30)
+def test_tcp_allreduce_sums_identically_on_every_rank() -> None:
+    def body(coll: TcpCollective) -> list[np.ndarray]:
+        first = coll.allreduce_sum([np.full((2, 3), coll.rank + 1, np.float32), np.arange(4, dtype=np.float32)])
+        second = coll.allreduce_sum([np.array([0.1 * coll.rank], np.float32)])  # sequence numbers advance
+        return first + second
+
+    results = run_ranks(3, body)
+    for result in results:
+        np.testing.assert_array_equal(result[0], np.full((2, 3), 6.0))
+        np.testing.assert_array_equal(result[1], np.arange(4) * 3.0)
+        np.testing.assert_array_equal(result[2], results[0][2])  # bit-identical on all ranks
+    np.testing.assert_allclose(results[0][2], [0.3], rtol=1e-6)
+
+
+@pytest.mark.timeout(30)
+def test_tcp_allreduce_reports_a_vanished_or_silent_peer() -> None:
+    def body(coll: TcpCollective) -> Any:
+        if coll.rank == 1:
+            return "left"  # closes its socket without taking part
+        return coll.allreduce_sum([np.ones(3, np.float32)])
+
+    start = time.monotonic()
+    results = run_ranks(2, body)
+    assert isinstance(results[0], CollectiveError) and "rank 1" in str(results[0])
+    assert time.monotonic() - start < 5
+
+    def silent(coll: TcpCollective) -> Any:
+        if coll.rank == 1:
+            time.sleep(2.0)  # alive but never sends
+            return "slept"
+        return coll.allreduce_sum([np.ones(3, np.float32)])
+
+    results = run_ranks(2, silent, timeout_s=0.5)
+    assert isinstance(results[0], CollectiveError) and "within" in str(results[0])
+
+
+@pytest.mark.timeout(60)
+def test_tf_reducer_weights_gradients_in_a_static_graph() -> None:
+    tf = pytest.importorskip("tensorflow")
+    weights = StepWeights(n_local=3, n_total=4)
+    reduce = make_grad_reducer("tf", TcpCollective(0, 1), weights)
+
+    @tf.function
+    def step(gradient: Any) -> Any:
+        return reduce(None, [gradient, None])
+
+    out = step(tf.constant([[1.0, 2.0]]))
+    np.testing.assert_allclose(out[0].numpy(), [[0.75, 1.5]])
+    assert out[1] is None
+    weights.n_local = 1  # read at run time, not frozen into the traced graph
+    np.testing.assert_allclose(step(tf.constant([[1.0, 2.0]]))[0].numpy(), [[0.25, 0.5]])
+    assert step.experimental_get_tracing_count() == 1

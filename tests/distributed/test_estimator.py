@@ -1,0 +1,127 @@
+"""Estimator.fit on a 2-replica RayNetwork: same result as in-process, and exact recovery from a killed replica."""
+
+from __future__ import annotations
+
+import os
+import signal
+from typing import Any
+
+import numpy as np
+import pytest
+
+import fe_ray as fe
+from fe_ray.io.checkpoint import CheckpointStore
+from fe_ray.io.state_files import read_checkpoint
+from fe_ray.op.tensorop.loss import CrossEntropy
+from fe_ray.op.tensorop.model import ModelOp, UpdateOp
+from fe_ray.trace import Accuracy, RestoreWizard, Trace
+from tests.estimator_helpers import ToyPipeline, digits_arrays, model_weights, tf_mlp, torch_mlp
+
+
+def setup(framework: str, n_train: int = 128, **network_kwargs: Any) -> tuple[Any, Any, Any]:
+    train, evaluation = digits_arrays(framework, n_train=n_train, n_eval=64)
+    model = torch_mlp(seed=0) if framework == "torch" else tf_mlp(seed=0)
+    network = fe.Network([ModelOp(model=model, inputs="x", outputs="y_pred"),
+                          CrossEntropy(inputs=("y_pred", "y"), outputs="ce"),
+                          UpdateOp(model=model, loss_name="ce")], **network_kwargs)
+    return ToyPipeline(train, evaluation, batch_size=10, seed=0), network, model
+
+
+class KillReplica(Trace):
+    """SIGKILLs replica rank 1 once, after the given training step (state-free, so restores do not re-arm it)."""
+
+    def __init__(self, network: Any, step: int, done: list[bool]) -> None:
+        super().__init__(mode="train")
+        self.network, self.step, self.done = network, step, done
+
+    def on_batch_end(self, data: Any) -> None:
+        if not self.done and self.system.global_step == self.step:
+            self.done.append(True)
+            os.kill(self.network.replica_info()[1]["pid"], signal.SIGKILL)
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("framework", ["torch", "tf"])
+def test_fit_matches_in_process(ray_session: None, framework: str, tmp_path: Any) -> None:
+    pipeline, network, model = setup(framework)
+    expected = fe.Estimator(pipeline, network, epochs=2, traces=Accuracy("y", "y_pred"), log_steps=None).fit()
+    pipeline, dist, dist_model = setup(framework, num_replicas=2)
+    try:
+        estimator = fe.Estimator(pipeline, dist, epochs=2, traces=Accuracy("y", "y_pred"), log_steps=None)
+        got = estimator.fit()
+        # Background checkpoint: the System's snapshot is committed by the writer actor while the driver goes on.
+        payload = estimator.system.capture_state()
+        dist.save_checkpoint_async(str(tmp_path), payload, info={"global_step": 26})
+        url = dist.flush_checkpoints()
+        assert url is not None and CheckpointStore(str(tmp_path)).latest() == url
+        restored = read_checkpoint(url)
+        for name, state in payload["models"].items():
+            saved = restored["models"][name]["model"]
+            for key in (state["model"] if isinstance(state["model"], dict) else range(len(state["model"]))):
+                np.testing.assert_array_equal(saved[key], state["model"][key])
+    finally:
+        dist.shutdown()
+    accuracy, ref = got.history["eval"]["accuracy"], expected.history["eval"]["accuracy"]
+    assert accuracy.keys() == ref.keys()
+    np.testing.assert_allclose(list(accuracy.values()), list(ref.values()), atol=1e-6)
+    assert list(accuracy.values())[-1] > 0.5  # it learned something
+    np.testing.assert_allclose(got.history["eval"]["ce"][26], expected.history["eval"]["ce"][26], rtol=1e-4)
+    for mine, theirs in zip(model_weights(dist_model), model_weights(model)):
+        np.testing.assert_allclose(mine, theirs, atol=1e-5)
+
+
+@pytest.mark.timeout(180)
+def test_killed_replica_recovers_from_checkpoint(ray_session: None, tmp_path: Any) -> None:
+    pipeline, network, model = setup("torch", n_train=80)
+    fe.Estimator(pipeline, network, epochs=2, log_steps=None).fit()
+    ckpt = str(tmp_path / "ckpt")
+    pipeline, dist, dist_model = setup("torch", n_train=80, num_replicas=2, max_failures=1, checkpoint_dir=ckpt)
+    done: list[bool] = []
+    traces = [RestoreWizard(ckpt, steps=4), KillReplica(dist, step=10, done=done)]
+    try:
+        fe.Estimator(pipeline, dist, epochs=2, traces=traces, log_steps=None).fit()
+    finally:
+        dist.shutdown()
+    assert done and dist.recoveries == 1  # killed once after step 10, resumed from the step-8 checkpoint
+    for mine, theirs in zip(model_weights(dist_model), model_weights(model)):
+        np.testing.assert_allclose(mine, theirs, atol=1e-5)
+
+
+class CountSteps(Trace):
+    """Records the global step of every training step this run executes (stateless: not restored)."""
+
+    def __init__(self, steps: list[int]) -> None:
+        super().__init__(mode="train")
+        self.steps = steps
+
+    def on_batch_end(self, data: Any) -> None:
+        self.steps.append(self.system.global_step)
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("first, second", [(2, None), (None, 2)], ids=["2replicas-then-in-process",
+                                                                       "in-process-then-2replicas"])
+def test_checkpoint_resumes_across_replica_counts(ray_session: None, tmp_path: Any, first: int | None,
+                                                  second: int | None) -> None:
+    pipeline, network, model = setup("torch", n_train=80)
+    expected = fe.Estimator(pipeline, network, epochs=2, traces=Accuracy("y", "y_pred"), log_steps=None).fit()
+    ckpt = str(tmp_path / "ckpt")
+    runs, steps_run = [], []
+    for epochs, replicas in ((1, first), (2, second)):  # the second run resumes after epoch 1 and trains epoch 2
+        kwargs = {"num_replicas": replicas} if replicas else {}
+        pipeline, net, trained = setup("torch", n_train=80, **kwargs)
+        counted: list[int] = []
+        steps_run.append(counted)
+        traces = [Accuracy("y", "y_pred"), RestoreWizard(ckpt), CountSteps(counted)]
+        try:
+            got = fe.Estimator(pipeline, net, epochs=epochs, traces=traces, log_steps=None).fit()
+        finally:
+            if replicas:
+                net.shutdown()
+        runs.append(got)
+    assert len(steps_run[0]) == 8 and steps_run[1] == list(range(9, 17))  # resumed: only epoch 2 was trained
+    assert runs[1].history["eval"]["accuracy"].keys() == expected.history["eval"]["accuracy"].keys()
+    np.testing.assert_allclose(list(runs[1].history["eval"]["accuracy"].values()),
+                               list(expected.history["eval"]["accuracy"].values()), atol=1e-6)
+    for mine, theirs in zip(model_weights(trained), model_weights(model)):
+        np.testing.assert_allclose(mine, theirs, atol=1e-5)

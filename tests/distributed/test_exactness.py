@@ -1,0 +1,111 @@
+"""Data-parallel steps on 2 replicas equal in-process steps on the same full batches (torch and TF)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import fe_ray as fe  # noqa: E402
+from fe_ray.backend import to_number  # noqa: E402
+from fe_ray.op.numpyop import LambdaOp as NumpyLambda  # noqa: E402
+from fe_ray.op.tensorop.loss import MeanSquaredError  # noqa: E402
+from fe_ray.op.tensorop.model import ModelOp, UpdateOp  # noqa: E402
+from tests.helpers.models import linear, weights  # noqa: E402
+
+FRAMEWORKS = ["torch", "tf"]
+# Even (4), uneven (5: slices of 3 and 2), smaller than the number of replicas (1), and odd again (3).
+BATCH_SIZES = (4, 5, 1, 3)
+
+
+def make_network(framework: str, merge_grad: int = 1, **kwargs: Any) -> tuple[Any, Any]:
+    model = linear(framework, lr=0.05)
+    ops = [ModelOp(model=model, inputs="x", outputs="y_pred"),
+           MeanSquaredError(inputs=("y_pred", "y"), outputs="mse"),
+           UpdateOp(model=model, loss_name="mse", merge_grad=merge_grad)]
+    pops = NumpyLambda(lambda pred: pred * 2.0, inputs="y_pred", outputs="y_double")
+    return fe.Network(ops, pops=pops, **kwargs), model
+
+
+def make_batches(sizes: tuple[int, ...] = BATCH_SIZES, seed: int = 0) -> list[dict[str, np.ndarray]]:
+    rng = np.random.default_rng(seed)
+    return [{"x": rng.normal(size=(size, 3)).astype(np.float32), "y": rng.normal(size=(size, 1)).astype(np.float32)}
+            for size in sizes]
+
+
+def replica_weights(network: Any) -> list[np.ndarray]:
+    """The first weight tensor of every replica, read from their exact state snapshots."""
+    group = network._holder.group
+    states = group.call("get_state")
+    out = []
+    for state in states:
+        snapshot = next(iter(state["models"].values()))["model"]
+        first = snapshot[next(iter(snapshot))] if isinstance(snapshot, dict) else snapshot[0]
+        out.append(np.asarray(first).reshape(-1))
+    return out
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_training_steps_equal_in_process(ray_session: None, framework: str) -> None:
+    local, local_model = make_network(framework)
+    dist, dist_model = make_network(framework, num_replicas=2)
+    try:
+        for step, batch in enumerate(make_batches()):
+            with local(mode="train", epoch=1):
+                expected = local.run_step(batch)
+            with dist(mode="train", epoch=1):
+                got = dist.run_step(batch)
+            size = len(batch["x"])
+            # Outputs in input order, pops run on the merged batch, and the loss is the slice-weighted mean.
+            np.testing.assert_allclose(got["y_pred"], to_number(expected["y_pred"]), atol=1e-5)
+            np.testing.assert_allclose(got["y_double"], to_number(expected["y_double"]), atol=1e-5)
+            np.testing.assert_allclose(got["mse"], to_number(expected["mse"]), rtol=1e-5, atol=1e-5)
+            if size >= 2:
+                per_replica = dist.replica_outputs["mse"]
+                n0 = (size + 1) // 2
+                weighted = (per_replica[0] * n0 + per_replica[1] * (size - n0)) / size
+                np.testing.assert_allclose(got["mse"], weighted, rtol=1e-6)
+            replicas = replica_weights(dist)
+            np.testing.assert_array_equal(replicas[0], replicas[1])  # bit-identical replicas
+            np.testing.assert_allclose(replicas[0], weights(local_model), atol=1e-5, err_msg=f"step {step}")
+        # The driver's model is synced at the end of every training epoch.
+        np.testing.assert_allclose(weights(dist_model), weights(local_model), atol=1e-5)
+        # transform (no update) matches too, in order, for a single batch and a list of batches.
+        batches = make_batches((5, 2, 3), seed=1)
+        expected_list = local.transform(batches, mode="infer")
+        got_list = dist.transform(batches, mode="infer")
+        for exp, out in zip(expected_list, got_list):
+            np.testing.assert_allclose(out["y_pred"], to_number(exp["y_pred"]), atol=1e-5)
+        single = dist.transform(batches[0], mode="infer")
+        np.testing.assert_allclose(single["y_double"], to_number(expected_list[0]["y_double"]), atol=1e-5)
+    finally:
+        dist.shutdown()
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_merge_grad_and_lr_change_equal_in_process(ray_session: None, framework: str) -> None:
+    local, local_model = make_network(framework, merge_grad=2)
+    dist, dist_model = make_network(framework, merge_grad=2, num_replicas=2)
+    try:
+        for step, batch in enumerate(make_batches((4, 5, 3, 1, 6), seed=2)):
+            if step == 3:  # a trace changing the learning rate on the driver reaches the replicas
+                for model in (local_model, dist_model):
+                    fe.backend.set_lr(model, 0.2)
+            with local(mode="train", epoch=1):
+                local.run_step(batch)
+            with dist(mode="train", epoch=1):
+                dist.run_step(batch)
+            replicas = replica_weights(dist)
+            np.testing.assert_array_equal(replicas[0], replicas[1])
+            np.testing.assert_allclose(replicas[0], weights(local_model), atol=1e-5, err_msg=f"step {step}")
+        # The merge_grad accumulator (an op state) lives on the replicas; state_dict reads it from rank 0.
+        np.testing.assert_allclose(dist.state_dict()["ops"][2]["state"]["step"],
+                                   local.state_dict()["ops"][2]["state"]["step"])
+    finally:
+        dist.shutdown()

@@ -1,0 +1,134 @@
+"""Failures reach the driver quickly and clearly: user-op errors, dead and hung replicas, bad configuration."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+import timeit
+from typing import Any
+
+import numpy as np
+import pytest
+
+import fe_ray as fe
+from fe_ray.distributed import PlacementError, ReplicaDiedError, ReplicaTimeoutError
+from fe_ray.op.tensorop import LambdaOp
+from fe_ray.op.tensorop.loss import MeanSquaredError
+from fe_ray.op.tensorop.model import ModelOp, UpdateOp
+from tests.helpers.models import linear
+
+
+class PoisonError(Exception):
+    """A user exception type that only exists in the test module."""
+
+
+def check_value(x: Any) -> Any:
+    """Fail on the replica whose slice holds the poison value 999; sleep on the one holding -999."""
+    data = x.detach().numpy() if hasattr(x, "detach") else np.asarray(x)
+    if (data == 999).any():
+        raise PoisonError("poisoned sample in my slice")
+    if (data == -999).any():
+        time.sleep(float(os.environ.get("FE_RAY_TEST_SLEEP", "4")))
+    return x
+
+
+def make_network(**kwargs: Any) -> Any:
+    model = linear("torch", lr=0.05)
+    ops = [LambdaOp(check_value, inputs="x", outputs="x"),
+           ModelOp(model=model, inputs="x", outputs="y_pred"),
+           MeanSquaredError(inputs=("y_pred", "y"), outputs="mse"),
+           UpdateOp(model=model, loss_name="mse")]
+    return fe.Network(ops, **kwargs)
+
+
+def batch(poison: float | None = None, size: int = 4) -> dict[str, np.ndarray]:
+    x = np.ones((size, 3), np.float32)
+    if poison is not None:
+        x[-1, 0] = poison  # the last sample goes to the last replica
+    return {"x": x, "y": np.ones((size, 1), np.float32)}
+
+
+@pytest.mark.timeout(90)
+def test_user_error_keeps_type_message_and_traceback_then_recovers(ray_session: None) -> None:
+    network = make_network(num_replicas=2)
+    try:
+        with pytest.raises(PoisonError, match="poisoned sample") as info:
+            with network(mode="train", epoch=1):
+                network.run_step(batch(poison=999))
+        err = info.value
+        assert err.replica_rank == 1
+        assert "check_value" in err.remote_traceback and "PoisonError" in err.remote_traceback
+        assert "poisoned sample" in str(err.__cause__) and "Remote traceback" in str(err.__cause__)
+        # The failed group was torn down; the next step starts fresh replicas from the driver's models.
+        with network(mode="train", epoch=1):
+            out = network.run_step(batch())
+        assert np.isfinite(out["mse"])
+    finally:
+        network.shutdown()
+
+
+@pytest.mark.timeout(90)
+def test_killed_replica_raises_quickly(ray_session: None) -> None:
+    network = make_network(num_replicas=2)
+    try:
+        victim = network.replica_info()[1]
+        timer = threading.Timer(1.0, os.kill, args=(victim["pid"], signal.SIGKILL))
+        timer.start()
+        start = timeit.default_timer()
+        with pytest.raises(ReplicaDiedError) as info:
+            with network(mode="train", epoch=1):
+                network.run_step(batch(poison=-999))  # rank 1 sleeps; it is killed mid-step
+        elapsed = timeit.default_timer() - start
+        timer.join()
+        assert info.value.rank == 1 and info.value.pid == victim["pid"]
+        assert "died" in str(info.value)
+        assert elapsed < 20, elapsed
+        assert not network.started
+    finally:
+        network.shutdown()
+
+
+@pytest.mark.timeout(90)
+def test_hung_replica_times_out(ray_session: None) -> None:
+    os.environ["FE_RAY_TEST_SLEEP"] = "60"
+    network = make_network(num_replicas=2, step_timeout_s=3, runtime_env={"env_vars": {"FE_RAY_TEST_SLEEP": "60"}})
+    try:
+        network.start()
+        start = timeit.default_timer()
+        with pytest.raises(ReplicaTimeoutError, match="within 3s") as info:
+            with network(mode="train", epoch=1):
+                network.run_step(batch(poison=-999))
+        assert timeit.default_timer() - start < 15
+        assert info.value.rank in (0, 1)
+    finally:
+        os.environ.pop("FE_RAY_TEST_SLEEP", None)
+        network.shutdown()
+
+
+def test_unpicklable_op_is_named_before_any_actor_starts() -> None:
+    op = LambdaOp(lambda x: x, inputs="x", outputs="x")
+    op.lock = threading.Lock()
+    model = linear("torch")
+    ops = [op, ModelOp(model=model, inputs="x", outputs="y_pred")]
+    with pytest.raises(TypeError, match=r"op #0 \(LambdaOp\).*'lock'"):
+        fe.Network(ops, num_replicas=2)
+
+
+@pytest.mark.timeout(60)
+def test_unplaceable_request_fails_fast(ray_session: None) -> None:
+    network = make_network(num_replicas=2, resources_per_replica={"GPU": 1}, placement_timeout_s=5)
+    start = timeit.default_timer()
+    with pytest.raises(PlacementError, match=r"resources_per_replica=\{'GPU': 1.0\}.*Available now"):
+        network.start()
+    assert timeit.default_timer() - start < 5
+
+
+def test_bad_options_are_rejected() -> None:
+    with pytest.raises(ValueError, match="checkpoint_dir"):
+        make_network(num_replicas=2, max_failures=1)
+    with pytest.raises(ValueError, match="step_timeout_s"):
+        make_network(num_replicas=2, step_timeout_s=0)
+    with pytest.raises(ValueError, match="resources_per_replica"):
+        make_network(num_replicas=2, resources_per_replica={"CPU": -1})

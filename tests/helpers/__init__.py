@@ -1,0 +1,1 @@
+"""Shared test helpers (tiny models built without fe_ray.build)."""

@@ -1,0 +1,210 @@
+"""Resume exactness: an interrupted run restarted from its RestoreWizard directory ends exactly like an
+uninterrupted one (weights and Summary history), for epoch-end and mid-epoch checkpoints and a SIGKILLed process."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from typing import Any
+
+import numpy as np
+import pytest
+
+import fe_ray as fe
+from fe_ray.io import CheckpointStore
+from fe_ray.trace import Accuracy, RestoreWizard, Trace
+from tests.estimator_helpers import ToyPipeline, classifier_network, digits_arrays, model_weights, tf_mlp, torch_mlp
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TIMING_KEYS = {"steps/sec", "epoch_time(sec)", "total_time(sec)"}
+
+
+class Interrupted(RuntimeError):
+    pass
+
+
+class Interrupt(Trace):
+    """Raises before training epoch ``epoch`` starts, or before training step ``step`` runs (None: never)."""
+
+    def __init__(self, epoch: int | None = None, step: int | None = None) -> None:
+        super().__init__(mode="train")
+        self.epoch = epoch
+        self.step = step
+
+    def on_epoch_begin(self, data: Any) -> None:
+        if self.system.epoch_idx == self.epoch:
+            raise Interrupted(f"before epoch {self.epoch}")
+
+    def on_batch_begin(self, data: Any) -> None:
+        if self.system.global_step == self.step:
+            raise Interrupted(f"before step {self.step}")
+
+
+def _run(framework: str, directory: str | None, epochs: int = 3, interrupt: Interrupt | None = None,
+         steps: int | None = None) -> tuple[Any, Any]:
+    fe.enable_deterministic(7)
+    train, evaluation = digits_arrays(framework, n_train=96, n_eval=32)
+    model = torch_mlp(seed=7) if framework == "torch" else tf_mlp(seed=7)
+    traces: list[Any] = [Accuracy("y", "y_pred"), interrupt or Interrupt()]
+    if directory is not None:
+        traces.append(RestoreWizard(directory, steps=steps))
+    estimator = fe.Estimator(ToyPipeline(train, evaluation, batch_size=16, seed=3), classifier_network(model),
+                             epochs=epochs, traces=traces, log_steps=2)
+    return estimator.fit(), model
+
+
+def _history(summary: Any) -> dict:
+    return {mode: {key: steps for key, steps in keys.items() if key not in TIMING_KEYS}
+            for mode, keys in summary.history.items()}
+
+
+def _assert_same(run_a: tuple[Any, Any], run_b: tuple[Any, Any]) -> None:
+    for a, b in zip(model_weights(run_a[1]), model_weights(run_b[1])):
+        np.testing.assert_allclose(a, b, atol=1e-6, rtol=0)
+    hist_a, hist_b = _history(run_a[0]), _history(run_b[0])
+    assert hist_a.keys() == hist_b.keys()
+    for mode in hist_a:
+        assert hist_a[mode].keys() == hist_b[mode].keys(), mode
+        for key in hist_a[mode]:
+            assert hist_a[mode][key].keys() == hist_b[mode][key].keys(), (mode, key)
+            np.testing.assert_allclose(list(hist_a[mode][key].values()), list(hist_b[mode][key].values()),
+                                       atol=1e-6, rtol=0, err_msg=f"{mode}/{key}")
+
+
+@pytest.mark.parametrize("framework", ["torch", "tf"])
+def test_resume_after_epoch_boundary(tmp_path, framework: str) -> None:
+    reference = _run(framework, None)
+    directory = str(tmp_path / "ckpt")
+    with pytest.raises(Interrupted):
+        _run(framework, directory, interrupt=Interrupt(epoch=3))
+    assert CheckpointStore(directory).manifest(CheckpointStore(directory).latest())["info"]["epoch_idx"] == 2
+    resumed = _run(framework, directory)
+    _assert_same(reference, resumed)
+
+
+@pytest.mark.parametrize("stop_step, expected", [(5, (4, "train", 4)), (12, (8, "train", 2))])
+def test_resume_mid_epoch(tmp_path, stop_step: int, expected: tuple) -> None:
+    # 6 steps per epoch, a checkpoint every 4 steps and after each epoch; the run stops before ``stop_step``.
+    reference = _run("torch", None)
+    directory = str(tmp_path / "ckpt")
+    with pytest.raises(Interrupted):
+        _run("torch", directory, interrupt=Interrupt(step=stop_step), steps=4)
+    info = CheckpointStore(directory).manifest(CheckpointStore(directory).latest())["info"]
+    assert (info["global_step"], info["mode"], info["batch_idx"]) == expected
+    resumed = _run("torch", directory, steps=4)
+    _assert_same(reference, resumed)
+
+
+def test_resume_mid_epoch_tf(tmp_path) -> None:
+    reference = _run("tf", None, epochs=2)
+    directory = str(tmp_path / "ckpt")
+    with pytest.raises(Interrupted):
+        _run("tf", directory, epochs=2, interrupt=Interrupt(step=9), steps=4)
+    _assert_same(reference, _run("tf", directory, epochs=2, steps=4))
+
+
+def test_resume_twice_and_memory_filesystem() -> None:
+    import uuid
+
+    directory = f"memory://resume-{uuid.uuid4().hex}"
+    reference = _run("torch", None)
+    with pytest.raises(Interrupted):
+        _run("torch", directory, interrupt=Interrupt(step=5), steps=2)
+    with pytest.raises(Interrupted):
+        _run("torch", directory, interrupt=Interrupt(step=13), steps=2)
+    _assert_same(reference, _run("torch", directory, steps=2))
+
+
+SCRIPT = """
+import sys, time
+sys.path.insert(0, {root!r})
+import numpy as np
+import torch
+torch.set_num_threads(1)
+import fe_ray as fe
+from fe_ray.trace import Accuracy, RestoreWizard, Trace
+from tests.estimator_helpers import ToyPipeline, classifier_network, digits_arrays, model_weights, torch_mlp
+
+class Slow(Trace):
+    def on_batch_end(self, data):
+        time.sleep(float(sys.argv[3]))
+
+fe.enable_deterministic(7)
+train, evaluation = digits_arrays("torch", n_train=96, n_eval=32)
+model = torch_mlp(seed=7)
+traces = [Accuracy("y", "y_pred"), Slow(mode="train"), RestoreWizard(sys.argv[1], steps=3)]
+estimator = fe.Estimator(ToyPipeline(train, evaluation, batch_size=16, seed=3), classifier_network(model),
+                         epochs=4, traces=traces, log_steps=None)
+estimator.fit()
+np.savez(sys.argv[2], *model_weights(model))
+"""
+
+
+def _script(tmp_path: Any) -> str:
+    path = tmp_path / "train.py"
+    path.write_text(textwrap.dedent(SCRIPT.format(root=ROOT)))
+    return str(path)
+
+
+@pytest.mark.slow
+def test_resume_after_sigkill(tmp_path) -> None:
+    script = _script(tmp_path)
+    env = {**os.environ, "PYTHONPATH": ROOT, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    subprocess.run([sys.executable, script, str(tmp_path / "ref"), str(tmp_path / "ref.npz"), "0"], check=True,
+                   env=env, capture_output=True, timeout=120)
+    directory = str(tmp_path / "ckpt")
+    store = CheckpointStore(directory)
+    proc = subprocess.Popen([sys.executable, script, directory, str(tmp_path / "out.npz"), "0.05"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while store.latest() is None and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.02)
+        assert store.latest() is not None, "no checkpoint appeared"
+        time.sleep(0.1)  # let it get into the middle of the next steps (and possibly of a checkpoint write)
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL
+    assert not (tmp_path / "out.npz").exists(), "the run finished before it could be killed"
+    subprocess.run([sys.executable, script, directory, str(tmp_path / "out.npz"), "0"], check=True, env=env,
+                   capture_output=True, timeout=120)
+    with np.load(tmp_path / "ref.npz") as ref, np.load(tmp_path / "out.npz") as out:
+        assert ref.files == out.files
+        for key in ref.files:
+            np.testing.assert_allclose(ref[key], out[key], atol=1e-6, rtol=0)
+
+
+def _run_real_pipeline(directory: str | None, interrupt: Interrupt | None = None, steps: int | None = None,
+                       train_steps: int | None = None) -> tuple[Any, Any]:
+    pytest.importorskip("fe_ray.pipeline")
+    from fe_ray.dataset.data import digits
+    from fe_ray.op.numpyop.univariate import ExpandDims, Minmax
+
+    fe.enable_deterministic(11)
+    train, evaluation = digits.load_data()
+    pipeline = fe.Pipeline(train_data=train.subset(np.arange(200)), eval_data=evaluation.subset(np.arange(64)),
+                           batch_size=32, ops=[ExpandDims("x", "x", axis=0), Minmax("x", "x")], shuffle_seed=5)
+    model = torch_mlp(seed=11)
+    traces: list[Any] = [Accuracy("y", "y_pred"), interrupt or Interrupt()]
+    if directory is not None:
+        traces.append(RestoreWizard(directory, steps=steps))
+    estimator = fe.Estimator(pipeline, classifier_network(model), epochs=3, traces=traces, log_steps=3,
+                             train_steps_per_epoch=train_steps)
+    return estimator.fit(), model
+
+
+@pytest.mark.parametrize("train_steps", [None, 9])
+def test_resume_mid_epoch_with_pipeline(tmp_path, train_steps: int | None) -> None:
+    # The real Pipeline: its state_dict must carry the shuffle seed and the position within the epoch (with
+    # train_steps_per_epoch=9 the epoch also extends past one pass of 7 batches).
+    reference = _run_real_pipeline(None, train_steps=train_steps)
+    directory = str(tmp_path / "ckpt")
+    with pytest.raises(Interrupted):
+        _run_real_pipeline(directory, interrupt=Interrupt(step=12), steps=5, train_steps=train_steps)
+    assert CheckpointStore(directory).manifest(CheckpointStore(directory).latest())["info"]["global_step"] == 10
+    _assert_same(reference, _run_real_pipeline(directory, steps=5, train_steps=train_steps))

@@ -1,0 +1,37 @@
+"""Checkpoint files are streamed to and from storage, and damage is reported precisely."""
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fe_ray.io.state_files import CheckpointError, read_checkpoint, write_checkpoint
+
+PAYLOAD = {"system": {"global_step": 3}, "config": {},
+           "models": {"m": {"model": {"w": np.arange(6.0).reshape(2, 3)}, "optimizer": {"lr": 0.1}}},
+           "summary": {"name": None}}
+
+
+@pytest.mark.parametrize("uri_prefix", ["", "memory://"])
+def test_round_trip_local_and_fsspec(tmp_path: Path, uri_prefix: str) -> None:
+    directory = f"memory://ckpt-{os.getpid()}" if uri_prefix else str(tmp_path)
+    write_checkpoint(PAYLOAD, directory)
+    restored = read_checkpoint(directory)
+    np.testing.assert_array_equal(restored["models"]["m"]["model"]["w"], PAYLOAD["models"]["m"]["model"]["w"])
+    assert restored["models"]["m"]["optimizer"] == {"lr": 0.1}
+    assert restored["summary"] == {"name": None} and restored["system"]["global_step"] == 3
+
+
+def test_missing_model_file_is_reported_as_missing(tmp_path: Path) -> None:
+    write_checkpoint(PAYLOAD, str(tmp_path))
+    (tmp_path / "models" / "m.npz").unlink()
+    with pytest.raises(CheckpointError, match=r"m\.npz is missing"):
+        read_checkpoint(str(tmp_path))
+
+
+def test_damaged_model_file_is_reported_as_corrupt(tmp_path: Path) -> None:
+    write_checkpoint(PAYLOAD, str(tmp_path))
+    (tmp_path / "models" / "m.npz").write_bytes(b"PK\x03\x04 truncated")
+    with pytest.raises(CheckpointError, match=r"m\.npz is corrupt"):
+        read_checkpoint(str(tmp_path))

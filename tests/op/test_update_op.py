@@ -1,0 +1,200 @@
+"""UpdateOp driven through the backends' run_step with hand-built states (no Network)."""
+
+from __future__ import annotations
+
+import os
+import pickle
+from typing import Any
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+from fe_ray.backend import get_backend  # noqa: E402
+from fe_ray.op.tensorop import LambdaOp  # noqa: E402
+from fe_ray.op.tensorop.loss import MeanSquaredError  # noqa: E402
+from fe_ray.op.tensorop.model import ModelOp, UpdateOp  # noqa: E402
+from tests.helpers.models import linear, tf_dense, torch_linear, weights  # noqa: E402
+
+LR = 0.1
+W0 = np.array([1.0, 2.0, 3.0])
+# (framework, eager): TF is exercised both as a traced graph and eagerly.
+MODES = [("torch", False), ("tf", False), ("tf", True)]
+IDS = ["torch", "tf-graph", "tf-eager"]
+
+
+def new_state(eager: bool = False, reducer: Any = None, warmup: bool = False) -> dict[str, Any]:
+    return {"mode": "train", "epoch": 1, "ds_id": "", "warmup": warmup, "req_grad": True, "deferred": {},
+            "eager": eager, "grad_reducer": reducer}
+
+
+def batch(x: list[float], y: float) -> dict[str, np.ndarray]:
+    return {"x": np.array([x], dtype=np.float32), "y": np.array([[y]], dtype=np.float32)}
+
+
+def mse_grad(w: np.ndarray, x: list[float], y: float) -> np.ndarray:
+    return 2 * (w @ np.array(x) - y) * np.array(x)
+
+
+def chain(model: Any, framework: str, **update_kwargs: Any) -> list[Any]:
+    ops = [ModelOp(model=model, inputs="x", outputs="pred"), MeanSquaredError(inputs=("pred", "y"), outputs="mse"),
+           UpdateOp(model=model, loss_name="mse", **update_kwargs)]
+    for op in ops:
+        op.build(framework)
+    return ops
+
+
+def step(framework: str, ops: list[Any], data: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
+    return get_backend(framework).run_step(ops, data, state, set(data), {"pred", "mse"})
+
+
+@pytest.mark.parametrize(("framework", "eager"), MODES, ids=IDS)
+def test_single_step_update(framework: str, eager: bool) -> None:
+    model = linear(framework, lr=LR)
+    out = step(framework, chain(model, framework), batch([1, 1, 1], 1), new_state(eager))
+    assert float(get_backend(framework).to_numpy(out["mse"])) == pytest.approx(25.0)
+    np.testing.assert_allclose(weights(model), W0 - LR * mse_grad(W0, [1, 1, 1], 1), atol=1e-5)
+
+
+@pytest.mark.parametrize(("framework", "eager"), MODES, ids=IDS)
+def test_merge_grad_two(framework: str, eager: bool) -> None:
+    model = linear(framework, lr=LR)
+    ops = chain(model, framework, merge_grad=2)
+    state = new_state(eager)
+    step(framework, ops, batch([1, 1, 1], 1), state)
+    np.testing.assert_array_equal(weights(model), W0)  # accumulated only
+    step(framework, ops, batch([1, 0, 2], 0), state)
+    mean = (mse_grad(W0, [1, 1, 1], 1) + mse_grad(W0, [1, 0, 2], 0)) / 2
+    np.testing.assert_allclose(weights(model), W0 - LR * mean, atol=1e-5)
+    assert ops[2].state_dict()["step"] == 2
+    np.testing.assert_array_equal(np.concatenate(ops[2].state_dict()["grad_sum"], axis=None), 0)
+
+
+@pytest.mark.parametrize(("framework", "eager"), MODES, ids=IDS)
+def test_merge_grad_checkpoint_resumes_exactly(framework: str, eager: bool) -> None:
+    first, second = batch([1, 1, 1], 1), batch([1, 0, 2], 0)
+    reference = linear(framework, lr=LR)
+    ref_ops = chain(reference, framework, merge_grad=2)
+    step(framework, ref_ops, first, new_state(eager))
+    snapshot = pickle.loads(pickle.dumps(ref_ops[2].state_dict()))
+    assert snapshot["step"] == 1
+    step(framework, ref_ops, second, new_state(eager))
+    # A new op restored mid-accumulation (before build, as when a Network is re-created) finishes the same update.
+    resumed = linear(framework, lr=LR)
+    ops = [ModelOp(model=resumed, inputs="x", outputs="pred"), MeanSquaredError(inputs=("pred", "y"), outputs="mse"),
+           UpdateOp(model=resumed, loss_name="mse", merge_grad=2)]
+    ops[2].load_state_dict(snapshot)
+    for op in ops:
+        op.build(framework)
+    step(framework, ops, second, new_state(eager))
+    np.testing.assert_array_equal(weights(resumed), weights(reference))
+    with pytest.raises(ValueError, match="different configuration"):
+        ops[2].load_state_dict({"step": 0})
+
+
+@pytest.mark.parametrize(("framework", "eager"), MODES, ids=IDS)
+def test_gradients_key(framework: str, eager: bool) -> None:
+    model = linear(framework, lr=LR)
+    grad = np.array([1.0, -2.0, 4.0], dtype=np.float32)
+    shaped = grad.reshape(1, 3) if framework == "torch" else grad.reshape(3, 1)
+    op = UpdateOp(model=model, loss_name="mse", gradients="grads")
+    op.build(framework)
+    assert op.inputs == ["grads"] and op.get_fe_loss_keys() == {"mse"}
+    get_backend(framework).run_step([op], {"grads": [shaped]}, new_state(eager), {"grads"}, set())
+    np.testing.assert_allclose(weights(model), W0 - LR * grad, atol=1e-6)
+
+
+@pytest.mark.parametrize("framework", ["torch", "tf"])
+def test_mixed_precision_with_gradients_key_rejected(framework: str) -> None:
+    model = (torch_linear if framework == "torch" else tf_dense)("sgd", mixed_precision=True)
+    with pytest.raises(ValueError, match="mixed-precision.*'grads'"):
+        UpdateOp(model=model, loss_name="mse", gradients="grads")
+
+
+@pytest.mark.parametrize(("framework", "eager"), MODES, ids=IDS)
+def test_grad_reducer_result_is_applied(framework: str, eager: bool) -> None:
+    calls: list[tuple[str, list[np.ndarray]]] = []
+    backend = get_backend(framework)
+
+    def reducer(model: Any, gradients: list[Any]) -> list[Any]:
+        # Eager values even when the step is a traced TF graph (the backend routes the call through numpy).
+        calls.append((model.model_name, [np.array(backend.to_numpy(g)) for g in gradients]))
+        return [g * 0 + 0.5 for g in gradients]
+
+    model = linear(framework, lr=LR, name="reduced")
+    state = new_state(eager, reducer=reducer)
+    ops = chain(model, framework)
+    step(framework, ops, batch([1, 1, 1], 1), state)
+    step(framework, ops, batch([1, 1, 1], 1), state)
+    assert [name for name, _ in calls] == ["reduced", "reduced"]
+    np.testing.assert_allclose(calls[0][1][0].reshape(-1), mse_grad(W0, [1, 1, 1], 1), atol=1e-5)
+    np.testing.assert_allclose(weights(model), W0 - 2 * LR * 0.5, atol=1e-6)
+
+
+@pytest.mark.parametrize(("framework", "eager"), MODES, ids=IDS)
+def test_warmup_skips_update(framework: str, eager: bool) -> None:
+    model = linear(framework, lr=LR)
+    step(framework, chain(model, framework), batch([1, 1, 1], 1), new_state(eager, warmup=True))
+    np.testing.assert_array_equal(weights(model), W0)
+
+
+@pytest.mark.parametrize("eager", [False, True])
+def test_tf_model_losses_are_added(eager: bool) -> None:
+    import keras
+
+    model = tf_dense(lambda: keras.optimizers.SGD(LR))
+    regularized = keras.Sequential([keras.Input((3,)), keras.layers.Dense(
+        1, use_bias=False, kernel_regularizer=keras.regularizers.L2(0.5))])
+    regularized.set_weights(model.get_weights())
+    for attr in ("model_name", "optimizer", "current_optimizer", "mixed_precision", "fe_compiled"):
+        setattr(regularized, attr, getattr(model, attr))
+    step("tf", chain(regularized, "tf"), batch([1, 1, 1], 1), new_state(eager))
+    # d/dw of 0.5 * sum(w^2) is w.
+    np.testing.assert_allclose(weights(regularized), W0 - LR * (mse_grad(W0, [1, 1, 1], 1) + W0), atol=1e-5)
+
+
+def gan_like_ops(defer_first: bool) -> tuple[list[Any], Any, Any]:
+    """G feeds D; D is updated first, then G's gradient flows back through D."""
+    import torch
+
+    generator = torch_linear(lambda p: torch.optim.SGD(p, lr=LR), name="gen", in_features=3, out_features=3)
+    critic = torch_linear(lambda p: torch.optim.SGD(p, lr=LR), name="critic")
+    ops = [ModelOp(model=generator, inputs="x", outputs="h"), ModelOp(model=critic, inputs="h", outputs="pred"),
+           MeanSquaredError(inputs=("pred", "y"), outputs="mse"),
+           UpdateOp(model=critic, loss_name="mse", defer=defer_first), UpdateOp(model=generator, loss_name="mse")]
+    ops[3].fe_retain_graph(True)
+    for op in ops:
+        op.build("torch")
+    return ops, generator, critic
+
+
+def test_torch_inplace_error_suggests_defer() -> None:
+    ops, _, _ = gan_like_ops(defer_first=False)
+    with pytest.raises(RuntimeError, match=r"'gen'.*Consider setting defer=True"):
+        step("torch", ops, batch([1, 2, 3], 1), new_state())
+
+
+def test_torch_deferred_update_lets_both_models_train() -> None:
+    ops, generator, critic = gan_like_ops(defer_first=True)
+    before = [weights(generator), weights(critic)]
+    step("torch", ops, batch([1, 2, 3], 1), new_state())
+    assert not np.allclose(weights(generator), before[0]) and not np.allclose(weights(critic), before[1])
+
+
+def test_constructor_errors_and_bookkeeping() -> None:
+    import torch
+
+    with pytest.raises(TypeError, match="fe_ray.build"):
+        UpdateOp(model=torch.nn.Linear(3, 1), loss_name="mse")
+    model = torch_linear()
+    with pytest.raises(ValueError, match="merge_grad must be a positive int"):
+        UpdateOp(model=model, loss_name="mse", merge_grad=0)
+    op = UpdateOp(model=model, loss_name="mse")
+    assert model.loss_name == {"mse"} and op.get_fe_models() == {model} and op.mode == {"train"}
+    assert op.fe_retain_graph() is False and op.fe_retain_graph(True) is True
+    assert op.state_dict() == {}
+    with pytest.raises(ValueError, match="'tf' and 'torch'"):
+        op.build("jax")
+    lambda_op = LambdaOp(lambda x: x, inputs="x", outputs="x")
+    assert lambda_op.fe_retain_graph() is None

@@ -1,0 +1,378 @@
+"""Faults during distributed training: killed replicas, a killed checkpoint writer and driver, hung replicas,
+user-op errors, a full or unusable checkpoint disk, and NaN losses on one replica.
+
+Every test runs on the module's local Ray session (4 CPUs) with a 12-step digits MLP (see helpers.build_run).
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import fe_ray as fe
+from fe_ray.backend import get_backend
+from fe_ray.distributed import ReplicaDiedError, ReplicaTimeoutError
+from fe_ray.distributed.system_actor import AsyncCheckpointer, CheckpointWriterError
+from fe_ray.io.checkpoint import CheckpointStore
+from fe_ray.io.state_files import read_checkpoint
+from fe_ray.op.tensorop.loss import MeanSquaredError
+from fe_ray.op.tensorop.model import ModelOp, UpdateOp
+from fe_ray.trace import Trace
+from tests.helpers.models import linear
+from tests.reliability.helpers import (
+    HangReplica,
+    KillReplica,
+    RestoreWizard,
+    SlowToPickle,
+    build_run,
+    hang_if_marked,
+    pid_alive,
+    wait_for,
+    weights_of,
+)
+
+ROOT = str(Path(__file__).resolve().parents[2])
+
+_REFERENCE: dict[str, list[np.ndarray]] = {}
+
+
+def reference_weights(framework: str = "torch") -> list[np.ndarray]:
+    """Final weights of the uninterrupted in-process run (computed once per module)."""
+    if framework not in _REFERENCE:
+        estimator, model = build_run(framework)
+        estimator.fit()
+        _REFERENCE[framework] = weights_of(model)
+    return _REFERENCE[framework]
+
+
+def assert_same_weights(model: Any, framework: str = "torch") -> None:
+    for mine, ref in zip(weights_of(model), reference_weights(framework), strict=True):
+        np.testing.assert_allclose(mine, ref, atol=1e-5, rtol=0)
+
+
+def staging_dirs(directory: str) -> list[str]:
+    return sorted(name for name in os.listdir(directory) if name.startswith("."))
+
+
+# ------------------------------------------------------------------------------------------- replica SIGKILL
+@pytest.mark.slow
+@pytest.mark.timeout(150)
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_replica_sigkill_at_random_step_recovers_exactly(ray_session: None, tmp_path: Path, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    step, rank = int(rng.integers(4, 13)), int(rng.integers(0, 2))  # steps 4..12 (first checkpoint at step 3)
+    ckpt = str(tmp_path / "ckpt")
+    killer = KillReplica(None, step=step, rank=rank)
+    estimator, model = build_run(traces=[RestoreWizard(ckpt, steps=3), killer], num_replicas=2, max_failures=1,
+                                 checkpoint_dir=ckpt)
+    killer.network = estimator.network
+    try:
+        estimator.fit()
+    finally:
+        estimator.network.shutdown()
+    assert killer.killed_at is not None, f"rank {rank} was never killed at step {step}"
+    assert (estimator.network.failures, estimator.network.recoveries) == (1, 1)
+    assert estimator.system.global_step == 12
+    assert_same_weights(model)
+
+
+@pytest.mark.timeout(120)
+def test_replica_sigkill_without_max_failures_fails_fast_and_checkpoint_loads(ray_session: None,
+                                                                               tmp_path: Path) -> None:
+    ckpt = str(tmp_path / "ckpt")
+    estimator, _ = build_run(num_replicas=2)
+    killer = KillReplica(estimator.network, step=7, rank=1)
+    estimator.traces.extend([RestoreWizard(ckpt, steps=3), killer])
+    try:
+        with pytest.raises(ReplicaDiedError, match="rank 1 .*died") as info:
+            estimator.fit()
+        elapsed = time.monotonic() - (killer.killed_at or 0.0)
+    finally:
+        estimator.network.shutdown()
+    assert elapsed < 10, f"the death was reported {elapsed:.1f}s after the kill"
+    assert info.value.rank == 1 and not estimator.network.started
+    store = CheckpointStore(ckpt, keep=None)
+    assert store.manifest(store.latest())["info"]["global_step"] == 6  # the last one before the kill after step 7
+    read_checkpoint(store.latest())  # loads
+    # ... and a fresh (in-process) run resumes from it and ends exactly like an uninterrupted run.
+    resumed, model = build_run(traces=[RestoreWizard(ckpt, steps=3)])
+    resumed.fit()
+    assert_same_weights(model)
+
+
+# ------------------------------------------------------------------------------------------- hung replica
+@pytest.mark.timeout(120)
+def test_hung_replica_in_fit_is_detected_within_step_timeout(ray_session: None, tmp_path: Path) -> None:
+    marker = str(tmp_path / "hang")
+    env = {"env_vars": {"FE_RAY_HANG_FILE": marker}}
+    estimator, _ = build_run(first_op=hang_if_marked, num_replicas=2, step_timeout_s=6, runtime_env=env)
+    hanger = HangReplica(estimator.network, step=4, marker=marker)
+    estimator.traces.append(hanger)
+    try:
+        with pytest.raises(ReplicaTimeoutError, match="within 6s") as info:
+            estimator.fit()
+        elapsed = time.monotonic() - (hanger.hung_at or 0.0)
+    finally:
+        estimator.network.shutdown()
+    assert 6 <= elapsed < 6 + 10, elapsed
+    # Rank 1 hangs in the op; rank 0 waits for it inside the all-reduce: neither answers, and both are named.
+    assert info.value.rank == 0 and "also ranks [1]" in str(info.value) and "raise step_timeout_s" in str(info.value)
+    assert not estimator.network.started
+
+
+# ------------------------------------------------------------------------------------------- user-op error
+class PoisonError(Exception):
+    """Raised by a user's op on one replica."""
+
+
+class Poison(Trace):
+    """Puts a poison value into the last sample of training batch ``step`` (it lands on the last replica)."""
+
+    checkpointed = False
+
+    def __init__(self, step: int) -> None:
+        super().__init__(mode="train")
+        self.step = step
+
+    def on_batch_begin(self, data: Any) -> None:
+        if self.system.global_step == self.step:
+            data["x"][-1, 0, 0, 0] = 999.0
+
+
+def fail_on_poison(x: Any) -> Any:
+    if (x.detach().numpy() == 999.0).any():
+        raise PoisonError("poisoned sample in my slice")
+    return x
+
+
+@pytest.mark.timeout(120)
+def test_user_op_error_reaches_driver_and_stops_cleanly(ray_session: None, tmp_path: Path) -> None:
+    estimator, _ = build_run(first_op=fail_on_poison, num_replicas=2, max_failures=2, checkpoint_dir=str(tmp_path))
+    network = estimator.network
+    estimator.traces.extend([RestoreWizard(str(tmp_path), steps=2), Poison(step=5)])
+    network.start()
+    pids = [info["pid"] for info in network.replica_info()]
+    try:
+        with pytest.raises(PoisonError, match="poisoned sample in my slice") as info:
+            estimator.fit()
+    finally:
+        network.shutdown()
+    err = info.value
+    assert err.replica_rank == 1
+    assert "fail_on_poison" in err.remote_traceback and "PoisonError" in err.remote_traceback
+    assert "Remote traceback (rank 1)" in str(err.__cause__)
+    assert network.recoveries == 0  # user errors are never retried, even with max_failures
+    assert not network.started
+    wait_for(lambda: not any(pid_alive(pid) for pid in pids), 20, "the replicas to be killed")
+
+
+# ------------------------------------------------------------------------------------------- NaN on one replica
+@pytest.mark.timeout(120)
+def test_nan_loss_on_one_replica_is_reported_and_reduced_nan_aware(ray_session: None,
+                                                                  caplog: pytest.LogCaptureFixture) -> None:
+    def make(**kwargs: Any) -> Any:
+        model = linear("torch", lr=0.05)
+        return fe.Network([ModelOp(model=model, inputs="x", outputs="y_pred"),
+                           MeanSquaredError(inputs=("y_pred", "y"), outputs="mse"),
+                           UpdateOp(model=model, loss_name="mse")], **kwargs)
+
+    rng = np.random.default_rng(0)
+    batch = {"x": rng.normal(size=(7, 3)).astype(np.float32), "y": rng.normal(size=(7, 1)).astype(np.float32)}
+    batch["y"][-1, 0] = np.nan  # slices 3 / 2 / 2: only rank 2 sees the NaN
+    network = make(num_replicas=3)
+    try:
+        with caplog.at_level(logging.WARNING, logger="fe_ray.distributed.coordinator"):
+            out = network.transform(batch, mode="eval")
+        per_replica = dict(network.replica_outputs["mse"])
+    finally:
+        network.shutdown()
+    assert np.isnan(per_replica[2]) and np.isfinite(per_replica[0]) and np.isfinite(per_replica[1])
+    expected = (3 * per_replica[0] + 2 * per_replica[1]) / 5
+    np.testing.assert_allclose(out["mse"], expected, rtol=1e-6)
+    # That is the in-process loss of the finite samples.
+    local = make()
+    finite = {key: value[:5] for key, value in batch.items()}
+    np.testing.assert_allclose(out["mse"], local.transform(finite, mode="eval")["mse"], rtol=1e-5)
+    assert any("'mse' is not finite on replica rank(s) [2]" in record.getMessage() for record in caplog.records)
+
+
+# ------------------------------------------------------------------------------------------- checkpoint writer
+@pytest.mark.timeout(120)
+def test_checkpoint_writer_sigkill_mid_write_keeps_previous_checkpoint(ray_session: None, tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture) -> None:
+    ckpt = str(tmp_path / "ckpt")
+    estimator, _ = build_run(traces=[RestoreWizard(ckpt)])
+    estimator.system.total_epochs = 1
+    estimator.fit()  # epoch 1, committed synchronously as ckpt-000001
+    store = CheckpointStore(ckpt, keep=None)
+    first = store.latest()
+    assert first is not None and first.endswith("ckpt-000001")
+    payload = estimator.system.capture_state()
+    marker = tmp_path / "writer.pid"
+    writer = AsyncCheckpointer(timeout_s=60)
+    try:
+        writer.save(ckpt, {**payload, "zz_slow": SlowToPickle(os.getpid(), str(marker))})
+        wait_for(marker.exists, 60, "the writer to start writing")
+        wait_for(lambda: bool(staging_dirs(ckpt)), 10, "the partial checkpoint")
+        os.kill(int(marker.read_text()), signal.SIGKILL)
+        with pytest.raises(CheckpointWriterError, match="died while writing") as info:
+            writer.flush()
+        assert info.value.latest == first and str(first) in str(info.value)
+        # The partial write is on disk but never offered for a restore.
+        assert staging_dirs(ckpt) and store.committed() == [first] and store.latest() == first
+        read_checkpoint(first)
+        # A fresh writer takes over on the next save.
+        writer.save(ckpt, payload)
+        assert writer.flush().endswith("ckpt-000002")
+    finally:
+        writer.shutdown()
+    assert not staging_dirs(ckpt)  # the leftovers were deleted by that save
+    assert not pid_alive(int(marker.read_text()))
+
+
+# ------------------------------------------------------------------------------------------- driver SIGKILL
+DRIVER = textwrap.dedent("""
+    import json, os, sys, time
+    import ray
+    ray.init(address=sys.argv[1], log_to_driver=False)
+    from tests.reliability.helpers import RestoreWizard, SlowToPickle, build_run
+    ckpt, marker, info_file = sys.argv[2:5]
+    estimator, _ = build_run(traces=[RestoreWizard(ckpt)], num_replicas=2)
+    estimator.system.total_epochs = 1
+    estimator.fit()                       # ckpt-000001, committed synchronously
+    network = estimator.network
+    pids = [info["pid"] for info in network.replica_info()]
+    payload = estimator.system.capture_state()
+    network.save_checkpoint_async(ckpt, {**payload, "zz_slow": SlowToPickle(os.getpid(), marker)})
+    with open(info_file + ".tmp", "w") as f:
+        json.dump({"replicas": pids, "job": ray.get_runtime_context().get_job_id()}, f)
+    os.replace(info_file + ".tmp", info_file)
+    time.sleep(3600)
+""")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_driver_sigkill_mid_checkpoint_write_leaves_no_orphans_and_resumes(ray_session: None, tmp_path: Path,
+                                                                           capsys: pytest.CaptureFixture) -> None:
+    import ray
+
+    ckpt, marker, info_file = str(tmp_path / "ckpt"), tmp_path / "writer.pid", tmp_path / "driver.json"
+    script = tmp_path / "driver.py"
+    script.write_text(DRIVER)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")])}
+    address = ray.get_runtime_context().gcs_address
+    driver = subprocess.Popen([sys.executable, str(script), address, ckpt, str(marker), str(info_file)], cwd=ROOT,
+                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        wait_for(lambda: info_file.exists() and marker.exists() or driver.poll() is not None, 120,
+                 "the driver to start a background checkpoint write")
+        assert driver.poll() is None, driver.stderr.read().decode()[-3000:] if driver.stderr else ""
+        info = json.loads(info_file.read_text())
+        actor_pids = [*info["replicas"], int(marker.read_text())]
+        assert all(pid_alive(pid) for pid in actor_pids)
+        driver.send_signal(signal.SIGKILL)  # mid-write: no finalizer, no atexit hook runs
+        driver.wait(10)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+    # fe_ray could not clean up (the driver is gone): Ray's owner-death semantics reap the job's actors.
+    wait_for(lambda: not any(pid_alive(pid) for pid in actor_pids), 60, "Ray to reap the dead driver's actors")
+    actors = [a for a in ray._private.state.actors().values() if a.get("JobID") == info["job"]]
+    assert len(actors) == 3 and {a["State"] for a in actors} == {"DEAD"}, actors
+    # The interrupted write left a partial checkpoint that is never picked up.
+    store = CheckpointStore(ckpt, keep=None)
+    assert staging_dirs(ckpt) and [Path(url).name for url in store.committed()] == ["ckpt-000001"]
+    # The next run resumes from ckpt-000001 (epoch 1 done) and ends like an uninterrupted run.
+    resumed, model = build_run(traces=[RestoreWizard(ckpt)], num_replicas=2)
+    try:
+        resumed.fit()
+    finally:
+        resumed.network.shutdown()
+    restored = [line for line in capsys.readouterr().out.splitlines() if "Restored from" in line]
+    assert len(restored) == 1 and "ckpt-000001 (epoch 1, step 6)" in restored[0], restored
+    assert_same_weights(model)
+    assert not staging_dirs(ckpt)
+
+
+# ------------------------------------------------------------------------------------------- disk full / unusable
+class Snapshot(Trace):
+    """Copies the model's full state (weights + optimizer) at training step ``step`` (before RestoreWizard runs)."""
+
+    checkpointed = False
+
+    def __init__(self, model: Any, step: int) -> None:
+        super().__init__(mode="train")
+        self.model, self.step = model, step
+        self.state: Any = None
+
+    def on_batch_end(self, data: Any) -> None:
+        if self.system.global_step == self.step:
+            self.state = get_backend(self.model).get_state(self.model)
+
+
+def _assert_same_state(a: Any, b: Any) -> None:
+    if isinstance(a, dict):
+        assert a.keys() == b.keys()
+        for key in a:
+            _assert_same_state(a[key], b[key])
+    elif isinstance(a, (list, tuple)):
+        assert len(a) == len(b)
+        for x, y in zip(a, b):
+            _assert_same_state(x, y)
+    else:
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+@pytest.mark.timeout(60)
+def test_disk_full_during_checkpoint_is_clear_and_loses_nothing(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from fsspec.implementations.local import LocalFileSystem
+
+    ckpt = str(tmp_path / "ckpt")
+    original = LocalFileSystem.pipe_file
+    writes = {"objects": 0}
+
+    def pipe_file(self: Any, path: str, value: bytes, *args: Any, **kwargs: Any) -> Any:
+        if str(path).endswith("objects.pkl"):
+            writes["objects"] += 1
+            if writes["objects"] == 2:  # the second checkpoint: its model files are written, then the disk is full
+                raise OSError(errno.ENOSPC, "No space left on device", path)
+        return original(self, path, value, *args, **kwargs)
+
+    monkeypatch.setattr(LocalFileSystem, "pipe_file", pipe_file)
+    estimator, model = build_run()
+    snapshot = Snapshot(model, step=6)
+    estimator.traces.extend([snapshot, RestoreWizard(ckpt, steps=3)])
+    with pytest.raises(OSError, match="Could not write checkpoint .*ckpt-000002: No space left on device") as info:
+        estimator.fit()
+    assert info.value.errno == errno.ENOSPC
+    assert "ckpt-000001 is intact" in str(info.value) and "Free disk space" in str(info.value)
+    _assert_same_state(get_backend(model).get_state(model), snapshot.state)  # memory untouched by the failed save
+    store = CheckpointStore(ckpt, keep=None)
+    assert [Path(url).name for url in store.committed()] == ["ckpt-000001"] and not staging_dirs(ckpt)
+    assert read_checkpoint(store.latest())["system"]["global_step"] == 3
+
+
+def test_checkpoint_directory_under_a_file_is_a_clear_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "not_a_dir"
+    blocker.write_text("x")
+    estimator, model = build_run(traces=[RestoreWizard(str(blocker / "ckpt"), steps=3)])
+    before = weights_of(model)
+    with pytest.raises(NotADirectoryError, match=r"Could not write checkpoint .*not_a_dir/ckpt/ckpt-000001: Not a "
+                                                 r"directory.*choose another checkpoint directory"):
+        estimator.fit()
+    assert estimator.system.global_step == 3
+    assert any(not np.array_equal(a, b) for a, b in zip(weights_of(model), before))  # trained, and kept in memory

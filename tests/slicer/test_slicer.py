@@ -1,0 +1,70 @@
+"""Slicers on numpy data: chunking, axis slicing, mean unslicing and the sanity checks."""
+
+import numpy as np
+import pytest
+
+from fe_ray.slicer import (
+    AxisSlicer,
+    ChunkSlicer,
+    MeanUnslicer,
+    forward_slicers,
+    reverse_slicers,
+    sanity_assert_slicers,
+    split_bounds,
+)
+
+
+def test_split_bounds_even_uneven_and_small() -> None:
+    assert split_bounds(6, 3) == [(0, 2), (2, 4), (4, 6)]
+    assert split_bounds(5, 2) == [(0, 3), (3, 5)]
+    assert split_bounds(1, 3) == [(0, 1)]
+
+
+def test_chunk_slicer_round_trip_preserves_order() -> None:
+    data = {"x": np.arange(10).reshape(5, 2), "y": np.arange(5), "shared": np.float32(3)}
+    slicer = ChunkSlicer(n_chunks=3, slice=["x", "y"])
+    minibatches = forward_slicers([slicer], data)
+    assert [mb["y"].tolist() for mb in minibatches] == [[0, 1], [2, 3], [4]]
+    assert all(mb["shared"] == 3 for mb in minibatches)
+    merged = reverse_slicers([slicer], minibatches, original_data=data)
+    np.testing.assert_array_equal(merged["x"], data["x"])
+
+
+def test_chunk_slicer_chunk_size() -> None:
+    slicer = ChunkSlicer(chunk_size=2, slice="x")
+    assert [p.tolist() for p in slicer._slice_batch(np.arange(5))] == [[0, 1], [2, 3], [4]]
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"n_chunks": 2, "chunk_size": 2}, {"n_chunks": 0}, {"chunk_size": 1.5}])
+def test_chunk_slicer_bad_arguments(kwargs: dict) -> None:
+    with pytest.raises(ValueError, match="ChunkSlicer"):
+        ChunkSlicer(slice="x", **kwargs)
+
+
+def test_axis_slicer_and_mean_unslicer() -> None:
+    data = {"x": np.arange(6).reshape(2, 3)}
+    slicer = AxisSlicer(slice="x", unslice="x", axis=1)
+    minibatches = forward_slicers([slicer], data)
+    assert len(minibatches) == 3 and minibatches[0]["x"].tolist() == [0, 3]
+    np.testing.assert_array_equal(reverse_slicers([slicer], minibatches, data)["x"], data["x"])
+    mean = MeanUnslicer(unslice="loss")
+    merged = reverse_slicers([mean], [{"loss": np.float32(1.0)}, {"loss": np.float32(3.0)}], {})
+    assert merged["loss"] == pytest.approx(2.0)
+
+
+def test_slicers_disagreeing_on_counts() -> None:
+    data = {"x": np.arange(6), "y": np.arange(6)}
+    with pytest.raises(ValueError, match="disagree on the number of slices"):
+        forward_slicers([ChunkSlicer(n_chunks=2, slice="x"), ChunkSlicer(n_chunks=3, slice="y")], data)
+
+
+def test_sanity_assert_rejects_double_claims() -> None:
+    with pytest.raises(ValueError, match="'x' is sliced by both"):
+        sanity_assert_slicers([ChunkSlicer(n_chunks=2, slice="x"), AxisSlicer(slice="x")])
+    with pytest.raises(ValueError, match="'loss' is un-sliced by both"):
+        sanity_assert_slicers([MeanUnslicer(unslice="loss"), MeanUnslicer(unslice="loss")])
+
+
+def test_missing_slice_key() -> None:
+    with pytest.raises(ValueError, match=r"slices keys \['z'\]"):
+        forward_slicers([ChunkSlicer(n_chunks=2, slice="z")], {"x": np.arange(4)})

@@ -1,0 +1,127 @@
+"""System capture/restore and checkpoint files: round trips, configuration checks, corrupt files."""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+import numpy as np
+import pytest
+
+from fe_ray.io.state_files import CheckpointError, flatten_state, read_checkpoint, unflatten_state, write_checkpoint
+from fe_ray.summary import System
+from fe_ray.trace import Accuracy, EarlyStopping
+from tests.estimator_helpers import ToyPipeline, classifier_network, digits_arrays, model_weights, torch_mlp
+
+
+def _system(traces=None, name: str = "mlp", seed: int = 0) -> System:
+    train, evaluation = digits_arrays(n_train=32, n_eval=16)
+    model = torch_mlp(name=name, seed=seed)
+    system = System(classifier_network(model), ToyPipeline(train, evaluation), traces=traces or [], total_epochs=2)
+    system.reset("exp")
+    return system
+
+
+def test_flatten_round_trip_preserves_types() -> None:
+    state = {"w": np.arange(6, dtype=np.float32).reshape(2, 3), 0: {"step": np.float32(3.0), "b": (0.9, 0.99)},
+             "groups": [{"lr": 1e-3, "params": [0, 1], "name": None, "flag": True}], "inf": float("inf")}
+    arrays: dict = {}
+    node = flatten_state(state, arrays)
+    back = unflatten_state(node, arrays)
+    assert set(back) == {"w", 0, "groups", "inf"}
+    np.testing.assert_array_equal(back["w"], state["w"])
+    assert isinstance(back[0]["step"], np.float32) and back[0]["b"] == (0.9, 0.99)
+    assert back["groups"] == state["groups"] and back["inf"] == float("inf")
+    with pytest.raises(TypeError, match="model 'm'"):
+        flatten_state({"bad": object()}, {}, where="model 'm'")
+
+
+@pytest.mark.parametrize("where", ["local", "memory"])
+def test_save_and_load_state_round_trip(tmp_path, where: str) -> None:
+    directory = str(tmp_path / "ckpt") if where == "local" else f"memory://sys-{uuid.uuid4().hex}"
+    accuracy = Accuracy("y", "y_pred")
+    system = _system([accuracy])
+    accuracy.correct, accuracy.total = 3, 4
+    system.global_step, system.epoch_idx, system.mode, system.batch_idx = 7, 2, "train", 3
+    system.write_summary("loss", 0.25)
+    saved = model_weights(system.network.models[0])
+    system.save_state(directory)
+    if where == "local":
+        assert sorted(os.listdir(directory)) == ["models", "objects.pkl", "system.json"]
+        assert sorted(os.listdir(os.path.join(directory, "models"))) == ["mlp.json", "mlp.npz"]
+
+    accuracy2 = Accuracy("y", "y_pred")
+    other = _system([accuracy2], seed=1)
+    assert not np.allclose(model_weights(other.network.models[0])[0], saved[0])
+    other.load_state(directory)
+    for a, b in zip(model_weights(other.network.models[0]), saved):
+        np.testing.assert_array_equal(a, b)
+    assert (other.global_step, other.epoch_idx, other.mode, other.batch_idx) == (7, 2, "train", 3)
+    assert (accuracy2.correct, accuracy2.total) == (3, 4)
+    assert other.summary.history["train"]["loss"] == {7: 0.25}
+    assert other.exp_id == system.exp_id
+
+
+def test_capture_is_a_copy() -> None:
+    accuracy = Accuracy("y", "y_pred")
+    system = _system([accuracy])
+    payload = system.capture_state()
+    accuracy.correct = 99
+    system.write_summary("late", 1)
+    assert payload["traces"][0]["state"]["correct"] == 0
+    assert "late" not in payload["summary"]["history"].get("train", {})
+
+
+def test_config_mismatch_names_what_differs(tmp_path) -> None:
+    directory = str(tmp_path / "ckpt")
+    _system([Accuracy("y", "y_pred")]).save_state(directory)
+    with pytest.raises(ValueError, match=r"traces: checkpoint has \['Accuracy'\], this run has \['EarlyStopping'\]"):
+        _system([EarlyStopping()]).load_state(directory)
+    with pytest.raises(ValueError, match=r"models: checkpoint has \['mlp'\], this run has \['other'\]"):
+        _system([Accuracy("y", "y_pred")], name="other").load_state(directory)
+
+
+def test_config_mismatch_reordered_ops(tmp_path) -> None:
+    import fe_ray as fe
+    from fe_ray.op.tensorop.loss import CrossEntropy
+    from fe_ray.op.tensorop.model import ModelOp, UpdateOp
+
+    directory = str(tmp_path / "ckpt")
+    _system().save_state(directory)
+    model = torch_mlp()
+    train, evaluation = digits_arrays(n_train=32, n_eval=16)
+    network = fe.Network(ops=[ModelOp(model=model, inputs="x", outputs="y_pred"), UpdateOp(model=model, loss_name="ce"),
+                              CrossEntropy(inputs=("y_pred", "y"), outputs="ce")])
+    system = System(network, ToyPipeline(train, evaluation))
+    before = model_weights(model)
+    with pytest.raises(ValueError, match="network: checkpoint has .*'CrossEntropy', 'UpdateOp'.*'UpdateOp', 'Cross"):
+        system.load_state(directory)
+    for a, b in zip(model_weights(model), before):  # nothing was modified
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("victim, damage", [("models/mlp.npz", "truncate"), ("objects.pkl", "truncate"),
+                                            ("system.json", "garbage"), ("objects.pkl", "delete"),
+                                            ("models/mlp.json", "delete")])
+def test_corrupt_checkpoint_names_the_file(tmp_path, victim: str, damage: str) -> None:
+    directory = str(tmp_path / "ckpt")
+    _system().save_state(directory)
+    path = os.path.join(directory, victim)
+    if damage == "delete":
+        os.remove(path)
+    elif damage == "garbage":
+        with open(path, "w") as file:
+            file.write("{not json")
+    else:
+        with open(path, "rb+") as file:
+            file.truncate(os.path.getsize(path) // 2)
+    with pytest.raises(CheckpointError, match=victim.replace(".", r"\.")):
+        _system().load_state(directory)
+
+
+def test_write_and_read_checkpoint_payload(tmp_path) -> None:
+    payload = _system().capture_state()
+    write_checkpoint(payload, str(tmp_path))
+    back = read_checkpoint(str(tmp_path))
+    assert set(back) == set(payload)
+    assert back["config"] == payload["config"] and back["system"] == payload["system"]

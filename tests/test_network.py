@@ -1,0 +1,272 @@
+"""In-process Network behaviour with exact values, for both frameworks."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import fe_ray as fe  # noqa: E402
+from fe_ray.backend import get_backend, to_number  # noqa: E402
+from fe_ray.op.numpyop import LambdaOp as NumpyLambda  # noqa: E402
+from fe_ray.op.numpyop import NumpyOp  # noqa: E402
+from fe_ray.op.tensorop import LambdaOp  # noqa: E402
+from fe_ray.op.tensorop.loss import MeanSquaredError  # noqa: E402
+from fe_ray.op.tensorop.model import ModelOp, UpdateOp  # noqa: E402
+from fe_ray.schedule import EpochScheduler  # noqa: E402
+from fe_ray.slicer import ChunkSlicer  # noqa: E402
+
+FRAMEWORKS = ["torch", "tf"]
+LR = 0.01
+
+
+def linear_model_fn(framework: str, weights: tuple[float, ...] = (1.0, 2.0, 3.0)) -> Any:
+    """A bias-free 3->1 linear model with the given weights."""
+    if framework == "torch":
+        import torch
+
+        def make() -> Any:
+            model = torch.nn.Linear(3, 1, bias=False)
+            with torch.no_grad():
+                model.weight.copy_(torch.tensor([weights]))
+            return model
+        return make
+    import keras
+
+    def make_tf() -> Any:
+        model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1, use_bias=False)])
+        model.set_weights([np.array(weights, dtype=np.float32).reshape(3, 1)])
+        return model
+    return make_tf
+
+
+def sgd(framework: str, lr: float = LR) -> Any:
+    if framework == "torch":
+        import torch
+        return lambda params: torch.optim.SGD(params, lr=lr)
+    import keras
+    return lambda: keras.optimizers.SGD(learning_rate=lr)
+
+
+def weights_of(model: Any) -> np.ndarray:
+    state = model.state_dict() if hasattr(model, "state_dict") and not hasattr(model, "get_weights") else None
+    if state is not None:
+        return next(iter(state.values())).detach().cpu().numpy().reshape(-1).copy()
+    return np.asarray(model.get_weights()[0]).reshape(-1).copy()
+
+
+def linear_network(framework: str, merge_grad: int = 1, **net_kwargs: Any) -> tuple[Any, Any]:
+    model = fe.build(linear_model_fn(framework), optimizer_fn=sgd(framework))
+    ops = [ModelOp(model=model, inputs="x", outputs="y_pred"),
+           MeanSquaredError(inputs=("y_pred", "y"), outputs="mse"),
+           UpdateOp(model=model, loss_name="mse", merge_grad=merge_grad)]
+    return fe.Network(ops, **net_kwargs), model
+
+
+def batch(x: list[list[float]], y: list[float]) -> dict[str, np.ndarray]:
+    return {"x": np.array(x, dtype=np.float32), "y": np.array(y, dtype=np.float32).reshape(-1, 1)}
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_exact_forward_loss_pop_and_sgd_update(framework: str) -> None:
+    network, model = linear_network(framework, pops=NumpyLambda(lambda p: p + 1, inputs="y_pred",
+                                                               outputs="y_plus"))
+    assert type(network).__name__ == {"torch": "TorchNetwork", "tf": "TFNetwork"}[framework]
+    with network(mode="eval", epoch=1, ds_id=""):
+        out = network.run_step(batch([[1, 1, 1]], [1]))
+    assert float(to_number(out["y_pred"]).reshape(-1)[0]) == pytest.approx(6.0)
+    assert float(to_number(out["mse"])) == pytest.approx(25.0)
+    assert float(np.asarray(out["y_plus"]).reshape(-1)[0]) == pytest.approx(7.0)
+    np.testing.assert_allclose(weights_of(model), [1, 2, 3])  # eval never updates
+    with network(mode="train", epoch=1, ds_id=""):
+        network.run_step(batch([[1, 1, 1]], [1]))
+    # d/dw (w.x - y)^2 = 2 * (6 - 1) * x = [10, 10, 10]
+    np.testing.assert_allclose(weights_of(model), np.array([1, 2, 3]) - LR * 10, atol=1e-6)
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_merge_grad_two_steps(framework: str) -> None:
+    network, model = linear_network(framework, merge_grad=2)
+    b1, b2 = batch([[1, 1, 1]], [1]), batch([[1, 0, 2]], [0])
+    g1 = 2 * (6 - 1) * np.array([1, 1, 1])
+    g2 = 2 * (1 * 1 + 3 * 2 - 0) * np.array([1, 0, 2])
+    with network(mode="train", epoch=1, ds_id=""):
+        network.run_step(b1)
+        np.testing.assert_allclose(weights_of(model), [1, 2, 3])
+        network.run_step(b2)
+    np.testing.assert_allclose(weights_of(model), np.array([1, 2, 3]) - LR * (g1 + g2) / 2, atol=1e-5)
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_chunk_slicer_matches_unsliced(framework: str) -> None:
+    rng = np.random.default_rng(0)
+    data = batch(rng.normal(size=(7, 3)).tolist(), rng.normal(size=7).tolist())
+    plain, _ = linear_network(framework)
+    sliced, _ = linear_network(framework, slicers=ChunkSlicer(n_chunks=3, slice=["x", "y"],
+                                                               unslice=["x", "y", "y_pred"]))
+    with plain(mode="eval", epoch=1, ds_id="", desired_output_keys={"y_pred"}):
+        expected = to_number(plain.run_step(data)["y_pred"])
+    with sliced(mode="eval", epoch=1, ds_id="", desired_output_keys={"y_pred"}):
+        got = to_number(sliced.run_step(data)["y_pred"])
+    np.testing.assert_allclose(got, expected, atol=1e-6)
+
+
+def test_sliced_but_not_unsliced_names_keys_and_context() -> None:
+    network, _ = linear_network("torch", slicers=ChunkSlicer(n_chunks=2, slice=["x", "y"]))
+    with pytest.raises(ValueError, match=r"un-sliced during .*'mode': 'eval', 'epoch': 3.*\['mse', 'y_pred'\]"):
+        network(mode="eval", epoch=3, ds_id="")
+
+
+def test_tf_static_and_eager_agree() -> None:
+    results = []
+    for eager in (False, True):
+        network, model = linear_network("tf")
+        with network(mode="train", epoch=1, ds_id="", eager=eager):
+            for step in range(3):
+                out = network.run_step(batch([[1, step, 1], [0, 1, 2]], [1, 2]))
+        results.append((float(to_number(out["mse"])), weights_of(model)))
+    assert results[0][0] == pytest.approx(results[1][0], abs=1e-6)
+    np.testing.assert_allclose(results[0][1], results[1][1], atol=1e-6)
+
+
+def test_tf_runs_static_graph_by_default() -> None:
+    import tensorflow as tf
+
+    seen = []
+    network, _ = linear_network("tf")
+    network.ops.insert(0, LambdaOp(lambda x: seen.append(tf.executing_eagerly()) or x, inputs="x", outputs="x"))
+    with network(mode="eval", epoch=1, ds_id=""):
+        network.run_step(batch([[1, 1, 1]], [1]))
+    with network(mode="eval", epoch=1, ds_id="", eager=True):
+        network.run_step(batch([[1, 1, 1]], [1]))
+    assert seen[0] is False and seen[-1] is True
+
+
+def test_torch_defer_lets_chained_models_train() -> None:
+    import torch
+
+    model_a = fe.build(lambda: torch.nn.Linear(3, 3), optimizer_fn=sgd("torch"), model_name="a")
+    model_b = fe.build(lambda: torch.nn.Linear(3, 1), optimizer_fn=sgd("torch"), model_name="b")
+    ops = [ModelOp(model=model_a, inputs="x", outputs="h"),
+           ModelOp(model=model_b, inputs="h", outputs="y_pred"),
+           MeanSquaredError(inputs=("y_pred", "y"), outputs="loss_b"),
+           LambdaOp(lambda h: (h ** 2).mean(), inputs="h", outputs="loss_a"),
+           UpdateOp(model=model_b, loss_name="loss_b"),
+           UpdateOp(model=model_a, loss_name="loss_b")]
+    network = fe.Network(ops)
+    before = [p.detach().clone() for p in model_a.parameters()]
+    with network(mode="train", epoch=1, ds_id=""):
+        network.run_step(batch([[1, 2, 3]], [1]))
+    assert any(not torch.equal(b, p) for b, p in zip(before, model_a.parameters()))
+    # An earlier update that is not deferred changes model B before model A's gradient (through B) is taken.
+    ops[4] = UpdateOp(model=model_b, loss_name="loss_b")
+    ops.insert(5, LambdaOp(lambda x: x, inputs="x", outputs="x_copy"))  # breaks the trailing-update chain
+    network = fe.Network(ops)
+    with network(mode="train", epoch=1, ds_id=""), pytest.raises(RuntimeError, match="defer=True"):
+        network.run_step(batch([[1, 2, 3]], [1]))
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_optimizer_scheduler_switches_by_epoch(framework: str) -> None:
+    model = fe.build(linear_model_fn(framework), optimizer_fn=EpochScheduler({1: sgd(framework, 0.1),
+                                                                              3: sgd(framework, 0.5)}))
+    first, second = model.optimizer.get_current_value(1), model.optimizer.get_current_value(3)
+    assert first is not second and model.current_optimizer is first
+    network = fe.Network([ModelOp(model=model, inputs="x", outputs="y_pred"),
+                          MeanSquaredError(inputs=("y_pred", "y"), outputs="mse"),
+                          UpdateOp(model=model, loss_name="mse")])
+    for epoch, expected in ((1, first), (2, first), (3, second), (4, second)):
+        with network(mode="train", epoch=epoch, ds_id=""):
+            assert model.current_optimizer is expected
+    assert model.optimizer in network.get_scheduled_items("train")
+
+
+def test_build_names_and_weights_path(tmp_path: Any) -> None:
+    models = fe.build(lambda: [linear_model_fn("torch")(), linear_model_fn("torch")()], optimizer_fn=["adam", "sgd"])
+    names = [m.model_name for m in models]
+    assert len(set(names)) == 2 and all(n.startswith("model") for n in names)
+    assert all(m.fe_compiled and m.mixed_precision is False for m in models)
+    path = get_backend("torch").save_model(models[0], str(tmp_path), model_name="saved")
+    loaded = fe.build(linear_model_fn("torch", (0.0, 0.0, 0.0)), optimizer_fn="sgd", weights_path=path)
+    np.testing.assert_allclose(weights_of(loaded), [1, 2, 3])
+
+
+def test_get_loss_keys_and_transform() -> None:
+    network, model = linear_network("torch")
+    assert network.get_loss_keys() == {"mse"}
+    out = network.transform(batch([[1, 1, 1]], [1]), mode="infer")
+    assert float(to_number(out["y_pred"]).reshape(-1)[0]) == pytest.approx(6.0)
+    assert "mse" not in out  # losses default to mode "!infer"
+    outs = network.transform([batch([[1, 1, 1]], [1]), batch([[0, 0, 1]], [1])], mode="eval")
+    assert [float(to_number(o["mse"])) for o in outs] == pytest.approx([25.0, 4.0])
+    np.testing.assert_allclose(weights_of(model), [1, 2, 3])
+
+
+# ---------------------------------------------------------------- clear errors
+def test_error_non_tensor_op_in_ops() -> None:
+    model = fe.build(linear_model_fn("torch"), optimizer_fn="sgd")
+    with pytest.raises(TypeError, match="Network ops must be TensorOps, but op #1 is a NumpyOp"):
+        fe.Network([ModelOp(model=model, inputs="x", outputs="y"), NumpyOp(inputs="x", outputs="x")])
+
+
+def test_error_numpy_op_given_a_model() -> None:
+    model = fe.build(linear_model_fn("torch"), optimizer_fn="sgd")
+    with pytest.raises(TypeError, match="ModelOp"):
+        NumpyLambda(model, inputs="x", outputs="y")
+
+    class HoldsModel(NumpyOp):
+        def __init__(self) -> None:
+            super().__init__(inputs="x", outputs="y")
+            self.net = model
+
+    with pytest.raises(TypeError, match=r"HoldsModel.net holds a model"):
+        fe.Network([ModelOp(model=model, inputs="x", outputs="y")], pops=HoldsModel())
+
+
+def test_error_mixed_frameworks() -> None:
+    torch_model = fe.build(linear_model_fn("torch"), optimizer_fn="sgd")
+    tf_model = fe.build(linear_model_fn("tf"), optimizer_fn="sgd")
+    with pytest.raises(ValueError, match="cannot mix frameworks"):
+        fe.Network([ModelOp(model=torch_model, inputs="x", outputs="a"), ModelOp(model=tf_model, inputs="x",
+                                                                                outputs="b")])
+
+
+def test_error_duplicate_model_names() -> None:
+    m1 = fe.build(linear_model_fn("torch"), optimizer_fn="sgd", model_name="Twin")
+    m2 = fe.build(linear_model_fn("torch"), optimizer_fn="sgd", model_name="twin")
+    with pytest.raises(ValueError, match=r"unique names.*\['twin'\]"):
+        fe.Network([ModelOp(model=m1, inputs="x", outputs="a"), ModelOp(model=m2, inputs="x", outputs="b")])
+
+
+def test_error_missing_input_key_names_key_and_op() -> None:
+    network, _ = linear_network("torch")
+    with network(mode="train", epoch=1, ds_id=""), pytest.raises(KeyError, match=r"'y' needed by MeanSquaredError"):
+        network.run_step({"x": np.ones((1, 3), dtype=np.float32)})
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_error_unknown_optimizer_string(framework: str) -> None:
+    with pytest.raises(ValueError, match="adamw2.*adam"):
+        fe.build(linear_model_fn(framework), optimizer_fn="adamw2")
+
+
+def test_error_mixed_precision_with_gradients_key() -> None:
+    model = fe.build(linear_model_fn("torch"), optimizer_fn="sgd", mixed_precision=True)
+    with pytest.raises(ValueError, match="[Mm]ixed.precision"):
+        UpdateOp(model=model, loss_name="mse", gradients="grads")
+
+
+def test_error_bad_num_replicas() -> None:
+    network_ops = linear_network("torch")[0].ops
+    with pytest.raises(ValueError, match="num_replicas must be a positive int"):
+        fe.Network(network_ops, num_replicas=0)
+
+
+def test_run_step_outside_context() -> None:
+    network, _ = linear_network("torch")
+    with pytest.raises(ValueError, match="inside `with network"):
+        network.run_step(batch([[1, 1, 1]], [1]))

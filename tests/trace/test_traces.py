@@ -1,0 +1,181 @@
+"""Trace machinery (order, Data, sorting) and the built-in traces."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import fe_ray as fe
+from fe_ray.backend import get_lr
+from fe_ray.trace import Accuracy, BestModelSaver, Data, EarlyStopping, LRScheduler, ModelSaver, Trace, sort_traces
+from tests.estimator_helpers import ToyPipeline, classifier_network, digits_arrays, torch_mlp
+
+
+def _estimator(traces, epochs: int = 2, n_train: int = 32, n_eval: int = 16, log_steps=None, **kwargs):
+    train, evaluation = digits_arrays(n_train=n_train, n_eval=n_eval)
+    model = torch_mlp()
+    estimator = fe.Estimator(ToyPipeline(train, evaluation, batch_size=8), classifier_network(model), epochs=epochs,
+                             traces=traces, log_steps=log_steps, **kwargs)
+    return estimator, model
+
+
+class Recorder(Trace):
+    def __init__(self, events: list, name: str = "rec", **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.events = events
+        self.name = name
+
+    def _log(self, event: str) -> None:
+        self.events.append((self.name, event, self.system.mode, self.system.epoch_idx, self.system.batch_idx))
+
+    def on_begin(self, data):
+        self._log("begin")
+
+    def on_epoch_begin(self, data):
+        self._log("epoch_begin")
+
+    def on_batch_begin(self, data):
+        self._log("batch_begin")
+
+    def on_batch_end(self, data):
+        assert "y_pred" in data and "ce" in data
+        self._log("batch_end")
+
+    def on_epoch_end(self, data):
+        self._log("epoch_end")
+
+    def on_end(self, data):
+        self._log("end")
+
+
+def test_trace_event_order() -> None:
+    events: list = []
+    estimator, _ = _estimator([Recorder(events, inputs="y_pred")], epochs=2, n_train=16, n_eval=8)
+    estimator.fit(warmup=False)
+    got = [(event, mode, epoch, batch) for _, event, mode, epoch, batch in events]
+    epoch = [("epoch_begin", "train", 1, None), ("batch_begin", "train", 1, 1), ("batch_end", "train", 1, 1),
+             ("batch_begin", "train", 1, 2), ("batch_end", "train", 1, 2), ("epoch_end", "train", 1, 2),
+             ("epoch_begin", "eval", 1, None), ("batch_begin", "eval", 1, 1), ("batch_end", "eval", 1, 1),
+             ("epoch_end", "eval", 1, 1)]
+    second = [(e, m, 2, b) for e, m, _, b in epoch]
+    assert got == [("begin", "train", 0, None), *epoch, *second, ("end", "train", 2, 1)]
+
+
+def test_traces_sorted_by_dependencies() -> None:
+    events: list = []
+    consumer = Recorder(events, name="consumer", inputs="made")
+    producer = Recorder(events, name="producer", outputs="made")
+    star = Recorder(events, name="star", inputs="*")
+    plain = Recorder(events, name="plain")
+    assert sort_traces([star, consumer, producer, plain]) == [producer, consumer, plain, star]
+    a, b = Recorder(events, inputs="k1", outputs="k2"), Recorder(events, inputs="k2", outputs="k1")
+    with pytest.raises(ValueError, match="cycle"):
+        sort_traces([a, b])
+
+
+def test_data_logs() -> None:
+    written: dict = {}
+    data = Data({"x": 1}, on_log=written.__setitem__)
+    data.write_with_log("loss", np.array(0.5, dtype=np.float32))
+    data.write_without_log("tmp", 3)
+    assert data.read_logs() == {"loss": np.float32(0.5)} and written == {"loss": np.float32(0.5)}
+    assert data["tmp"] == 3 and data["x"] == 1
+
+
+def test_accuracy_counts_and_state() -> None:
+    accuracy = Accuracy("y", "pred")
+    data = Data({"y": np.array([0, 1, 2, 1]), "pred": np.eye(3)[[0, 1, 1, 1]]})
+    accuracy.on_epoch_begin(data)
+    accuracy.on_batch_end(data)
+    binary = Data({"y": np.array([[1], [0]]), "pred": np.array([[0.8], [0.7]])})
+    accuracy.on_batch_end(binary)
+    accuracy.on_epoch_end(data)
+    assert data["accuracy"] == pytest.approx(4 / 6)
+    assert accuracy.state_dict() == {"correct": 4, "total": 6}
+    with pytest.raises(ValueError, match="2 labels"):
+        accuracy.on_batch_end(Data({"y": np.array([0, 1]), "pred": np.eye(3)}))
+
+
+class Feed(Trace):
+    """Writes a scripted value per eval epoch under 'score'."""
+
+    def __init__(self, values: list[float]) -> None:
+        super().__init__(outputs="score", mode="eval")
+        self.values = values
+
+    def on_epoch_end(self, data):
+        data.write_with_log("score", self.values[self.system.epoch_idx - 1])
+
+
+def test_early_stopping_stops_training() -> None:
+    values = [1.0, 0.5, 0.6, 0.7, 0.8, 0.2, 0.1, 0.0]
+    estimator, _ = _estimator([Feed(values), EarlyStopping(monitor="score", patience=2)], epochs=len(values),
+                              n_train=8, n_eval=8)
+    summary = estimator.fit()
+    assert sorted(summary.history["eval"]["score"].values(), reverse=True) == [1.0, 0.7, 0.6, 0.5]
+    assert estimator.system.epoch_idx == 4
+
+
+def test_early_stopping_baseline_and_max() -> None:
+    estimator, _ = _estimator([Feed([0.5, 0.6, 0.9]), EarlyStopping("score", compare="max", baseline=0.8)],
+                              epochs=3, n_train=8, n_eval=8)
+    estimator.fit()
+    assert estimator.system.epoch_idx == 1
+    with pytest.raises(ValueError, match="compare"):
+        EarlyStopping(compare="bigger")
+
+
+def test_lr_scheduler_sets_lr_per_step_and_epoch() -> None:
+    model = torch_mlp()
+    scheduler = LRScheduler(model, lambda step: 0.1 / step if step else 0.1)
+    train, evaluation = digits_arrays(n_train=32, n_eval=8)
+    estimator = fe.Estimator(ToyPipeline(train, evaluation, batch_size=8), classifier_network(model), epochs=2,
+                             traces=[scheduler], log_steps=1)
+    summary = estimator.fit(warmup=False)
+    assert get_lr(model) == pytest.approx(0.1 / 8)
+    assert summary.history["train"]["mlp_lr"][3] == pytest.approx(0.1 / 3)
+
+    model2 = torch_mlp(name="m2")
+    estimator = fe.Estimator(ToyPipeline(train, evaluation, batch_size=8), classifier_network(model2), epochs=3,
+                             traces=[LRScheduler(model2, lambda epoch: 0.01 * epoch)], log_steps=None)
+    estimator.fit(warmup=False)
+    assert get_lr(model2) == pytest.approx(0.03)
+    with pytest.raises(ValueError, match="'step' or 'epoch'"):
+        LRScheduler(model2, lambda x: 0.1)
+
+
+def test_model_saver_keeps_last_files(tmp_path) -> None:
+    model = torch_mlp()
+    train, evaluation = digits_arrays(n_train=8, n_eval=8)
+    estimator = fe.Estimator(ToyPipeline(train, evaluation, batch_size=8), classifier_network(model), epochs=3,
+                             traces=[ModelSaver(model, str(tmp_path), max_to_keep=2)], log_steps=None)
+    estimator.fit()
+    assert sorted(os.listdir(tmp_path)) == ["mlp_epoch_2.pt", "mlp_epoch_3.pt"]
+
+
+def test_best_model_saver(tmp_path, capsys) -> None:
+    model = torch_mlp()
+    train, evaluation = digits_arrays(n_train=8, n_eval=8)
+    saver = BestModelSaver(model, str(tmp_path), metric="score", save_best_mode="max", load_best_final=True)
+    estimator = fe.Estimator(ToyPipeline(train, evaluation, batch_size=8), classifier_network(model), epochs=3,
+                             traces=[Feed([0.1, 0.9, 0.5]), saver], log_steps=None)
+    summary = estimator.fit()
+    assert os.listdir(tmp_path) == ["mlp_best_score.pt"]
+    assert summary.history["eval"]["since_best_score"] == {1: 0, 2: 0, 3: 1}
+    assert summary.history["eval"]["max_score"][3] == pytest.approx(0.9)
+    assert "Restoring model from" in capsys.readouterr().out
+    assert BestModelSaver(model, str(tmp_path)).metric == "ce"  # defaults to the model's loss
+
+
+def test_logger_lines(capsys) -> None:
+    estimator, _ = _estimator([Accuracy("y", "y_pred")], epochs=1, log_steps=2)
+    estimator.fit()
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("FastEstimator-Start: step: 0; num_device: 1; logging_interval: 2;")
+    assert lines[1].startswith("FastEstimator-Train: step: 1; ce: ")
+    assert lines[2].startswith("FastEstimator-Train: step: 2; ce: ") and "steps/sec" in lines[2]
+    assert any(line.startswith("FastEstimator-Eval: step: 4; epoch: 1; ce: ") and "accuracy" in line
+               for line in lines)
+    assert lines[-1].startswith("FastEstimator-Finish: step: 4; total_time(sec): ")
