@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     import fe_ray as fe
     from benchmarks.baselines import DPWorker, batches_of
     from benchmarks.throughput import fe_network
-    from fe_ray.distributed.coordinator import merge_outputs, split_for_replicas
+    from fe_ray.distributed.batching import merge_outputs, split_for_replicas
 
     cfg = {"model": args.model, "device": device, "threads": threads}
     data = synthetic_data(args.model, batch_size * 8)

@@ -1,0 +1,131 @@
+"""Cutting a batch into one slice per replica, and merging the replicas' outputs back.
+
+Pure numpy, no Ray: the coordinator (:mod:`fe_ray.distributed.coordinator`) calls these on the driver, and they
+are tested in-process.
+
+Merging follows two rules. Arrays whose leading dimension is each replica's slice size are concatenated in rank
+(= input) order. Other numeric values (scalar losses, metrics) get a NaN-aware mean weighted by slice size: the
+weighted mean over the replicas whose value is finite (element-wise), so one replica's NaN / inf does not hide the
+others'; it is logged as a warning naming the key and the rank(s), and only when every replica is non-finite is
+the merged value non-finite. Replicas holding only padding (weight 0) never contribute, not even a NaN.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+
+from fe_ray.slicer import split_bounds
+
+logger = logging.getLogger("fe_ray.distributed.coordinator")  # the name users filter the NaN warnings by
+
+
+def _to_array(value: Any) -> Any:
+    if isinstance(value, np.ndarray) or np.isscalar(value) or value is None:
+        return value
+    try:
+        from fe_ray.backend import to_number
+
+        return to_number(value)
+    except Exception:  # noqa: BLE001 - leave unknown objects as they are
+        return value
+
+
+def batch_size_of(arrays: Mapping[str, Any]) -> int | None:
+    """The batch size: the most common leading dimension among the arrays (None if none has an axis)."""
+    sizes = [int(np.shape(v)[0]) for v in arrays.values() if np.ndim(v) >= 1]
+    if not sizes:
+        return None
+    counts = Counter(sizes)
+    top = max(counts.values())
+    return max(size for size, count in counts.items() if count == top)
+
+
+def split_for_replicas(batch: Mapping[str, Any], keys: Iterable[str],
+                       num_replicas: int) -> tuple[list[dict[str, Any]], list[int], int]:
+    """Cut the ``keys`` of ``batch`` into one contiguous slice per replica.
+
+    Arrays whose leading dimension is the batch size are sliced (``split_bounds``, as ``ChunkSlicer(n_chunks=N)``);
+    other values go whole to every replica. Replicas without samples (batch smaller than ``num_replicas``) get the
+    first sample as padding, with weight 0. A batch without a batch axis runs whole on rank 0 (weight 1).
+
+    Returns:
+        (slices, samples per replica, total samples).
+    """
+    data = {key: _to_array(batch[key]) for key in sorted(keys) if key in batch}
+    size = batch_size_of(data)
+    if size is None or size == 0:
+        return [dict(data) for _ in range(num_replicas)], [1] + [0] * (num_replicas - 1), 1
+    bounds = split_bounds(size, num_replicas)
+    slices, n_local = [], []
+    for rank in range(num_replicas):
+        start, stop, weight = (*bounds[rank], None) if rank < len(bounds) else (0, 1, 0)
+        slices.append({key: value[start:stop] if np.ndim(value) >= 1 and np.shape(value)[0] == size else value
+                       for key, value in data.items()})
+        n_local.append(stop - start if weight is None else 0)
+    return slices, n_local, size
+
+
+def merge_outputs(results: list[dict[str, Any]],
+                  n_local: list[int]) -> tuple[dict[str, Any], dict[str, dict[int, Any]]]:
+    """Merge the replicas' outputs (see the module docstring).
+
+    Returns:
+        (merged outputs, per-replica values of the keys reduced by a weighted mean).
+    """
+    active = [rank for rank, count in enumerate(n_local) if count > 0]
+    if len(active) == 1:
+        return dict(results[active[0]]), {}
+    merged: dict[str, Any] = {}
+    per_replica: dict[str, dict[int, Any]] = {}
+    keys = [key for key in results[active[0]]]
+    for key in keys:
+        values = [results[rank].get(key) for rank in active]
+        if all(isinstance(v, np.ndarray) and v.ndim >= 1 and v.shape[0] == n_local[rank]
+               for v, rank in zip(values, active)) and _same_trailing_shape(values):
+            merged[key] = np.concatenate(values, axis=0)
+        elif _numeric_same_shape(values):
+            merged[key] = _weighted_mean(values, [n_local[rank] for rank in active])
+            per_replica[key] = dict(zip(active, values))
+            bad = [rank for rank, value in zip(active, values) if not np.all(np.isfinite(np.asarray(value)))]
+            if bad and len(bad) < len(active):
+                logger.warning("fe_ray: %r is not finite on replica rank(s) %s (values %s); the merged value is the "
+                               "weighted mean of the finite replicas.", key, bad,
+                               {rank: per_replica[key][rank] for rank in bad})
+        else:
+            merged[key] = values[0]
+    return merged, per_replica
+
+
+def _same_trailing_shape(values: list[np.ndarray]) -> bool:
+    return len({v.shape[1:] for v in values}) == 1
+
+
+def _numeric_same_shape(values: list[Any]) -> bool:
+    arrays = [np.asarray(v) for v in values if v is not None]
+    return (len(arrays) == len(values) and all(a.dtype.kind in "fiub" for a in arrays)
+            and len({a.shape for a in arrays}) == 1)
+
+
+def _weighted_mean(values: list[Any], weights: list[int]) -> Any:
+    """Element-wise mean weighted by ``weights`` over the finite values only (all non-finite: the plain mean)."""
+    arrays = [np.asarray(v).astype(np.float64) for v in values]
+    stacked = np.stack(arrays)
+    weight = np.asarray(weights, dtype=np.float64).reshape((-1,) + (1,) * arrays[0].ndim)
+    finite = np.isfinite(stacked)
+    kept = (weight * finite).sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        nan_aware = np.where(finite, stacked * weight, 0.0).sum(axis=0) / np.where(kept > 0, kept, 1.0)
+        plain = (stacked * weight).sum(axis=0) / weight.sum()
+    acc = np.where(kept > 0, nan_aware, plain)
+    original = np.asarray(values[0])
+    dtype = original.dtype if original.dtype.kind == "f" else np.float64
+    out = np.asarray(acc).astype(dtype)
+    return out if out.ndim else out[()] if not isinstance(values[0], np.ndarray) else out
+
+
+__all__ = ["batch_size_of", "merge_outputs", "split_for_replicas"]

@@ -1,0 +1,69 @@
+"""In-process tests of the coordinator's batch splitting and output merging (no Ray)."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+
+from fe_ray.distributed.batching import batch_size_of, merge_outputs, split_for_replicas
+
+
+def test_batch_size_is_the_most_common_leading_dimension() -> None:
+    assert batch_size_of({"x": np.zeros((5, 3)), "y": np.zeros(5), "table": np.zeros((2, 2))}) == 5
+    assert batch_size_of({"lr": np.float32(0.1)}) is None
+
+
+@pytest.mark.parametrize("size, expected", [(6, [3, 3]), (5, [3, 2]), (1, [1, 0])])
+def test_split_is_contiguous_and_weighted(size: int, expected: list[int]) -> None:
+    batch = {"x": np.arange(size * 2).reshape(size, 2), "y": np.arange(size), "scale": np.float32(2.0),
+             "unused": np.zeros(size)}
+    slices, n_local, total = split_for_replicas(batch, ["x", "y", "scale"], 2)
+    assert n_local == expected and total == size
+    assert all("unused" not in piece for piece in slices)  # only the keys the replicas need travel
+    assert all(piece["scale"] == 2.0 for piece in slices)  # values without a batch axis go whole to every replica
+    real = [piece for piece, count in zip(slices, n_local) if count]
+    np.testing.assert_array_equal(np.concatenate([piece["y"] for piece in real]), batch["y"])
+    if size == 1:  # the idle replica gets the first sample as padding, with weight 0
+        np.testing.assert_array_equal(slices[1]["y"], batch["y"][:1])
+
+
+def test_a_batch_without_batch_axis_runs_whole_on_rank_0() -> None:
+    slices, n_local, total = split_for_replicas({"lr": np.float32(0.5)}, ["lr"], 3)
+    assert n_local == [1, 0, 0] and total == 1 and len(slices) == 3
+
+
+def test_merge_concatenates_in_rank_order_and_weights_scalars() -> None:
+    results = [{"pred": np.array([[0.0], [1.0], [2.0]]), "loss": np.float32(1.0), "name": "a"},
+               {"pred": np.array([[3.0], [4.0]]), "loss": np.float32(4.0), "name": "b"}]
+    merged, per_replica = merge_outputs(results, [3, 2])
+    np.testing.assert_array_equal(merged["pred"], np.arange(5.0).reshape(5, 1))
+    assert merged["loss"] == pytest.approx((3 * 1.0 + 2 * 4.0) / 5)
+    assert isinstance(merged["loss"], (np.floating, float)) and np.asarray(merged["loss"]).dtype == np.float32
+    assert merged["name"] == "a"  # non-numeric values: rank 0's
+    assert per_replica == {"loss": {0: np.float32(1.0), 1: np.float32(4.0)}}
+
+
+def test_merge_ignores_padding_replicas() -> None:
+    results = [{"pred": np.array([[7.0]]), "loss": np.float32(2.0)},
+               {"pred": np.array([[7.0]]), "loss": np.float32(np.nan)}]  # rank 1 ran padding only
+    merged, per_replica = merge_outputs(results, [1, 0])
+    np.testing.assert_array_equal(merged["pred"], [[7.0]])
+    assert merged["loss"] == 2.0 and per_replica == {}
+
+
+def test_nan_on_one_replica_is_left_out_and_logged(caplog: pytest.LogCaptureFixture) -> None:
+    results = [{"loss": np.float32(1.0)}, {"loss": np.float32(np.nan)}, {"loss": np.float32(3.0)}]
+    with caplog.at_level(logging.WARNING, logger="fe_ray.distributed.coordinator"):
+        merged, per_replica = merge_outputs(results, [3, 2, 2])
+    assert merged["loss"] == pytest.approx((3 * 1.0 + 2 * 3.0) / 5)
+    assert np.isnan(per_replica["loss"][1])
+    assert "'loss' is not finite on replica rank(s) [1]" in caplog.text
+
+
+def test_nan_everywhere_stays_nan_and_is_elementwise() -> None:
+    merged, _ = merge_outputs([{"loss": np.float32(np.nan)}, {"loss": np.float32(np.inf)}], [1, 1])
+    assert not np.isfinite(merged["loss"])
+    vector, _ = merge_outputs([{"m": np.array([1.0, np.nan])}, {"m": np.array([3.0, 5.0])}], [1, 3])
+    np.testing.assert_allclose(vector["m"], [(1.0 + 9.0) / 4, 5.0])
