@@ -184,11 +184,29 @@ def start_actor(cls: type, args: tuple[Any, ...], group: PlacementGroup | None, 
     if group is not None:
         options["scheduling_strategy"] = PlacementGroupSchedulingStrategy(
             placement_group=group, placement_group_bundle_index=bundle_index)
+    runtime_env = _with_thread_share(runtime_env, options["num_cpus"])
     if runtime_env:
         options["runtime_env"] = dict(runtime_env)
     if name:
         options["name"] = name
     return ray.remote(cls).options(**options).remote(*args)
+
+
+def _with_thread_share(runtime_env: Mapping[str, Any] | None, num_cpus: float) -> dict[str, Any] | None:
+    """``runtime_env`` with the intra-op thread counts of torch and TF set to the actor's CPU share.
+
+    A worker process inherits the driver's environment, so an ``OMP_NUM_THREADS`` exported for the whole
+    machine (common on HPC nodes) would give every one of N replicas that many threads on the same cores. Values the
+    user put in ``runtime_env["env_vars"]`` win.
+    """
+    if num_cpus < 1:
+        return dict(runtime_env) if runtime_env else None  # GPU / fractional replicas: keep Ray's defaults
+    env = dict(runtime_env or {})
+    env_vars = dict(env.get("env_vars") or {})
+    for var in ("OMP_NUM_THREADS", "TF_NUM_INTRAOP_THREADS"):
+        env_vars.setdefault(var, str(int(num_cpus)))
+    env["env_vars"] = env_vars
+    return env
 
 
 def kill_actor(actor: Any) -> None:

@@ -43,6 +43,10 @@ from fe_ray.network import BaseNetwork, OpsArg, detect_framework
 logger = logging.getLogger(__name__)
 
 _STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
+# Slices up to this size are sent as call arguments; larger ones go through the object store (see _put_slices).
+# Ray inlines call arguments up to its max_direct_call_object_size (100 KiB by default) and puts bigger ones into
+# the object store itself; 1 KiB is left for the pickled dict around the arrays.
+INLINE_SLICE_BYTES = 100 * 1024 - 1024
 
 
 class RayNetwork(BaseNetwork):
@@ -254,7 +258,7 @@ class RayNetwork(BaseNetwork):
         return self._checkpointer.flush() if self._checkpointer is not None else None
 
     def replica_info(self) -> list[dict[str, Any]]:
-        """Rank, pid, node IP and device of every replica (starting them if needed)."""
+        """Rank, pid, node IP, device (torch: also intra-op CPU threads) of every replica, starting them if needed."""
         group = self._group()
         try:
             group.infos = group.call("info", timeout_s=self._control_timeout_s)
@@ -316,7 +320,9 @@ class RayNetwork(BaseNetwork):
         import ray
 
         slices, n_local, n_total = split_for_replicas(batch, self.ctx_gpu_inputs, self.num_replicas)
-        return [ray.put(piece) for piece in slices], n_local, n_total
+        # Small slices travel inside the task message itself: a plasma put plus the replica's fetch cost more than
+        # the copy (Ray inlines arguments up to ~100 KB anyway, but only after its own put when given a ref).
+        return [piece if _nbytes(piece) <= INLINE_SLICE_BYTES else ray.put(piece) for piece in slices], n_local, n_total
 
     def _run_step(self, batch: Mapping[str, Any]) -> dict[str, Any]:
         """Run one (mini)batch on the replicas and merge their outputs (BaseNetwork.run_step does the rest)."""
@@ -464,6 +470,11 @@ def is_replica_failure(error: BaseException) -> bool:
         error = error.__cause__  # type: ignore[assignment]
         seen += 1
     return False
+
+
+def _nbytes(piece: Mapping[str, Any]) -> int:
+    """Bytes of the arrays in a slice (other values count as small)."""
+    return sum(int(getattr(value, "nbytes", 0)) for value in piece.values())
 
 
 def _same_dir(first: str, second: str) -> bool:

@@ -205,8 +205,14 @@ class Replica:
         device = getattr(self.network, "device", None) if self.network is not None else None
         if self.framework == "tf":
             device = _tf_device()
-        return {"rank": self.rank, "pid": os.getpid(), "node_ip": self.node_ip, "device": str(device or "cpu"),
-                "framework": self.framework, "python": sys.version.split()[0]}
+        info: dict[str, Any] = {"rank": self.rank, "pid": os.getpid(), "node_ip": self.node_ip,
+                                "device": str(device or "cpu"), "framework": self.framework,
+                                "python": sys.version.split()[0]}
+        if self.framework == "torch":
+            import torch
+
+            info["cpu_threads"] = torch.get_num_threads()
+        return info
 
     @_guarded
     def info(self) -> dict[str, Any]:

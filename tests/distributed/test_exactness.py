@@ -50,8 +50,13 @@ def replica_weights(network: Any) -> list[np.ndarray]:
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("framework", FRAMEWORKS)
-def test_training_steps_equal_in_process(ray_session: None, framework: str) -> None:
+@pytest.mark.parametrize("framework, transport", [("torch", "inline"), ("torch", "object_store"), ("tf", "inline")])
+def test_training_steps_equal_in_process(ray_session: None, monkeypatch: pytest.MonkeyPatch, framework: str,
+                                         transport: str) -> None:
+    if transport == "object_store":  # every slice through ray.put (the path of slices above Ray's inline size)
+        from fe_ray.distributed import coordinator
+
+        monkeypatch.setattr(coordinator, "INLINE_SLICE_BYTES", -1)
     local, local_model = make_network(framework)
     dist, dist_model = make_network(framework, num_replicas=2)
     try:

@@ -1,0 +1,53 @@
+"""Replica placement details: each CPU replica's thread count follows its CPU share."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+import fe_ray as fe
+from fe_ray.distributed.cluster import _with_thread_share
+from fe_ray.op.tensorop.loss import MeanSquaredError
+from fe_ray.op.tensorop.model import ModelOp, UpdateOp
+from tests.helpers.models import linear
+
+
+def test_thread_share_env_respects_user_values() -> None:
+    assert _with_thread_share(None, 0.0) is None  # GPU-only / fractional bundles: Ray's defaults
+    env = _with_thread_share({"pip": ["x"], "env_vars": {"OMP_NUM_THREADS": "3"}}, 2.0)
+    assert env == {"pip": ["x"], "env_vars": {"OMP_NUM_THREADS": "3", "TF_NUM_INTRAOP_THREADS": "2"}}
+
+
+@pytest.fixture(scope="module")
+def session_with_exported_threads() -> Iterator[None]:
+    """A local Ray whose workers inherit OMP_NUM_THREADS=2, as when a user exports it for the whole machine."""
+    ray = pytest.importorskip("ray")
+    if ray.is_initialized():
+        ray.shutdown()
+    previous = os.environ.get("OMP_NUM_THREADS")
+    os.environ["OMP_NUM_THREADS"] = "2"
+    try:
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+        yield
+    finally:
+        ray.shutdown()
+        if previous is None:
+            os.environ.pop("OMP_NUM_THREADS", None)
+        else:
+            os.environ["OMP_NUM_THREADS"] = previous
+
+
+@pytest.mark.timeout(120)
+def test_cpu_replica_threads_follow_their_cpu_share(session_with_exported_threads: None) -> None:
+    model = linear("torch", lr=0.1)
+    network = fe.Network([ModelOp(model=model, inputs="x", outputs="y_pred"),
+                          MeanSquaredError(inputs=("y_pred", "y"), outputs="mse"),
+                          UpdateOp(model=model, loss_name="mse")], num_replicas=2,
+                         resources_per_replica={"CPU": 1})
+    try:
+        infos = network.replica_info()
+    finally:
+        network.shutdown()
+    assert [info["cpu_threads"] for info in infos] == [1, 1], infos
