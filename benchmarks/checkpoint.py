@@ -4,17 +4,19 @@ Side by side, alternating, in one run (seconds; lower is better):
 
     raw_write        dd-like: the same byte count as the torch.save file, 64 MiB chunks, then fsync (disk speed)
     torch_save       torch.save({"model": state_dict, "optimizer": state_dict}) + fsync
-    fe_save          fe_ray's synchronous path: System.capture_state() -> CheckpointStore.save(write_checkpoint)
-                     (fsync + atomic commit included, as the Estimator does it)
+    fe_save          fe_ray's synchronous path, as RestoreWizard runs it: System.capture_state(copy_models=False)
+                     -> CheckpointStore.save(write_checkpoint) (fsync + atomic commit included)
     memcopy          one in-memory copy of the same state (torch clone of weights + Adam moments): the least a
                      snapshot-then-write-in-background save must block training for
-    fe_capture       fe_ray's in-memory snapshot alone (System.capture_state): what an async save blocks for
+    fe_capture       fe_ray's copying in-memory snapshot alone (System.capture_state()): what the ``thread`` save
+                     below blocks for
     raw_read         cold read of the torch.save file (page cache dropped with posix_fadvise) (disk speed)
     torch_restore    cold torch.load + model/optimizer load_state_dict
     fe_restore       cold fe_ray read_checkpoint + System.restore_state
 
 Background saves, outside the alternation (they need a training loop running meanwhile): ``fe_async`` is fe_ray's
-AsyncCheckpointer (capture_state, ray.put of the payload, a CheckpointWriter actor commits it);
+AsyncCheckpointer as RestoreWizard drives it (capture_state(copy_models=False), ray.put of the payload, a
+CheckpointWriter actor commits it);
 ``thread`` measures the obvious in-process one: capture on the training thread, write in a thread. Both time
 training steps of a small model running concurrently, so contention with the writer counts as stall too.
 
@@ -208,7 +210,7 @@ class Bench:
         store = CheckpointStore(str(self.fe_root), keep=1)
 
         def run() -> None:
-            payload = self.system.capture_state()
+            payload = self.system.capture_state(copy_models=False)
             store.save(lambda directory: write_checkpoint(payload, directory))
         seconds = self._peak("fe_save", run)
         drop_cache(self.fe_root)
@@ -284,7 +286,8 @@ class Bench:
             times.append(time.perf_counter() - t0)
         baseline_step_s = statistics.median(times)
         start = time.perf_counter()
-        payload = self.system.capture_state()
+        # The thread writes while training goes on, so it needs its own copy; ray.put copies by itself.
+        payload = self.system.capture_state(copy_models=kind == "thread")
         if kind == "thread":
             store = CheckpointStore(str(self.fe_root), keep=1)
             writer = threading.Thread(target=lambda: store.save(lambda d: write_checkpoint(payload, d)))

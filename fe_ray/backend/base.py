@@ -110,8 +110,8 @@ class Backend(Protocol):
     def load_model(self, model: Any, weights_path: str, load_optimizer: bool = False) -> None:
         """Load what :meth:`save_model` wrote; optimizer state is restored exactly."""
 
-    def get_state(self, model: Any) -> dict[str, Any]:
-        """A picklable numpy snapshot of weights and current optimizer state."""
+    def get_state(self, model: Any, copy: bool = True) -> dict[str, Any]:
+        """A picklable numpy snapshot of weights and current optimizer state (``copy=False``: views allowed)."""
 
     def set_state(self, model: Any, state: dict[str, Any]) -> None:
         """Restore a :meth:`get_state` snapshot exactly."""

@@ -112,8 +112,11 @@ def _assign_optimizer(model: Any, arrays: list[np.ndarray]) -> None:
         variable.assign(value)
 
 
-def get_state(model: keras.Model) -> dict[str, Any]:
-    """An in-memory, picklable (numpy-only) snapshot of all weights and the current optimizer's variables."""
+def get_state(model: keras.Model, copy: bool = True) -> dict[str, Any]:
+    """An in-memory, picklable (numpy-only) snapshot of all weights and the current optimizer's variables.
+
+    ``copy`` is accepted for interface parity with torch; reading a TF variable always yields a new array.
+    """
     optimizer = getattr(model, "current_optimizer", None)
     if optimizer is not None:
         build_optimizer(model)

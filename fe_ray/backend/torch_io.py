@@ -75,14 +75,19 @@ def _load_optimizer_payload(optimizer: torch.optim.Optimizer, payload: dict[str,
         scaler.load_state_dict(payload["scaler"])
 
 
-def get_state(model: torch.nn.Module) -> dict[str, Any]:
+def get_state(model: torch.nn.Module, copy: bool = True) -> dict[str, Any]:
     """An in-memory, picklable (numpy-only) snapshot of the weights and the current optimizer's state.
 
     Used for weight sync between replicas and fast checkpoints; :func:`set_state` restores it exactly.
+
+    Args:
+        model: The model.
+        copy: False returns views of CPU tensors instead of copies: only for a consumer that is done with the
+            snapshot before the model changes again (a synchronous checkpoint write, ``ray.put``).
     """
     optimizer = getattr(model, "current_optimizer", None)
-    return {"model": {key: _to_numpy(value) for key, value in model.state_dict().items()},
-            "optimizer": _nested_to_numpy(_optimizer_payload(optimizer)) if optimizer is not None else None}
+    return {"model": {key: _to_numpy(value, copy) for key, value in model.state_dict().items()},
+            "optimizer": _nested_to_numpy(_optimizer_payload(optimizer), copy) if optimizer is not None else None}
 
 
 def set_state(model: torch.nn.Module, state: dict[str, Any]) -> None:
@@ -93,23 +98,23 @@ def set_state(model: torch.nn.Module, state: dict[str, Any]) -> None:
         _load_optimizer_payload(optimizer, _nested_to_torch(state["optimizer"]))
 
 
-def _to_numpy(tensor: torch.Tensor) -> np.ndarray:
+def _to_numpy(tensor: torch.Tensor, copy: bool = True) -> np.ndarray:
     on_cpu = tensor.device.type == "cpu"
     tensor = tensor.detach().cpu()
     if tensor.dtype == torch.bfloat16:
         tensor = tensor.float()  # exact; load_state_dict casts back to the parameter dtype
         on_cpu = False  # .float() made a copy already
     # A snapshot must not alias live weights; a device-to-host copy (or the bfloat16 cast) already is a new buffer.
-    return tensor.numpy().copy() if on_cpu else tensor.numpy()
+    return tensor.numpy().copy() if on_cpu and copy else tensor.numpy()
 
 
-def _nested_to_numpy(data: Any) -> Any:
+def _nested_to_numpy(data: Any, copy: bool = True) -> Any:
     if isinstance(data, torch.Tensor):
-        return _to_numpy(data)
+        return _to_numpy(data, copy)
     if isinstance(data, dict):
-        return {key: _nested_to_numpy(value) for key, value in data.items()}
+        return {key: _nested_to_numpy(value, copy) for key, value in data.items()}
     if isinstance(data, (list, tuple)):
-        return type(data)(_nested_to_numpy(value) for value in data)
+        return type(data)(_nested_to_numpy(value, copy) for value in data)
     return data
 
 

@@ -398,7 +398,8 @@ class RayNetwork(BaseNetwork):
         if not self.started:
             return
         backend = get_backend(self.target_type)
-        state = {"models": {model.model_name: backend.get_state(model) for model in self.models},
+        # Views, not copies: ray.put below copies them into the object store before anything can change them.
+        state = {"models": {model.model_name: backend.get_state(model, copy=False) for model in self.models},
                  "network": self._op_states()}
         import ray
 

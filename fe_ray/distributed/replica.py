@@ -182,7 +182,8 @@ class Replica:
         backend = get_backend(self.framework)
         state: dict[str, Any] = {"network": self.network.state_dict()}
         if models:
-            state["models"] = {m.model_name: backend.get_state(m) for m in self.network.models}
+            # Views: Ray serialises an actor method's result as it returns, before this replica runs anything else.
+            state["models"] = {m.model_name: backend.get_state(m, copy=False) for m in self.network.models}
         return state
 
     @_guarded

@@ -72,7 +72,7 @@ class AsyncCheckpointer:
         """Queue ``payload`` for writing as the next checkpoint under ``root``; returns at once.
 
         The payload is copied into the object store before this returns, so the caller may keep mutating its own
-        objects.
+        objects (``payload`` may even hold views of live weights: ``System.capture_state(copy_models=False)``).
 
         Returns:
             An ObjectRef resolving to the committed checkpoint's URL.

@@ -191,14 +191,19 @@ class System:
         # Output-only traces (Logger, ProgressBar) opt out so that changing the logging setup keeps checkpoints valid.
         return [trace for trace in get_current_items(self.traces) if getattr(trace, "checkpointed", True)]
 
-    def capture_state(self) -> dict[str, Any]:
+    def capture_state(self, copy_models: bool = True) -> dict[str, Any]:
         """An in-memory, self-contained snapshot of the whole training state (see the module docstring).
 
-        Everything is copied, so training may continue (and the snapshot be written in another thread) right away.
+        Args:
+            copy_models: True (default) copies everything, so training may continue (and the snapshot be written
+                in another thread) right away. False lets model weights and optimizer state be views of the live
+                tensors, which saves one copy of the largest part of the state: only for a consumer that is done
+                with the snapshot before training continues (a synchronous write, or ``ray.put``).
         """
         self.sync_models()
         counters = {key: getattr(self, key) for key in RESTORED_COUNTERS + RECORDED_SETTINGS}
-        models = {_model_name(model): get_backend(model).get_state(model) for model in self.network.models}
+        models = {_model_name(model): get_backend(model).get_state(model, copy=copy_models)
+                  for model in self.network.models}
         pipeline_state = self.pipeline.state_dict() if hasattr(self.pipeline, "state_dict") else None
         objects = {
             "network": self.network.state_dict(),
@@ -269,7 +274,7 @@ class System:
     # ------------------------------------------------------------------ checkpoint: disk half
     def save_state(self, save_dir: str) -> None:
         """Capture the state and write it into ``save_dir`` (a path or fsspec URL)."""
-        write_checkpoint(self.capture_state(), save_dir)
+        write_checkpoint(self.capture_state(copy_models=False), save_dir)  # written before training goes on
 
     def load_state(self, load_dir: str) -> None:
         """Read a checkpoint written by :meth:`save_state` and restore it. Only load checkpoints you wrote.

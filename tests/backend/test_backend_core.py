@@ -204,6 +204,21 @@ def test_load_optimizer_missing_file(framework: str, tmp_path: Any) -> None:
         backend.load_model(model, path, load_optimizer=True)
 
 
+def test_torch_get_state_copies_unless_told_not_to() -> None:
+    backend = get_backend("torch")
+    model = model_of("torch", "adam")
+    adam_step("torch", model, (1.0, -1.0, 2.0))
+    copied, viewed = backend.get_state(model), backend.get_state(model, copy=False)
+    before = weights(model).copy()
+    adam_step("torch", model, (3.0, 3.0, 3.0))
+    # The copy is a snapshot of the past; the views follow the live weights and Adam moments (no extra memory).
+    np.testing.assert_array_equal(np.concatenate([v.reshape(-1) for v in copied["model"].values()]), before)
+    np.testing.assert_array_equal(np.concatenate([v.reshape(-1) for v in viewed["model"].values()]), weights(model))
+    live = next(iter(model.current_optimizer.state.values()))["exp_avg"].numpy()
+    assert np.shares_memory(next(iter(viewed["optimizer"]["optimizer"]["state"].values()))["exp_avg"], live)
+    assert not np.shares_memory(next(iter(copied["optimizer"]["optimizer"]["state"].values()))["exp_avg"], live)
+
+
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_get_state_set_state_exact_and_picklable(framework: str) -> None:
     backend = get_backend(framework)

@@ -81,7 +81,9 @@ class RestoreWizard(Trace):
         Returns:
             The committed checkpoint's URL, or None while a background write is still in flight.
         """
-        payload = self.system.capture_state()
+        # No copy of the weights: both paths are done with them before training continues (a synchronous write, or
+        # AsyncCheckpointer's ray.put, which copies into the object store before it returns).
+        payload = self.system.capture_state(copy_models=False)
         info = {key: payload["system"][key] for key in ("epoch_idx", "mode", "batch_idx", "global_step")}
         save_async = getattr(self.system.network, "save_checkpoint_async", None)
         if save_async is not None:
