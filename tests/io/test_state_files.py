@@ -35,3 +35,23 @@ def test_damaged_model_file_is_reported_as_corrupt(tmp_path: Path) -> None:
     (tmp_path / "models" / "m.npz").write_bytes(b"PK\x03\x04 truncated")
     with pytest.raises(CheckpointError, match=r"m\.npz is corrupt"):
         read_checkpoint(str(tmp_path))
+
+
+def test_save_npz_round_trips_every_kind_of_array_through_np_load() -> None:
+    import io
+
+    from fe_ray.io.state_files import save_npz
+
+    arrays = {"matrix": np.arange(12, dtype=np.float32).reshape(3, 4), "fortran": np.asfortranarray(np.ones((3, 2))),
+              "scalar": np.array(5, dtype=np.int64), "empty": np.zeros((0, 3)), "mask": np.array([True, False]),
+              "strided": np.arange(10)[::2], "half": np.ones(3, dtype=np.float16), "text": np.array(["ab", "c"])}
+    buffer = io.BytesIO()
+    save_npz(buffer, arrays)
+    buffer.seek(0)
+    loaded = np.load(buffer, allow_pickle=False)
+    assert sorted(loaded.files) == sorted(arrays)
+    for key, array in arrays.items():
+        assert loaded[key].dtype == array.dtype and loaded[key].shape == array.shape, key
+        np.testing.assert_array_equal(loaded[key], array)
+    with pytest.raises(TypeError, match="'bad' holds Python objects"):
+        save_npz(io.BytesIO(), {"bad": np.array([{"a": 1}], dtype=object)})
