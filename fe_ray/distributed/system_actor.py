@@ -13,6 +13,7 @@ crash leaves no manifest, so the store never offers it for a restore.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -35,8 +36,14 @@ class CheckpointWriterError(RuntimeError):
 class CheckpointWriter:
     """Writes checkpoint payloads into CheckpointStores (a plain class, made remote by :class:`AsyncCheckpointer`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, niceness: int = 10) -> None:
         self._stores: dict[tuple[str, int | None], Any] = {}
+        # The writer reserves no CPU and shares the cores with training: a lower scheduling priority makes it use
+        # idle time first instead of preempting the training threads (a preempted intra-op thread stalls a step).
+        try:
+            os.nice(niceness)
+        except (AttributeError, OSError):  # not on this platform / not permitted: run at normal priority
+            pass
 
     def save(self, root: str, keep: int | None, payload: Mapping[str, Any], info: Mapping[str, Any] | None) -> str:
         """Write ``payload`` as the next checkpoint of the store at ``root``; returns its URL once committed."""
