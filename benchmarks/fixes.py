@@ -2,7 +2,8 @@
 
 These are experiments that show what a change in fe_ray's own code would gain; they are not part of fe_ray and
 change nothing unless a benchmark is run with ``--try-fix``. Each one mirrors a concrete edit proposed in
-benchmarks/RESULTS.md.
+benchmarks/RESULTS.md. Both below have since been made in fe_ray itself (2026-11-23), so applying them now
+measures nothing new; they stay to reproduce the recorded before/after figures on an older checkout.
 
     step_on_cpu   fe_ray.backend.torch._move_nested: keep Adam's 0-dim ``step`` tensors on the CPU when moving
                   optimizer state to the GPU (torch's non-capturable Adam reads them with ``.item()`` every step,

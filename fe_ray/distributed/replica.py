@@ -92,7 +92,8 @@ class Replica:
         if self.collective is None:
             self.collective = self._make_collective()
         self.collective.connect(tuple(address))
-        self.network.grad_reducer = make_grad_reducer(self.framework, self.collective, self._weights)
+        if self.world_size > 1:  # one replica's slice-weighted mean is its own gradient: no reducer, no graph break
+            self.network.grad_reducer = make_grad_reducer(self.framework, self.collective, self._weights)
         return True
 
     def _make_collective(self) -> Any:

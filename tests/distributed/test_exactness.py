@@ -114,3 +114,22 @@ def test_merge_grad_and_lr_change_equal_in_process(ray_session: None, framework:
                                    local.state_dict()["ops"][2]["state"]["step"])
     finally:
         dist.shutdown()
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_single_replica_equals_in_process(ray_session: None, framework: str) -> None:
+    """One replica runs without a gradient reducer (its weighted mean is the identity) and stays exact."""
+    local, local_model = make_network(framework, merge_grad=2)
+    dist, dist_model = make_network(framework, merge_grad=2, num_replicas=1)
+    try:
+        for batch in make_batches():
+            with local(mode="train", epoch=1):
+                expected = local.run_step(batch)
+            with dist(mode="train", epoch=1):
+                got = dist.run_step(batch)
+            np.testing.assert_allclose(got["mse"], to_number(expected["mse"]), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(weights(dist_model), weights(local_model), atol=1e-6)
+        assert dist.replica_info()[0]["rank"] == 0
+    finally:
+        dist.shutdown()
