@@ -70,6 +70,11 @@ def split_for_replicas(batch: Mapping[str, Any], keys: Iterable[str],
     return slices, n_local, size
 
 
+def slice_nbytes(piece: Mapping[str, Any]) -> int:
+    """Bytes of the arrays in one replica's slice (other values count as small)."""
+    return sum(int(getattr(value, "nbytes", 0)) for value in piece.values())
+
+
 def merge_outputs(results: list[dict[str, Any]],
                   n_local: list[int]) -> tuple[dict[str, Any], dict[str, dict[int, Any]]]:
     """Merge the replicas' outputs (see the module docstring).
@@ -128,4 +133,4 @@ def _weighted_mean(values: list[Any], weights: list[int]) -> Any:
     return out if out.ndim else out[()] if not isinstance(values[0], np.ndarray) else out
 
 
-__all__ = ["batch_size_of", "merge_outputs", "split_for_replicas"]
+__all__ = ["batch_size_of", "merge_outputs", "slice_nbytes", "split_for_replicas"]

@@ -32,8 +32,8 @@ from typing import Any
 
 from fe_ray.backend import get_backend, get_lr
 from fe_ray.distributed import cluster
-from fe_ray.distributed.batching import batch_size_of, merge_outputs, split_for_replicas
-from fe_ray.distributed.errors import CollectiveError, ReplicaDiedError, ReplicaTimeoutError
+from fe_ray.distributed.batching import batch_size_of, merge_outputs, slice_nbytes, split_for_replicas
+from fe_ray.distributed.errors import is_replica_failure
 from fe_ray.distributed.replica import writable
 from fe_ray.distributed.serialization import check_picklable
 from fe_ray.distributed.supervisor import ReplicaGroup
@@ -322,7 +322,8 @@ class RayNetwork(BaseNetwork):
         slices, n_local, n_total = split_for_replicas(batch, self.ctx_gpu_inputs, self.num_replicas)
         # Small slices travel inside the task message itself: a plasma put plus the replica's fetch cost more than
         # the copy (Ray inlines arguments up to ~100 KB anyway, but only after its own put when given a ref).
-        return [piece if _nbytes(piece) <= INLINE_SLICE_BYTES else ray.put(piece) for piece in slices], n_local, n_total
+        sent = [piece if slice_nbytes(piece) <= INLINE_SLICE_BYTES else ray.put(piece) for piece in slices]
+        return sent, n_local, n_total
 
     def _run_step(self, batch: Mapping[str, Any]) -> dict[str, Any]:
         """Run one (mini)batch on the replicas and merge their outputs (BaseNetwork.run_step does the rest)."""
@@ -462,22 +463,6 @@ class _GroupHolder:
 
 
 # ---------------------------------------------------------------------------------------------------- helpers
-def is_replica_failure(error: BaseException) -> bool:
-    """Whether ``error`` (or its cause) is a failure of the replicas rather than of the user's code."""
-    seen = 0
-    while error is not None and seen < 5:
-        if isinstance(error, (ReplicaDiedError, ReplicaTimeoutError, CollectiveError)):
-            return True
-        error = error.__cause__  # type: ignore[assignment]
-        seen += 1
-    return False
-
-
-def _nbytes(piece: Mapping[str, Any]) -> int:
-    """Bytes of the arrays in a slice (other values count as small)."""
-    return sum(int(getattr(value, "nbytes", 0)) for value in piece.values())
-
-
 def _same_dir(first: str, second: str) -> bool:
     return str(first).rstrip("/") == str(second).rstrip("/")
 

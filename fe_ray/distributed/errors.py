@@ -159,5 +159,16 @@ def describe(info: dict[str, Any] | None, rank: int) -> tuple[str, int]:
     return str(info.get("node_ip", "unknown")), int(info.get("pid", -1))
 
 
+def is_replica_failure(error: BaseException) -> bool:
+    """Whether ``error`` (or its cause) is a failure of the replicas rather than of the user's code."""
+    seen = 0
+    while error is not None and seen < 5:
+        if isinstance(error, (ReplicaDiedError, ReplicaTimeoutError, CollectiveError)):
+            return True
+        error = error.__cause__  # type: ignore[assignment]
+        seen += 1
+    return False
+
+
 __all__ = ["CollectiveError", "DistributedError", "PlacementError", "RemoteFailure", "ReplicaDiedError",
-           "ReplicaError", "ReplicaTimeoutError", "capture_failure", "describe"]
+           "ReplicaError", "ReplicaTimeoutError", "capture_failure", "describe", "is_replica_failure"]
