@@ -7,15 +7,13 @@ RayNetwork *is* a :class:`~fe_ray.network.BaseNetwork` (so key inference, schedu
    that traces changed on the driver's models).
 2. ``run_step(batch)`` applies the user's slicers on the driver, exactly like the in-process Network; each
    (mini)batch is then cut along the batch axis into one contiguous slice per replica (a ``ChunkSlicer`` with
-   ``n_chunks=num_replicas``), the slices go to the object store, and the replicas run them in parallel while
-   all-reducing gradients weighted by slice size, so each update equals the in-process one.
-3. The replicas' outputs are merged in input order: arrays with a batch axis are concatenated; other values
-   (scalar losses, metrics) get a NaN-aware mean weighted by slice size: the merged value is the weighted mean of
-   the replicas whose value is finite (element-wise), so one replica's NaN / inf does not hide the others' values;
-   it is logged as a warning naming the key and the rank(s), and only when every replica is non-finite is the
-   merged value non-finite. Padding replicas (weight 0) never contribute, not even a NaN. Each replica's value of
-   such keys stays available in :attr:`RayNetwork.replica_outputs` (check it, or the next step's loss: a NaN loss
-   on one replica also makes the all-reduced gradients, and so every replica's weights, NaN).
+   ``n_chunks=num_replicas``), the slices travel with the call (or through the object store when large), and the
+   replicas run them in parallel while all-reducing gradients weighted by slice size, so each update equals the
+   in-process one.
+3. The replicas' outputs are merged (:mod:`fe_ray.distributed.batching`): batch arrays concatenated in input
+   order, scalars by a NaN-aware mean weighted by slice size, a non-finite replica logged by rank. Each replica's
+   value of such keys stays available in :attr:`RayNetwork.replica_outputs` (check it, or the next step's loss: a
+   NaN loss on one replica also makes the all-reduced gradients, and so every replica's weights, NaN).
 4. The pops run on the driver on the merged batch.
 
 The driver's model objects are kept as the reference copy: :meth:`RayNetwork.sync_models_to_driver` pulls rank 0's
