@@ -51,7 +51,10 @@ def flatten_state(state: Any, arrays: dict[str, np.ndarray], where: str = "state
             raise TypeError(f"Cannot store object array at {where}; model states must hold numeric arrays.")
         ref = f"a{len(arrays)}"
         arrays[ref] = array
-        return {"a": ref, "scalar": isinstance(state, np.generic)}
+        node: dict[str, Any] = {"a": ref, "scalar": isinstance(state, np.generic)}
+        if array.dtype.kind == "V" and array.dtype.names is None and array.dtype.type is not np.void:
+            node["dtype"] = array.dtype.name  # an extension dtype (ml_dtypes' bfloat16): .npy keeps only its bytes
+        return node
     if isinstance(state, Mapping):
         return {"d": [[flatten_state(k, arrays, f"{where} key"), flatten_state(v, arrays, f"{where}[{k!r}]")]
                       for k, v in state.items()]}
@@ -71,6 +74,8 @@ def unflatten_state(node: Any, arrays: Mapping[str, np.ndarray]) -> Any:
     if isinstance(node, dict):
         if "a" in node:
             array = arrays[node["a"]]
+            if "dtype" in node:
+                array = array.view(_extension_dtype(node["dtype"]))
             return array[()] if node.get("scalar") else array
         if "d" in node:
             return {unflatten_state(k, arrays): unflatten_state(v, arrays) for k, v in node["d"]}
@@ -82,6 +87,16 @@ def unflatten_state(node: Any, arrays: Mapping[str, np.ndarray]) -> Any:
             return float(node["f"])
         raise ValueError(f"Unknown state node with keys {sorted(node)}.")
     return node
+
+
+def _extension_dtype(name: str) -> np.dtype:
+    """The numpy dtype called ``name``, importing ml_dtypes (which registers bfloat16 & co.) if needed."""
+    try:
+        return np.dtype(name)
+    except TypeError:
+        import ml_dtypes
+
+        return np.dtype(getattr(ml_dtypes, name))
 
 
 # ---------------------------------------------------------------------- write / read
@@ -101,7 +116,9 @@ def save_npz(file: Any, arrays: Mapping[str, np.ndarray]) -> None:
             with archive.open(f"{key}.npy", mode="w", force_zip64=True) as member:
                 np.lib.format.write_array_header_2_0(member, np.lib.format.header_data_from_array_1_0(contiguous))
                 if contiguous.size:
-                    member.write(memoryview(contiguous.reshape(-1)).cast("B"))
+                    # As bytes: a uint8 view exports a buffer for every dtype (bfloat16 and other extension dtypes
+                    # have no buffer-protocol format of their own).
+                    member.write(contiguous.reshape(-1).view(np.uint8).data)
 
 
 def write_checkpoint(payload: Mapping[str, Any], directory: str) -> None:

@@ -45,6 +45,7 @@ def test_save_npz_round_trips_every_kind_of_array_through_np_load() -> None:
     arrays = {"matrix": np.arange(12, dtype=np.float32).reshape(3, 4), "fortran": np.asfortranarray(np.ones((3, 2))),
               "scalar": np.array(5, dtype=np.int64), "empty": np.zeros((0, 3)), "mask": np.array([True, False]),
               "strided": np.arange(10)[::2], "half": np.ones(3, dtype=np.float16), "text": np.array(["ab", "c"])}
+
     buffer = io.BytesIO()
     save_npz(buffer, arrays)
     buffer.seek(0)
@@ -55,3 +56,14 @@ def test_save_npz_round_trips_every_kind_of_array_through_np_load() -> None:
         np.testing.assert_array_equal(loaded[key], array)
     with pytest.raises(TypeError, match="'bad' holds Python objects"):
         save_npz(io.BytesIO(), {"bad": np.array([{"a": 1}], dtype=object)})
+
+
+def test_bfloat16_state_round_trips_through_a_checkpoint(tmp_path: Path) -> None:
+    ml_dtypes = pytest.importorskip("ml_dtypes")  # ships with TensorFlow; Keras bfloat16 models hold such weights
+    weights = np.array([[1.5, -2.0], [0.25, 3.0]], dtype=ml_dtypes.bfloat16)
+    payload = {**PAYLOAD, "models": {"m": {"model": {"w": weights, "step": ml_dtypes.bfloat16(7.0)}}}}
+    write_checkpoint(payload, str(tmp_path))
+    restored = read_checkpoint(str(tmp_path))["models"]["m"]["model"]
+    assert restored["w"].dtype == weights.dtype
+    np.testing.assert_array_equal(restored["w"].astype(np.float32), weights.astype(np.float32))
+    assert restored["step"].dtype == weights.dtype and float(restored["step"]) == 7.0
