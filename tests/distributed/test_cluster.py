@@ -1,4 +1,4 @@
-"""Replica placement details: each CPU replica's thread count follows its CPU share."""
+"""Replica placement details: default bundles, resource validation, and CPU replicas' thread counts."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 import fe_ray as fe
+from fe_ray.distributed import cluster
 from fe_ray.distributed.cluster import _with_thread_share
 from fe_ray.op.tensorop.loss import MeanSquaredError
 from fe_ray.op.tensorop.model import ModelOp, UpdateOp
@@ -18,6 +19,22 @@ def test_thread_share_env_respects_user_values() -> None:
     assert _with_thread_share(None, 0.0) is None  # GPU-only / fractional bundles: Ray's defaults
     env = _with_thread_share({"pip": ["x"], "env_vars": {"OMP_NUM_THREADS": "3"}}, 2.0)
     assert env == {"pip": ["x"], "env_vars": {"OMP_NUM_THREADS": "3", "TF_NUM_INTRAOP_THREADS": "2"}}
+
+
+@pytest.mark.parametrize("resources, expected", [({"CPU": 8.0, "GPU": 2.0}, {"GPU": 1.0}),
+                                                  ({"CPU": 4.0}, {"CPU": 1.0}),
+                                                  ({"CPU": 4.0, "GPU": 0.5}, {"CPU": 1.0})])
+def test_default_bundle_is_one_gpu_when_the_cluster_has_gpus(monkeypatch: pytest.MonkeyPatch,
+                                                             resources: dict[str, float],
+                                                             expected: dict[str, float]) -> None:
+    monkeypatch.setattr(cluster.ray, "cluster_resources", lambda: resources)
+    assert cluster.default_bundle() == expected
+
+
+@pytest.mark.parametrize("bundle", [{}, {"CPU": -1}, {"GPU": True}, {"CPU": "2"}, [("CPU", 1)]])
+def test_bad_resources_per_replica_are_named(bundle: object) -> None:
+    with pytest.raises(ValueError, match="resources_per_replica"):
+        cluster.check_bundle(bundle)  # type: ignore[arg-type]
 
 
 @pytest.fixture(scope="module")
