@@ -24,23 +24,25 @@ exact state into them (the Estimator calls it before saving, and RayNetwork afte
 from __future__ import annotations
 
 import logging
+import os
 import weakref
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from fe_ray.backend import get_backend, get_lr
+from fe_ray.backend.determinism import last_seed
 from fe_ray.distributed import cluster
 from fe_ray.distributed.batching import batch_size_of, merge_outputs, slice_nbytes, split_for_replicas
 from fe_ray.distributed.errors import is_replica_failure
+from fe_ray.distributed.options import check_options
 from fe_ray.distributed.replica import writable
 from fe_ray.distributed.serialization import check_picklable
-from fe_ray.distributed.supervisor import ReplicaGroup
+from fe_ray.distributed.supervisor import GroupHolder, ReplicaGroup
 from fe_ray.distributed.system_actor import AsyncCheckpointer
 from fe_ray.network import BaseNetwork, OpsArg, detect_framework
 
 logger = logging.getLogger(__name__)
 
-_STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
 # Slices up to this size are sent as call arguments; larger ones go through the object store (see _put_slices).
 # Ray inlines call arguments up to its max_direct_call_object_size (100 KiB by default) and puts bigger ones into
 # the object store itself; 1 KiB is left for the pickled dict around the arrays.
@@ -87,7 +89,7 @@ class RayNetwork(BaseNetwork):
         framework = framework or detect_framework(ops)
         if framework not in ("torch", "tf"):
             raise ValueError(f"framework must be 'torch' or 'tf', got {framework!r}.")
-        _check_options(num_replicas, max_failures, step_timeout_s, checkpoint_dir, placement_timeout_s,
+        check_options(num_replicas, max_failures, step_timeout_s, checkpoint_dir, placement_timeout_s,
                        collective_timeout_s, placement_strategy)
         device: Any = None
         if framework == "torch":
@@ -117,7 +119,7 @@ class RayNetwork(BaseNetwork):
         self.replica_outputs: dict[str, dict[int, Any]] = {}
         self._ops_list = list(self.ops)
         check_picklable(self._ops_list, self.models)  # a TypeError naming op and attribute, before any actor starts
-        self._holder = _GroupHolder()
+        self._holder = GroupHolder()
         # Runs when the network is garbage collected and at interpreter exit: no orphaned actors either way.
         self._finalizer = weakref.finalize(self, self._holder.stop)
         self._sent_lrs: dict[str, float] = {}
@@ -125,6 +127,7 @@ class RayNetwork(BaseNetwork):
         self._lookahead: Mapping[str, Any] | None = None
         self._checkpointer: AsyncCheckpointer | None = None
         self._pending_exit: list[Any] = []
+        self._pending_rng: list[Any] | None = None  # replica generator states to apply when replicas start
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -155,6 +158,46 @@ class RayNetwork(BaseNetwork):
         group.start()
         self._sent_lrs = {}
         self.load_models_from_driver()  # identical start on every replica, whatever pickling preserved
+        self._start_rng()
+
+    def _start_rng(self) -> None:
+        """Give fresh replicas their random state: a restored checkpoint's, else distinct seeds per rank derived
+        from ``fe.enable_deterministic``'s seed (so random ops differ across slices but repeat across runs)."""
+        group = self._group()
+        states, self._pending_rng = self._pending_rng, None
+        try:
+            if states is not None and len(states) == self.num_replicas:
+                group.call("set_rng", per_rank_args=[(state,) for state in states],
+                           timeout_s=self._control_timeout_s, what="restoring random state")
+                return
+            if states is not None:
+                logger.warning("fe_ray: the checkpoint holds the random state of %d replica(s), this run has %d; "
+                               "replicas are seeded afresh.", len(states), self.num_replicas)
+            base = last_seed()
+            if base is None:
+                base = int.from_bytes(os.urandom(4), "little")
+            seeds = [((base + 1) * 1_000_003 + rank) % 2**63 for rank in range(self.num_replicas)]
+            group.call("seed_rng", per_rank_args=[(seed,) for seed in seeds], timeout_s=self._control_timeout_s,
+                       what="seeding")
+        except BaseException as err:
+            self._failed(err)
+            raise
+
+    def replica_rng_states(self) -> list[Any] | None:
+        """Every replica's generator states, for checkpoints (None when no replicas run and none are pending)."""
+        if not self.started:
+            return self._pending_rng
+        try:
+            return self._group().call("get_rng", timeout_s=self._control_timeout_s, what="sending random state")
+        except BaseException as err:
+            self._failed(err)
+            raise
+
+    def load_replica_rng_states(self, states: list[Any]) -> None:
+        """Restore :meth:`replica_rng_states` now, or when the replicas start (a different count: fresh seeds)."""
+        self._pending_rng = list(states)
+        if self.started:
+            self._start_rng()
 
     def _backend_for(self, bundle: Mapping[str, float]) -> str | None:
         if self.collective_backend is not None or self.target_type != "torch":
@@ -448,40 +491,9 @@ class RayNetwork(BaseNetwork):
                 f"started={self.started})")
 
 
-class _GroupHolder:
-    """Owns the running group; the weakref finalizer (also run at exit) stops it without referencing the network."""
-
-    def __init__(self) -> None:
-        self.group: ReplicaGroup | None = None
-
-    def stop(self) -> None:
-        group, self.group = self.group, None
-        if group is not None:
-            group.stop()
-
-
 # ---------------------------------------------------------------------------------------------------- helpers
 def _same_dir(first: str, second: str) -> bool:
     return str(first).rstrip("/") == str(second).rstrip("/")
-
-
-def _check_options(num_replicas: int, max_failures: int, step_timeout_s: float, checkpoint_dir: str | None,
-                   placement_timeout_s: float, collective_timeout_s: float | None, strategy: str) -> None:
-    if not isinstance(num_replicas, int) or isinstance(num_replicas, bool) or num_replicas < 1:
-        raise ValueError(f"num_replicas must be a positive int, got {num_replicas!r}.")
-    if not isinstance(max_failures, int) or isinstance(max_failures, bool) or max_failures < 0:
-        raise ValueError(f"max_failures must be an int >= 0 (0 raises on the first failure), got {max_failures!r}.")
-    if max_failures > 0 and not checkpoint_dir:
-        raise ValueError(f"max_failures={max_failures} needs checkpoint_dir=... so the run can resume from its latest "
-                         "checkpoint after replacing failed replicas.")
-    for name, value in (("step_timeout_s", step_timeout_s), ("placement_timeout_s", placement_timeout_s),
-                        ("collective_timeout_s", collective_timeout_s)):
-        if value is None and name == "collective_timeout_s":
-            continue
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-            raise ValueError(f"{name} must be a positive number of seconds, got {value!r}.")
-    if strategy not in _STRATEGIES:
-        raise ValueError(f"placement_strategy must be one of {list(_STRATEGIES)}, got {strategy!r}.")
 
 
 __all__ = ["RayNetwork", "batch_size_of", "is_replica_failure", "merge_outputs", "split_for_replicas"]

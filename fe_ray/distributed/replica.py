@@ -202,6 +202,30 @@ class Replica:
             self.network.load_state_dict(state["network"])
         return True
 
+    # ------------------------------------------------------------------ random state
+    @_guarded
+    def seed_rng(self, seed: int) -> bool:
+        """Seed this process's Python / numpy / torch generators (random ops in the network draw from them)."""
+        from fe_ray.backend.determinism import seed_generators
+
+        seed_generators(seed)
+        return True
+
+    @_guarded
+    def get_rng(self) -> dict[str, Any]:
+        """This process's generator states (see :func:`fe_ray.backend.determinism.get_rng_state`)."""
+        from fe_ray.backend.determinism import get_rng_state
+
+        return get_rng_state()
+
+    @_guarded
+    def set_rng(self, state: Mapping[str, Any]) -> bool:
+        """Restore :meth:`get_rng`."""
+        from fe_ray.backend.determinism import set_rng_state
+
+        set_rng_state(state)
+        return True
+
     # ------------------------------------------------------------------ introspection
     def _info(self) -> dict[str, Any]:
         device = getattr(self.network, "device", None) if self.network is not None else None

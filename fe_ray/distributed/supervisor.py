@@ -199,6 +199,18 @@ class ReplicaGroup:
                                    "if steps are legitimately this slow.")
 
 
+class GroupHolder:
+    """Owns the running group; the weakref finalizer (also run at exit) stops it without referencing the network."""
+
+    def __init__(self) -> None:
+        self.group: ReplicaGroup | None = None
+
+    def stop(self) -> None:
+        group, self.group = self.group, None
+        if group is not None:
+            group.stop()
+
+
 def _looks_like_lost_peer(err: BaseException) -> bool:
     """Whether a replica's error is a collective failing because a peer went away (not a user error)."""
     if isinstance(err, CollectiveError):
@@ -213,4 +225,4 @@ def _first_line(err: BaseException) -> str:
     return text[0] if text else type(err).__name__
 
 
-__all__ = ["ReplicaGroup"]
+__all__ = ["GroupHolder", "ReplicaGroup"]

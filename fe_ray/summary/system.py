@@ -31,15 +31,12 @@ from __future__ import annotations
 
 import copy
 import datetime
-import random
-import sys
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
-
 from fe_ray.backend import get_backend
+from fe_ray.backend.determinism import get_rng_state, set_rng_state
 from fe_ray.io.state_files import read_checkpoint, write_checkpoint
 from fe_ray.schedule import get_current_items
 from fe_ray.summary.summary import Summary
@@ -213,7 +210,7 @@ class System:
             "summary": self.summary.state_dict(),
             "custom_graphs": {name: [graph.state_dict() for graph in graphs]
                               for name, graphs in self.custom_graphs.items()},
-            "rng": _capture_rng(),
+            "rng": _capture_rng(self.network),
         }
         return {"system": counters, "config": self.config_fingerprint(), "models": models,
                 **copy.deepcopy(objects)}
@@ -250,7 +247,7 @@ class System:
         for key in RESTORED_COUNTERS:
             if key in payload["system"]:
                 setattr(self, key, payload["system"][key])
-        _restore_rng(payload.get("rng") or {})
+        _restore_rng(self.network, payload.get("rng") or {})
         self.push_models()
 
     def check_config(self, saved: Mapping[str, Any], source: str = "the checkpoint") -> None:
@@ -296,19 +293,19 @@ def _model_name(model: Any) -> str:
     return str(name)
 
 
-def _capture_rng() -> dict[str, Any]:
-    state: dict[str, Any] = {"python": random.getstate(), "numpy": np.random.get_state()}
-    torch = sys.modules.get("torch")
-    if torch is not None:
-        state["torch"] = torch.get_rng_state().numpy().copy()
+def _capture_rng(network: Any) -> dict[str, Any]:
+    """The driver's generator states, plus each replica's when the network runs on replicas."""
+    state = get_rng_state()
+    replicas = getattr(network, "replica_rng_states", None)
+    if replicas is not None:
+        states = replicas()
+        if states is not None:
+            state["replicas"] = states
     return state
 
 
-def _restore_rng(state: Mapping[str, Any]) -> None:
-    if "python" in state:
-        random.setstate(state["python"])
-    if "numpy" in state:
-        np.random.set_state(state["numpy"])
-    torch = sys.modules.get("torch")
-    if torch is not None and "torch" in state:
-        torch.set_rng_state(torch.from_numpy(np.array(state["torch"], dtype=np.uint8)))  # writable copy
+def _restore_rng(network: Any, state: Mapping[str, Any]) -> None:
+    set_rng_state(state)
+    load = getattr(network, "load_replica_rng_states", None)
+    if load is not None and state.get("replicas") is not None:
+        load(state["replicas"])

@@ -1,0 +1,33 @@
+"""Validation of :class:`~fe_ray.distributed.coordinator.RayNetwork`'s options (user errors, raised early)."""
+
+from __future__ import annotations
+
+#: Ray placement-group strategies a user may ask for.
+STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
+
+
+def check_options(num_replicas: int, max_failures: int, step_timeout_s: float, checkpoint_dir: str | None,
+                  placement_timeout_s: float, collective_timeout_s: float | None, strategy: str) -> None:
+    """Check the options of ``fe.Network(..., num_replicas=N, ...)`` before anything starts.
+
+    Raises:
+        ValueError: Naming the bad option, its value, and what it accepts.
+    """
+    if not isinstance(num_replicas, int) or isinstance(num_replicas, bool) or num_replicas < 1:
+        raise ValueError(f"num_replicas must be a positive int, got {num_replicas!r}.")
+    if not isinstance(max_failures, int) or isinstance(max_failures, bool) or max_failures < 0:
+        raise ValueError(f"max_failures must be an int >= 0 (0 raises on the first failure), got {max_failures!r}.")
+    if max_failures > 0 and not checkpoint_dir:
+        raise ValueError(f"max_failures={max_failures} needs checkpoint_dir=... so the run can resume from its latest "
+                         "checkpoint after replacing failed replicas.")
+    for name, value in (("step_timeout_s", step_timeout_s), ("placement_timeout_s", placement_timeout_s),
+                        ("collective_timeout_s", collective_timeout_s)):
+        if value is None and name == "collective_timeout_s":
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+            raise ValueError(f"{name} must be a positive number of seconds, got {value!r}.")
+    if strategy not in STRATEGIES:
+        raise ValueError(f"placement_strategy must be one of {list(STRATEGIES)}, got {strategy!r}.")
+
+
+__all__ = ["STRATEGIES", "check_options"]
