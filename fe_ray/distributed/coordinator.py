@@ -361,8 +361,8 @@ class RayNetwork(BaseNetwork):
         import ray
 
         slices, n_local, n_total = split_for_replicas(batch, self.ctx_gpu_inputs, self.num_replicas)
-        # Small slices travel inside the task message itself: a plasma put plus the replica's fetch cost more than
-        # the copy (Ray inlines arguments up to ~100 KB anyway, but only after its own put when given a ref).
+        # Small slices travel inside the task message itself (passed by value, Ray inlines them): a ray.put plus each
+        # replica's fetch from the object store cost more than that copy. Large ones are put (and can be prefetched).
         sent = [piece if slice_nbytes(piece) <= INLINE_SLICE_BYTES else ray.put(piece) for piece in slices]
         return sent, n_local, n_total
 
