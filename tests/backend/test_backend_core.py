@@ -168,6 +168,30 @@ def adam_step(framework: str, model: Any, values: tuple[float, ...]) -> None:
     get_backend(framework).update_model(model, sgd_grad(framework, values))
 
 
+RAN: list[str] = []
+
+
+def _record(text: str) -> None:
+    RAN.append(text)
+
+
+class _CodeOnUnpickle:
+    """An object whose unpickling calls a function: what a malicious .pt file would carry."""
+
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        return _record, ("payload ran",)
+
+
+def test_torch_load_model_refuses_code_in_a_weights_file(tmp_path: Any) -> None:
+    import torch
+
+    path = str(tmp_path / "model.pt")
+    torch.save({"weight": _CodeOnUnpickle()}, path)
+    with pytest.raises(pickle.UnpicklingError):  # weights_only=True: only tensors and plain containers
+        get_backend("torch").load_model(torch_linear("sgd"), path)
+    assert RAN == []
+
+
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_save_load_restores_weights_and_optimizer(framework: str, tmp_path: Any) -> None:
     backend = get_backend(framework)
