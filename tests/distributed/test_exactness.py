@@ -37,6 +37,15 @@ def make_batches(sizes: tuple[int, ...] = BATCH_SIZES, seed: int = 0) -> list[di
             for size in sizes]
 
 
+def train_step_both(local: Any, dist: Any, batch: dict[str, np.ndarray]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One training step of the in-process and of the distributed network on the same batch: (expected, got)."""
+    with local(mode="train", epoch=1):
+        expected = local.run_step(batch)
+    with dist(mode="train", epoch=1):
+        got = dist.run_step(batch)
+    return expected, got
+
+
 def replica_weights(network: Any) -> list[np.ndarray]:
     """The first weight tensor of every replica, read from their exact state snapshots."""
     group = network._holder.group
@@ -61,10 +70,7 @@ def test_training_steps_equal_in_process(ray_session: None, monkeypatch: pytest.
     dist, dist_model = make_network(framework, num_replicas=2)
     try:
         for step, batch in enumerate(make_batches()):
-            with local(mode="train", epoch=1):
-                expected = local.run_step(batch)
-            with dist(mode="train", epoch=1):
-                got = dist.run_step(batch)
+            expected, got = train_step_both(local, dist, batch)
             size = len(batch["x"])
             # Outputs in input order, pops run on the merged batch, and the loss is the slice-weighted mean.
             np.testing.assert_allclose(got["y_pred"], to_number(expected["y_pred"]), atol=1e-5)
@@ -102,10 +108,7 @@ def test_merge_grad_and_lr_change_equal_in_process(ray_session: None, framework:
             if step == 3:  # a trace changing the learning rate on the driver reaches the replicas
                 for model in (local_model, dist_model):
                     fe.backend.set_lr(model, 0.2)
-            with local(mode="train", epoch=1):
-                local.run_step(batch)
-            with dist(mode="train", epoch=1):
-                dist.run_step(batch)
+            train_step_both(local, dist, batch)
             replicas = replica_weights(dist)
             np.testing.assert_array_equal(replicas[0], replicas[1])
             np.testing.assert_allclose(replicas[0], weights(local_model), atol=1e-5, err_msg=f"step {step}")
@@ -124,10 +127,7 @@ def test_single_replica_equals_in_process(ray_session: None, framework: str) -> 
     dist, dist_model = make_network(framework, merge_grad=2, num_replicas=1)
     try:
         for batch in make_batches():
-            with local(mode="train", epoch=1):
-                expected = local.run_step(batch)
-            with dist(mode="train", epoch=1):
-                got = dist.run_step(batch)
+            expected, got = train_step_both(local, dist, batch)
             np.testing.assert_allclose(got["mse"], to_number(expected["mse"]), rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(weights(dist_model), weights(local_model), atol=1e-6)
         assert dist.replica_info()[0]["rank"] == 0
