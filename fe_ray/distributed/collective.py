@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import socket
 import struct
+import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
@@ -92,6 +93,14 @@ class Collective(ABC):
     def close(self) -> None:
         """Leave the group and release sockets / process groups."""
 
+    @abstractmethod
+    def abort(self) -> None:
+        """Make an all-reduce blocked in another thread (and every later one) fail now with CollectiveError.
+
+        A replica calls this when a peer tells it that the peer's step failed: the peer will never join the
+        all-reduce, and the driver replaces the whole group anyway.
+        """
+
 
 # ------------------------------------------------------------------------------------------------ TCP hub
 class TcpCollective(Collective):
@@ -103,6 +112,7 @@ class TcpCollective(Collective):
         self._peers: dict[int, socket.socket] = {}
         self._hub: socket.socket | None = None
         self._seq = 0
+        self._aborted = False
 
     def listen(self, host: str) -> tuple[str, int]:
         assert self.rank == 0, "only rank 0 listens"
@@ -178,10 +188,23 @@ class TcpCollective(Collective):
         try:
             conn.sendall(message)
         except OSError as err:
+            self._raise_if_aborted()
             raise CollectiveError(f"TCP collective: rank {self.rank} could not send all-reduce #{self._seq} to rank "
                                   f"{peer} ({err}); that replica probably died.") from err
 
     def _recv_array(self, conn: socket.socket, peer: int, nbytes: int) -> np.ndarray:
+        try:
+            return self._recv_checked(conn, peer, nbytes)
+        except CollectiveError:
+            self._raise_if_aborted()
+            raise
+
+    def _raise_if_aborted(self) -> None:
+        if self._aborted:
+            raise CollectiveError(f"TCP collective: rank {self.rank} left all-reduce #{self._seq} because a peer "
+                                  "replica failed this step.")
+
+    def _recv_checked(self, conn: socket.socket, peer: int, nbytes: int) -> np.ndarray:
         seq, size = _HEADER.unpack(_recv_exact(conn, _HEADER.size, peer, self.timeout_s))
         if seq != self._seq or size != nbytes:
             raise CollectiveError(f"TCP collective out of step: rank {self.rank} expected all-reduce #{self._seq} of "
@@ -200,6 +223,15 @@ class TcpCollective(Collective):
                     pass
         self._peers.clear()
         self._hub = self._server = None
+
+    def abort(self) -> None:
+        self._aborted = True
+        for conn in [*self._peers.values(), self._hub]:
+            if conn is not None:
+                try:
+                    conn.shutdown(socket.SHUT_RDWR)  # wakes a recv blocked in another thread
+                except OSError:
+                    pass
 
 
 def _configure(conn: socket.socket, timeout_s: float) -> None:
@@ -246,6 +278,8 @@ class TorchCollective(Collective):
             raise ValueError(f"torch collective backend must be 'gloo' or 'nccl', got {backend!r}.")
         self.backend = backend
         self._joined = False
+        self._aborted = False
+        self._waiting: threading.Event | None = None
 
     def listen(self, host: str) -> tuple[str, int]:
         assert self.rank == 0, "only rank 0 listens"
@@ -263,10 +297,43 @@ class TorchCollective(Collective):
         self._joined = True
 
     def allreduce_tensor_(self, tensor: Any) -> None:
-        """Sum ``tensor`` over all ranks in place."""
+        """Sum ``tensor`` over all ranks in place (gloo: abortable by :meth:`abort` from another thread)."""
         import torch.distributed as dist
 
-        dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
+        if self.backend != "gloo":
+            # NCCL enqueues the kernel and returns; a failed peer is handled by the process group's abort/timeout.
+            dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
+            return
+        # gloo blocks the calling thread until every rank joins, and a peer that failed before joining never does
+        # (closing its process group does not wake us): wait on an event that either completion or abort() sets.
+        woken = threading.Event()
+        self._waiting = woken  # published before the check, so an abort() racing with this call always wakes it
+        self._raise_if_aborted()
+        work = dist.all_reduce(tensor, op=dist.ReduceOp.SUM, async_op=True)
+        work.get_future().add_done_callback(lambda _: woken.set())
+        if not woken.wait(self.timeout_s + 5.0):  # gloo's own timeout fires first; this only bounds the wait
+            raise CollectiveError(f"torch.distributed (gloo): rank {self.rank}'s all-reduce did not finish within "
+                                  f"{self.timeout_s:.0f}s; a peer replica is hung or dead.")
+        self._waiting = None
+        self._raise_if_aborted()
+        work.wait()  # completed: returns at once, or raises gloo's error (e.g. a peer's connection closed)
+
+    def _raise_if_aborted(self) -> None:
+        if self._aborted:
+            raise CollectiveError(f"torch.distributed ({self.backend}): rank {self.rank} left the all-reduce "
+                                  "because a peer replica failed this step.")
+
+    def abort(self) -> None:
+        self._aborted = True
+        waiting = self._waiting
+        if waiting is not None:
+            waiting.set()
+        if self.backend == "nccl":
+            import torch.distributed as dist
+
+            group = dist.group.WORLD
+            if group is not None and hasattr(group, "abort"):
+                group.abort()  # ends NCCL kernels waiting for the failed peer
 
     def allreduce_sum(self, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
         import torch

@@ -13,9 +13,9 @@ from fe_ray.distributed.collective import StepWeights, TcpCollective, make_grad_
 from fe_ray.distributed.errors import CollectiveError
 
 
-def run_ranks(world: int, body: Any, timeout_s: float = 10.0) -> list[Any]:
+def run_ranks(world: int, body: Any, timeout_s: float = 10.0, ranks: list[TcpCollective] | None = None) -> list[Any]:
     """Run ``body(collective)`` on ``world`` connected TCP ranks (threads); return results or exceptions."""
-    ranks = [TcpCollective(rank, world, timeout_s=timeout_s) for rank in range(world)]
+    ranks = ranks or [TcpCollective(rank, world, timeout_s=timeout_s) for rank in range(world)]
     address = ranks[0].listen("127.0.0.1")
     results: list[Any] = [None] * world
 
@@ -71,6 +71,28 @@ def test_tcp_allreduce_reports_a_vanished_or_silent_peer() -> None:
 
     results = run_ranks(2, silent, timeout_s=0.5)
     assert isinstance(results[0], CollectiveError) and "within" in str(results[0])
+
+
+@pytest.mark.timeout(30)
+def test_abort_wakes_an_allreduce_blocked_on_a_live_peer() -> None:
+    """A replica told that its peer's step failed leaves an all-reduce the peer will never join, at once."""
+    ranks = [TcpCollective(rank, 2, timeout_s=20.0) for rank in range(2)]
+    entered = threading.Event()
+
+    def body(coll: TcpCollective) -> Any:
+        if coll.rank == 1:
+            entered.wait(5)
+            time.sleep(0.3)  # rank 0 is blocked inside allreduce_sum by now
+            ranks[0].abort()  # what Replica.abort_collective does on rank 0's main thread
+            time.sleep(2.0)  # alive and connected, but never joins
+            return "failed its step"
+        entered.set()
+        return coll.allreduce_sum([np.ones(3, np.float32)])
+
+    start = time.monotonic()
+    results = run_ranks(2, body, ranks=ranks)
+    assert isinstance(results[0], CollectiveError) and "peer replica failed" in str(results[0])
+    assert time.monotonic() - start < 5  # not the 20 s collective timeout
 
 
 @pytest.mark.timeout(60)
