@@ -6,6 +6,8 @@ Variants (torch):
     b   fe_ray in-process Network + Pipeline + Estimator.fit
     c   fe_ray ``num_replicas=1`` (Estimator.fit)
     d   fe_ray ``num_replicas=2`` (Estimator.fit)
+    c_compiled, d_compiled  (informational) c and d with ``step_transport="compiled"`` (a Ray Compiled Graph
+        instead of one actor call per replica and step)
     e   hand-written 2-rank gloo data-parallel loop on Ray actors, batches sent from the driver each step
     e_local  (informational) the same ranks training on data generated inside the actors: no driver round trip
 
@@ -38,6 +40,8 @@ LABELS = {
     "a": "(a) plain torch loop", "a_sync": "(a_sync) plain loop, loss.item() every step",
     "b0": "(b0) fe_ray Network.run_step loop", "b": "(b) fe_ray Network+Estimator",
     "c": "(c) fe_ray num_replicas=1", "d": "(d) fe_ray num_replicas=2", "e": "(e) hand-written gloo DP x2",
+    "c_compiled": "(c_compiled) c, compiled graph", "d_compiled": "(d_compiled) d, compiled graph",
+    "c_compiled_tf": "(c_compiled) TF c, compiled graph", "d_compiled_tf": "(d_compiled) TF d, compiled graph",
     "e_local": "(e_local) gloo DP x2, actor-local data",
     "a_tf": "(a) plain tf.function loop", "b0_tf": "(b0) fe_ray TF Network.run_step loop",
     "b_tf": "(b) fe_ray TF Network+Estimator", "c_tf": "(c) fe_ray TF num_replicas=1",
@@ -147,7 +151,8 @@ class GlooDP(Variant):
 
 
 # ---------------------------------------------------------------------------------------------------- fe_ray
-def fe_network(cfg: dict[str, Any], framework: str, num_replicas: int | None) -> tuple[Any, Any]:
+def fe_network(cfg: dict[str, Any], framework: str, num_replicas: int | None,
+               transport: str | None = None) -> tuple[Any, Any]:
     """Build the fe_ray LeNet/ResNet network: ModelOp -> CrossEntropy -> UpdateOp (Adam, as fe.build('adam'))."""
     import fe_ray as fe
     from benchmarks.models import tf_model_fn, torch_model_fn
@@ -162,6 +167,8 @@ def fe_network(cfg: dict[str, Any], framework: str, num_replicas: int | None) ->
     kwargs: dict[str, Any] = {}
     if num_replicas is not None:
         kwargs = distributed_kwargs(cfg, num_replicas)
+        if transport is not None:
+            kwargs["step_transport"] = transport
     return fe.Network(ops=ops, num_replicas=num_replicas, **kwargs), model
 
 
@@ -228,10 +235,12 @@ class FeNetworkLoop(Variant):
 class FeEstimator(Variant):
     """(b)/(c)/(d): Estimator.fit for WARMUP_STEPS + steps steps; timed between batch WARMUP_STEPS and the last."""
 
-    def __init__(self, key: str, cfg: dict[str, Any], framework: str, num_replicas: int | None = None) -> None:
+    def __init__(self, key: str, cfg: dict[str, Any], framework: str, num_replicas: int | None = None,
+                 transport: str | None = None) -> None:
         super().__init__(key, cfg)
         self.framework = framework
         self.num_replicas = num_replicas
+        self.transport = transport
 
     def prepare(self) -> None:
         import fe_ray as fe
@@ -239,7 +248,7 @@ class FeEstimator(Variant):
         if self.num_replicas is not None:
             harness.init_ray(self.cfg["ray_cpus"])
         cfg = self.cfg
-        self.network, self.model = fe_network(cfg, self.framework, self.num_replicas)
+        self.network, self.model = fe_network(cfg, self.framework, self.num_replicas, self.transport)
         data = cfg["data"] if self.framework == "torch" else cfg["data_tf"]
         n = (WARMUP_STEPS + cfg["steps"]) * cfg["batch_size"]
         self.dataset = make_dataset({k: v[:n] for k, v in data.items()})
@@ -368,6 +377,10 @@ def build_variants(cfg: dict[str, Any], framework: str, only: set[str] | None,
         add("b", lambda: FeEstimator("b", cfg, "torch"), est_ok, est_reason)
         add("c", lambda: FeEstimator("c", cfg, "torch", 1), est_ok and dist_ok, est_reason or avail["distributed"])
         add("d", lambda: FeEstimator("d", cfg, "torch", 2), est_ok and dist_ok, est_reason or avail["distributed"])
+        add("c_compiled", lambda: FeEstimator("c_compiled", cfg, "torch", 1, "compiled"), est_ok and dist_ok,
+            est_reason or avail["distributed"])
+        add("d_compiled", lambda: FeEstimator("d_compiled", cfg, "torch", 2, "compiled"), est_ok and dist_ok,
+            est_reason or avail["distributed"])
         add("e", lambda: GlooDP("e", {**cfg, "replicas": 2}))
         add("e_local", lambda: GlooDP("e_local", {**cfg, "replicas": 2}, local_data=True))
     else:
@@ -378,6 +391,10 @@ def build_variants(cfg: dict[str, Any], framework: str, only: set[str] | None,
         reason = est_reason or avail["distributed"] or "fe_ray's distributed path does not run TF (yet)"
         add("c_tf", lambda: FeEstimator("c_tf", cfg, "tf", 1), est_ok and tf_dist, reason)
         add("d_tf", lambda: FeEstimator("d_tf", cfg, "tf", 2), est_ok and tf_dist, reason)
+        add("c_compiled_tf", lambda: FeEstimator("c_compiled_tf", cfg, "tf", 1, "compiled"), est_ok and tf_dist,
+            reason)
+        add("d_compiled_tf", lambda: FeEstimator("d_compiled_tf", cfg, "tf", 2, "compiled"), est_ok and tf_dist,
+            reason)
     return variants, skipped
 
 
@@ -438,6 +455,8 @@ def run_model(model: str, args: Any, device: str, threads: int, avail: dict[str,
             checks.append((f"{num}/{den}", harness.ratio(series, num, den), target, ">="))
     extra = [("b0/a", "b0", "a"), ("b/a_sync", "b", "a_sync"), ("b0/a_sync", "b0", "a_sync"),
               ("d/c", "d", "c"), ("e/a", "e", "a"), ("e/e_local", "e", "e_local"),
+             ("c_compiled/a", "c_compiled", "a"), ("d_compiled/e", "d_compiled", "e"),
+             ("c_compiled_tf/a_tf", "c_compiled_tf", "a_tf"),
              ("b0_tf/a_tf", "b0_tf", "a_tf")]
     for label, num, den in extra:
         if num in series and den in series:

@@ -5,9 +5,13 @@ from __future__ import annotations
 #: Ray placement-group strategies a user may ask for.
 STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
 
+#: How steps may reach the replicas (see :mod:`fe_ray.distributed.step_graph`).
+TRANSPORTS = ("calls", "compiled")
+
 
 def check_options(num_replicas: int, max_failures: int, step_timeout_s: float, checkpoint_dir: str | None,
-                  placement_timeout_s: float, collective_timeout_s: float | None, strategy: str) -> None:
+                  placement_timeout_s: float, collective_timeout_s: float | None, strategy: str,
+                  step_transport: str = "calls") -> None:
     """Check the options of ``fe.Network(..., num_replicas=N, ...)`` before anything starts.
 
     Raises:
@@ -28,6 +32,8 @@ def check_options(num_replicas: int, max_failures: int, step_timeout_s: float, c
             raise ValueError(f"{name} must be a positive number of seconds, got {value!r}.")
     if strategy not in STRATEGIES:
         raise ValueError(f"placement_strategy must be one of {list(STRATEGIES)}, got {strategy!r}.")
+    if step_transport not in TRANSPORTS:
+        raise ValueError(f"step_transport must be one of {list(TRANSPORTS)}, got {step_transport!r}.")
 
 
-__all__ = ["STRATEGIES", "check_options"]
+__all__ = ["STRATEGIES", "TRANSPORTS", "check_options"]

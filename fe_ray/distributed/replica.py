@@ -11,6 +11,7 @@ with their original type and the remote traceback, and never look like a dead ac
 from __future__ import annotations
 
 import functools
+import importlib.util
 import os
 import sys
 from collections.abc import Callable, Mapping
@@ -62,6 +63,7 @@ class Replica:
         self._weights: Any = None
         self._produced: set[str] = set()
         self._in_context = False
+        self._peers: list[Any] = []
 
     # ------------------------------------------------------------------ lifecycle
     @_guarded
@@ -96,6 +98,22 @@ class Replica:
             self.network.grad_reducer = make_grad_reducer(self.framework, self.collective, self._weights)
         return True
 
+    @_guarded
+    def set_peers(self, actors: list[Any]) -> bool:
+        """Remember the other replicas' actor handles (to tell them when this replica's step fails)."""
+        self._peers = [actor for rank, actor in enumerate(actors) if rank != self.rank]
+        return True
+
+    def abort_collective(self) -> bool:
+        """(Called by a peer whose step failed) make this replica's pending and later all-reduces fail now.
+
+        Runs on the actor's main thread while the step runs on the compiled graph's thread (with actor calls, the
+        failed peer's death or the driver's teardown ends the wait instead).
+        """
+        if self.collective is not None:
+            self.collective.abort()
+        return True
+
     def _make_collective(self) -> Any:
         from fe_ray.distributed.collective import TcpCollective, TorchCollective
 
@@ -110,9 +128,7 @@ class Replica:
     def shutdown(self) -> bool:
         """Leave the current context and the collective."""
         self._exit()
-        if self.collective is not None:
-            self.collective.close()
-            self.collective = None
+        self._leave_collective()
         return True
 
     # ------------------------------------------------------------------ steps
@@ -158,11 +174,45 @@ class Replica:
         self._set_lrs(lrs)
         self._weights.n_local = float(n_local)
         self._weights.n_total = float(max(n_total, 1))
-        # Object-store arrays are read-only views; frameworks that write into their inputs need owned memory.
+        # Object-store and channel arrays are read-only views of shared buffers: frameworks that write into their
+        # inputs need owned memory, and a compiled graph's channel is not rewritten while a view of it is alive.
         batch = writable(batch)
-        result = self.network.run_step(batch)
+        try:
+            result = self.network.run_step(batch)
+        except BaseException:
+            # Peers may be waiting for this replica inside the all-reduce, which it will never join: tell them, so
+            # theirs fails now rather than at the collective's timeout (the driver replaces the whole group after
+            # any failed step anyway).
+            for peer in self._peers:
+                peer.abort_collective.remote()
+            raise
         backend = get_backend(self.framework)
         return {key: _to_numpy(backend, result[key]) for key in self._produced if key in result}
+
+    @_guarded
+    def step(self, args: tuple[Any, ...] | None) -> dict[str, Any] | bool:
+        """:meth:`run_step` with its arguments as one tuple: the entry point of the compiled step graph
+        (:mod:`fe_ray.distributed.step_graph`), which passes each replica a single value. None: a warm-up call
+        that only proves the graph's thread is running."""
+        if args is None:
+            return True
+        return self.run_step(*args)
+
+    @_guarded
+    def prepare_compiled_steps(self) -> bool:
+        """Import torch (when installed) on this main thread before a compiled graph's thread starts: Ray's
+        channel code imports it there, and two threads importing one large package can each see it half-built."""
+        if importlib.util.find_spec("torch") is not None:
+            import torch  # noqa: F401
+        return True
+
+    def _leave_collective(self) -> None:
+        collective, self.collective = self.collective, None
+        if collective is not None:
+            try:
+                collective.close()
+            except Exception:  # noqa: BLE001 - best effort: the group is being replaced
+                pass
 
     def _set_lrs(self, lrs: Mapping[str, float] | None) -> None:
         if not lrs:

@@ -26,7 +26,8 @@ from fe_ray.distributed.errors import (
     ReplicaTimeoutError,
     describe,
 )
-from fe_ray.distributed.replica import Replica
+from fe_ray.distributed.replica import Replica, writable
+from fe_ray.distributed.step_graph import StepGraph
 
 logger = logging.getLogger(__name__)
 
@@ -50,12 +51,14 @@ class ReplicaGroup:
         runtime_env: The actors' runtime environment.
         strategy: Placement strategy ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD").
         collective_backend: torch collective backend, or None for automatic.
+        step_transport: How :meth:`run_steps` reaches the replicas: "calls" (one actor call per replica) or
+            "compiled" (a Ray Compiled Graph, see :mod:`fe_ray.distributed.step_graph`).
     """
 
     def __init__(self, num_replicas: int, framework: str, payload: bytes, bundle: Mapping[str, float],
                  placement_timeout_s: float, setup_timeout_s: float, collective_timeout_s: float,
                  runtime_env: Mapping[str, Any] | None, strategy: str = "PACK",
-                 collective_backend: str | None = None) -> None:
+                 collective_backend: str | None = None, step_transport: str = "calls") -> None:
         self.num_replicas = num_replicas
         self.framework = framework
         self.bundle = dict(bundle)
@@ -69,6 +72,8 @@ class ReplicaGroup:
         self._strategy = strategy
         self._collective_backend = collective_backend
         self._placement: Any = None
+        self._step_transport = step_transport
+        self._graph: StepGraph | None = None
         self.alive = False
 
     # ------------------------------------------------------------------ lifecycle
@@ -92,6 +97,10 @@ class ReplicaGroup:
                                         what="opening the collective")
                 self.call("init_collective", args=(address,), timeout_s=self._setup_timeout_s,
                           what="joining the collective")
+                self.call("set_peers", args=(self.actors,), timeout_s=self._setup_timeout_s, what="meeting peers")
+            if self._step_transport == "compiled":
+                self.call("prepare_compiled_steps", timeout_s=self._setup_timeout_s, what="preparing compiled steps")
+                self._graph = StepGraph.try_compile(self.actors, timeout_s=self._setup_timeout_s)
             self.alive = True
         except BaseException:
             self.stop()
@@ -99,11 +108,19 @@ class ReplicaGroup:
         logger.info("fe_ray: started %d %s replicas: %s", self.num_replicas, self.framework,
                     [(i.get("rank"), i.get("node_ip"), i.get("pid"), i.get("device")) for i in self.infos])
 
+    @property
+    def compiled(self) -> bool:
+        """Whether steps run through a compiled graph (their slices are then passed by value, never put)."""
+        return self._graph is not None
+
     def stop(self) -> None:
         """Kill every actor and release the placement group (safe to call repeatedly)."""
+        graph, self._graph = self._graph, None
         self.alive = False
         for actor in self.actors:
             cluster.kill_actor(actor)
+        if graph is not None:
+            graph.close()  # after the kills: a replica stuck in a step would block the graph's teardown
         self.actors = []
         cluster.release(self._placement)
         self._placement = None
@@ -128,6 +145,45 @@ class ReplicaGroup:
         """Call ``method`` on one replica and wait for its result."""
         ref = getattr(self.actors[rank], method).remote(*args)
         return self.wait([ref], timeout_s, what or method, ranks=[rank])[0]
+
+    def run_steps(self, per_rank_args: Sequence[tuple[Any, ...]], timeout_s: float,
+                  what: str = "running a step") -> list[Any]:
+        """``Replica.run_step(*per_rank_args[rank])`` on every replica; every rank's result, in rank order.
+
+        Raises:
+            The same errors as :meth:`wait`, whichever transport the group uses.
+        """
+        if self._graph is None:
+            return self.wait(self.submit("run_step", per_rank_args), timeout_s, what)
+        try:
+            values = self._graph.run(per_rank_args, timeout_s)
+        except ray.exceptions.RayChannelTimeoutError:
+            raise self._timeout_error(list(range(self.num_replicas)), what, timeout_s) from None
+        except ray.exceptions.RayError as err:
+            self.alive = False
+            self._raise_if_any_died(what, err)
+            raise ReplicaError(0, *describe(self.infos[0], 0), type(err).__name__,
+                               f"Ray failed while {what}: {err}") from None
+        failures = [value.to_exception() for value in values if isinstance(value, RemoteFailure)]
+        if failures:
+            self.alive = False
+            # A replica that fails leaves the collective, so its peers fail too: report the cause, not a symptom.
+            causes = [err for err in failures if not _looks_like_lost_peer(err)]
+            if not causes:
+                self._raise_if_any_died(what, failures[0])
+            raise (causes or failures)[0]
+        # Channel values are views of buffers that cannot be rewritten while referenced: keep owned copies.
+        return [writable(value) for value in values]
+
+    def _raise_if_any_died(self, what: str, failure: BaseException) -> None:
+        """Raise ReplicaDiedError for the first replica that no longer answers a ping (a dead process)."""
+        probes = {actor.ping.remote(): rank for rank, actor in enumerate(self.actors)}
+        ready, _ = ray.wait(list(probes), num_returns=len(probes), timeout=_PEER_GRACE_S)
+        for ref in sorted(ready, key=probes.__getitem__):
+            try:
+                ray.get(ref, timeout=0)
+            except ray.exceptions.RayActorError as err:
+                raise self._died_error(probes[ref], what, err) from failure
 
     def wait(self, refs: Sequence[Any], timeout_s: float, what: str, ranks: Sequence[int] | None = None) -> list[Any]:
         """Results of ``refs`` (one per rank, or per ``ranks``), raising the first failure as soon as it is seen.
@@ -175,11 +231,7 @@ class ReplicaGroup:
         try:
             value = ray.get(ref, timeout=0)
         except ray.exceptions.RayActorError as err:
-            self.alive = False
-            raise ReplicaDiedError(rank, node, pid, "ActorDiedError",
-                                   f"the replica process died while {what} ({_first_line(err)}). If it ran out of "
-                                   "memory, lower the batch size or give replicas more memory via "
-                                   "resources_per_replica.") from None
+            raise self._died_error(rank, what, err) from None
         except ray.exceptions.RayError as err:
             self.alive = False
             raise ReplicaError(rank, node, pid, type(err).__name__, f"Ray failed while {what}: {err}") from None
@@ -187,6 +239,14 @@ class ReplicaGroup:
             self.alive = False
             raise value.to_exception()
         return value
+
+    def _died_error(self, rank: int, what: str, err: BaseException) -> ReplicaDiedError:
+        self.alive = False
+        node, pid = describe(self.infos[rank] if rank < len(self.infos) else None, rank)
+        return ReplicaDiedError(rank, node, pid, "ActorDiedError",
+                                f"the replica process died while {what} ({_first_line(err)}). If it ran out of "
+                                "memory, lower the batch size or give replicas more memory via "
+                                "resources_per_replica.")
 
     def _timeout_error(self, ranks: list[int], what: str, timeout_s: float) -> ReplicaTimeoutError:
         self.alive = False

@@ -72,12 +72,14 @@ def test_fit_matches_in_process(ray_session: None, framework: str, tmp_path: Any
 
 
 @pytest.mark.timeout(180)
-@pytest.mark.parametrize("framework", ["torch", "tf"])
-def test_killed_replica_recovers_from_checkpoint(ray_session: None, tmp_path: Any, framework: str) -> None:
+@pytest.mark.parametrize("framework, transport", [("torch", "calls"), ("tf", "calls"), ("torch", "compiled")])
+def test_killed_replica_recovers_from_checkpoint(ray_session: None, tmp_path: Any, framework: str,
+                                                 transport: str) -> None:
     pipeline, network, model = setup(framework, n_train=80)
     fe.Estimator(pipeline, network, epochs=2, log_steps=None).fit()
     ckpt = str(tmp_path / "ckpt")
-    pipeline, dist, dist_model = setup(framework, n_train=80, num_replicas=2, max_failures=1, checkpoint_dir=ckpt)
+    pipeline, dist, dist_model = setup(framework, n_train=80, num_replicas=2, max_failures=1, checkpoint_dir=ckpt,
+                                       step_transport=transport)
     done: list[bool] = []
     traces = [RestoreWizard(ckpt, steps=4), KillReplica(dist, step=10, done=done)]
     try:

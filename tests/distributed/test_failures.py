@@ -51,12 +51,18 @@ def batch(poison: float | None = None, size: int = 4) -> dict[str, np.ndarray]:
 
 
 @pytest.mark.timeout(90)
-def test_user_error_keeps_type_message_and_traceback_then_recovers(ray_session: None) -> None:
-    network = make_network(num_replicas=2)
+@pytest.mark.parametrize("transport", ["compiled", "calls"])
+def test_user_error_keeps_type_message_and_traceback_then_recovers(ray_session: None, transport: str) -> None:
+    network = make_network(num_replicas=2, step_transport=transport)
     try:
+        network.start()
+        assert network._holder.group.compiled == (transport == "compiled")
+        start = timeit.default_timer()
         with pytest.raises(PoisonError, match="poisoned sample") as info:
             with network(mode="train", epoch=1):
                 network.run_step(batch(poison=999))
+        # Rank 0 waited for rank 1 in the all-reduce: it was told to leave it (not left to the 300 s timeout).
+        assert timeit.default_timer() - start < 20
         err = info.value
         assert err.replica_rank == 1
         assert "check_value" in err.remote_traceback and "PoisonError" in err.remote_traceback
@@ -70,8 +76,9 @@ def test_user_error_keeps_type_message_and_traceback_then_recovers(ray_session: 
 
 
 @pytest.mark.timeout(90)
-def test_killed_replica_raises_quickly(ray_session: None) -> None:
-    network = make_network(num_replicas=2)
+@pytest.mark.parametrize("transport", ["compiled", "calls"])
+def test_killed_replica_raises_quickly(ray_session: None, transport: str) -> None:
+    network = make_network(num_replicas=2, step_transport=transport)
     try:
         victim = network.replica_info()[1]
         timer = threading.Timer(1.0, os.kill, args=(victim["pid"], signal.SIGKILL))
@@ -91,9 +98,11 @@ def test_killed_replica_raises_quickly(ray_session: None) -> None:
 
 
 @pytest.mark.timeout(90)
-def test_hung_replica_times_out(ray_session: None) -> None:
+@pytest.mark.parametrize("transport", ["calls", "compiled"])
+def test_hung_replica_times_out(ray_session: None, transport: str) -> None:
     os.environ["FE_RAY_TEST_SLEEP"] = "60"
-    network = make_network(num_replicas=2, step_timeout_s=3, runtime_env={"env_vars": {"FE_RAY_TEST_SLEEP": "60"}})
+    network = make_network(num_replicas=2, step_timeout_s=3, runtime_env={"env_vars": {"FE_RAY_TEST_SLEEP": "60"}},
+                           step_transport=transport)
     try:
         network.start()
         start = timeit.default_timer()
@@ -128,6 +137,8 @@ def test_unplaceable_request_fails_fast(ray_session: None) -> None:
 def test_bad_options_are_rejected() -> None:
     with pytest.raises(ValueError, match="checkpoint_dir"):
         make_network(num_replicas=2, max_failures=1)
+    with pytest.raises(ValueError, match=r"step_transport must be one of \['calls', 'compiled'\], got 'grpc'"):
+        make_network(num_replicas=2, step_transport="grpc")
     with pytest.raises(ValueError, match="step_timeout_s"):
         make_network(num_replicas=2, step_timeout_s=0)
     with pytest.raises(ValueError, match="resources_per_replica"):

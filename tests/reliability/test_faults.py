@@ -291,7 +291,10 @@ def test_driver_sigkill_mid_checkpoint_write_leaves_no_orphans_and_resumes(ray_s
     # fe_ray could not clean up (the driver is gone): Ray's owner-death semantics reap the job's actors.
     wait_for(lambda: not any(pid_alive(pid) for pid in actor_pids), 60, "Ray to reap the dead driver's actors")
     actors = [a for a in ray._private.state.actors().values() if a.get("JobID") == info["job"]]
-    assert len(actors) == 3 and {a["State"] for a in actors} == {"DEAD"}, actors
+    assert {a["State"] for a in actors} == {"DEAD"}, actors
+    # (Ray's compiled step graph adds a helper actor of its own, CompiledDAG.DAGDriverProxyActor: dead too.)
+    ours = sorted(a["ActorClassName"] for a in actors if not a["ActorClassName"].startswith("CompiledDAG."))
+    assert ours == ["CheckpointWriter", "Replica", "Replica"], actors
     # The interrupted write left a partial checkpoint that is never picked up.
     store = CheckpointStore(ckpt, keep=None)
     assert staging_dirs(ckpt) and [Path(url).name for url in store.committed()] == ["ckpt-000001"]
