@@ -280,6 +280,10 @@ class TorchCollective(Collective):
         self._joined = False
         self._aborted = False
         self._waiting: threading.Event | None = None
+        #: Whether :meth:`abort` can wake a gloo all-reduce blocked in another thread. Off by default: waiting on a
+        #: future costs thread hand-offs per all-reduce, and it is only needed when the driver cannot see a failed
+        #: peer itself (compiled step graphs read results in rank order).
+        self.interruptible = False
 
     def listen(self, host: str) -> tuple[str, int]:
         assert self.rank == 0, "only rank 0 listens"
@@ -297,11 +301,12 @@ class TorchCollective(Collective):
         self._joined = True
 
     def allreduce_tensor_(self, tensor: Any) -> None:
-        """Sum ``tensor`` over all ranks in place (gloo: abortable by :meth:`abort` from another thread)."""
+        """Sum ``tensor`` over all ranks in place (gloo: abortable by :meth:`abort` if :attr:`interruptible`)."""
         import torch.distributed as dist
 
-        if self.backend != "gloo":
+        if self.backend != "gloo" or not self.interruptible:
             # NCCL enqueues the kernel and returns; a failed peer is handled by the process group's abort/timeout.
+            self._raise_if_aborted()
             dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
             return
         # gloo blocks the calling thread until every rank joins, and a peer that failed before joining never does

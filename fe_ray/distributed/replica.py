@@ -200,10 +200,15 @@ class Replica:
 
     @_guarded
     def prepare_compiled_steps(self) -> bool:
-        """Import torch (when installed) on this main thread before a compiled graph's thread starts: Ray's
-        channel code imports it there, and two threads importing one large package can each see it half-built."""
+        """Get ready for steps on a compiled graph's thread: make the collective interruptible, and import torch
+        (when installed) on this main thread first: Ray's channel code imports it on the graph's thread, and two
+        threads importing one large package can each see it half-built."""
         if importlib.util.find_spec("torch") is not None:
             import torch  # noqa: F401
+        if self.collective is not None and hasattr(self.collective, "interruptible"):
+            # The driver reads a compiled graph's results in rank order and cannot see a failed peer while rank 0
+            # waits for it in the all-reduce: abort_collective must be able to wake that wait.
+            self.collective.interruptible = True
         return True
 
     def _leave_collective(self) -> None:
