@@ -72,11 +72,8 @@ class RayNetwork(BaseNetwork):
         placement_strategy: One of "PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD".
         collective_backend: torch only: "gloo" or "nccl". None (default) uses NCCL when every replica has a whole
             GPU of its own, else gloo (NCCL cannot put two ranks on one GPU, e.g. ``{"GPU": 0.5}``).
-        step_transport: How steps reach the replicas: "calls" (default), one Ray actor call per replica and
-            step; or "compiled", a Ray Compiled Graph (shared-memory channels set up once: ~0.1-0.4 ms a step
-            instead of ~1-2 ms, but the replicas and the driver busy-wait on their channels, a CPU core each; it
-            pays off only with spare cores, see :mod:`fe_ray.distributed.step_graph`). If Ray cannot compile the
-            graph, steps use actor calls (with a warning).
+        step_transport: "calls" (default): one Ray actor call per replica and step; "compiled": a Ray Compiled
+            Graph, faster per step but busy-waiting a core per replica (:mod:`fe_ray.distributed.step_graph`).
 
     Attributes:
         replica_outputs: For each output key reduced by a weighted mean in the last step, the value of every
@@ -212,10 +209,8 @@ class RayNetwork(BaseNetwork):
         return "gloo" if 0 < gpus < 1 else None  # fractional GPUs: ranks may share a device, which NCCL refuses
 
     def shutdown(self) -> None:
-        """Kill the replicas and release their resources (the driver's models keep the last synced state).
-
-        Pending background checkpoint writes are finished first.
-        """
+        """Kill the replicas and release their resources (the driver's models keep the last synced state); pending
+        background checkpoint writes are finished first."""
         self._stop_replicas()
         if self._checkpointer is not None:
             self._checkpointer.shutdown()
@@ -348,13 +343,11 @@ class RayNetwork(BaseNetwork):
 
     # ------------------------------------------------------------------ steps
     def prefetch(self, batch: Mapping[str, Any]) -> None:
-        """Split ``batch`` and put its slices into the object store now, ahead of ``run_step(batch)``.
-
-        The next ``run_step`` of that same batch object reuses the slices. Only without active slicers (with
-        slicers, the minibatches are made inside run_step).
-        """
+        """Split ``batch`` and put its slices into the object store now, ahead of ``run_step(batch)``, which reuses
+        them. Not with active slicers (they make the minibatches inside run_step), nor with compiled steps (their
+        channels take the slices by value)."""
         if self.ctx_slicers or not self.started or not self.ctx_state or self._group().compiled:
-            return  # (a compiled graph's channels take the slices by value)
+            return
         refs, n_local, n_total = self._put_slices(batch)
         self._prefetched = (batch, refs, n_local, n_total)
 
@@ -384,15 +377,11 @@ class RayNetwork(BaseNetwork):
         self._prefetched = None
         lrs = self._changed_lrs()
         per_rank = [(refs[rank], n_local[rank], n_total, lrs) for rank in range(self.num_replicas)]
+        following, self._lookahead = self._lookahead, None
+        # The following batch's slices are put while the replicas compute this one.
+        overlap = None if following is None else lambda: self.prefetch(following)
         try:
-            if group.compiled:
-                results = group.run_steps(per_rank, self.step_timeout_s)
-            else:
-                pending = group.submit("run_step", per_rank_args=per_rank)
-                following, self._lookahead = self._lookahead, None
-                if following is not None:
-                    self.prefetch(following)  # overlaps the replicas' compute
-                results = group.wait(pending, self.step_timeout_s, "running a step")
+            results = group.run_steps(per_rank, self.step_timeout_s, overlap=overlap)
         except BaseException as err:
             self._failed(err)
             raise

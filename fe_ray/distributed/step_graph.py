@@ -29,7 +29,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import ray
@@ -76,8 +76,10 @@ class StepGraph:
                            type(err).__name__, err)
             return None
 
-    def run(self, per_rank_args: Sequence[Any], timeout_s: float) -> list[Any]:
+    def run(self, per_rank_args: Sequence[Any], timeout_s: float,
+            overlap: Callable[[], None] | None = None) -> list[Any]:
         """Run one step: ``per_rank_args[rank]`` goes to ``actors[rank].step``; returns every rank's result.
+        ``overlap`` is called while the replicas compute.
 
         Raises:
             ray.exceptions.RayChannelTimeoutError: No complete result within ``timeout_s``.
@@ -86,6 +88,8 @@ class StepGraph:
         assert len(per_rank_args) == self.num_replicas, "one argument per replica"
         deadline = time.monotonic() + timeout_s
         refs = self._graph.execute(*per_rank_args)
+        if overlap is not None:
+            overlap()
         results = []
         for ref in refs:
             # Results are read in rank order whatever the order they complete in (see the module docstring).

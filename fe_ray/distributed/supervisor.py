@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import ray
@@ -146,17 +146,26 @@ class ReplicaGroup:
         ref = getattr(self.actors[rank], method).remote(*args)
         return self.wait([ref], timeout_s, what or method, ranks=[rank])[0]
 
-    def run_steps(self, per_rank_args: Sequence[tuple[Any, ...]], timeout_s: float,
-                  what: str = "running a step") -> list[Any]:
+    def run_steps(self, per_rank_args: Sequence[tuple[Any, ...]], timeout_s: float, what: str = "running a step",
+                  overlap: Callable[[], None] | None = None) -> list[Any]:
         """``Replica.run_step(*per_rank_args[rank])`` on every replica; every rank's result, in rank order.
+
+        Args:
+            per_rank_args: The arguments of each rank's call.
+            timeout_s: Longest the step may take.
+            what: What the replicas are doing, for error messages.
+            overlap: Called once the step was sent, while the replicas compute (e.g. to put the next slices).
 
         Raises:
             The same errors as :meth:`wait`, whichever transport the group uses.
         """
         if self._graph is None:
-            return self.wait(self.submit("run_step", per_rank_args), timeout_s, what)
+            pending = self.submit("run_step", per_rank_args)
+            if overlap is not None:
+                overlap()
+            return self.wait(pending, timeout_s, what)
         try:
-            values = self._graph.run(per_rank_args, timeout_s)
+            values = self._graph.run(per_rank_args, timeout_s, overlap)
         except ray.exceptions.RayChannelTimeoutError:
             raise self._timeout_error(list(range(self.num_replicas)), what, timeout_s) from None
         except ray.exceptions.RayError as err:
