@@ -14,6 +14,9 @@ plain compute of one slice). All phases alternate in one run; medians of per-op 
     call_slices     ray.put of the slices + ray.get([actor.noop.remote(slice_ref) ...]): put, round trip and
                     resolving the slice in the actor
     compute         plain torch step (fwd+bwd+Adam) on one slice in an actor with threads // N threads
+    replica_local   fe_ray's own ``Replica.run_step`` on one read-only slice, run in the driver process (no Ray)
+                    with threads // N threads: compute plus fe_ray's replica-side Python (ops, ``writable``
+                    copy, outputs to numpy); replica_local - compute is that Python's cost
     allreduce       gloo all_reduce of the gradient's element count, timed inside the actors
     merge           merge_outputs of N replicas' outputs          (driver)
     pipeline        one batch from fe.Pipeline's loader           (driver, Estimator path only)
@@ -96,6 +99,8 @@ def main(argv: list[str] | None = None) -> int:
         for b in batches[:3]:
             network.run_step(b)
     slices, n_local, _ = split_for_replicas(batch, keys, n)
+    local_replica = _local_replica(cfg)
+    frozen = {key: _read_only(value) for key, value in slices[0].items()}
     results = [{"y_pred": np.random.rand(k, 10).astype(np.float32), "ce": np.float32(2.3)} for k in n_local]
     pipeline = fe.Pipeline(train_data=_dataset(data), batch_size=batch_size)
 
@@ -125,6 +130,16 @@ def main(argv: list[str] | None = None) -> int:
     def compute() -> float:
         return max(ray.get([w.compute_time.remote(per, iters) for w in workers]))
 
+    def replica_local() -> float:
+        import torch
+
+        before = torch.get_num_threads()
+        torch.set_num_threads(per_threads)
+        try:
+            return per_op(lambda: _checked(local_replica.run_step(frozen, n_local[0], n_local[0])), iters)
+        finally:
+            torch.set_num_threads(before)
+
     def allreduce() -> float:
         return max(ray.get([w.allreduce_time.remote(grad_numel, iters) for w in workers]))
 
@@ -143,7 +158,8 @@ def main(argv: list[str] | None = None) -> int:
             return (time.perf_counter() - start) / count
 
     phases = {"full_step": full_step, "slice": slice_, "put": put, "rtt_fe": rtt_fe, "rtt_raw": rtt_raw,
-              "call_slices": call_slices, "compute": compute, "allreduce": allreduce, "merge": merge,
+              "call_slices": call_slices, "compute": compute, "replica_local": replica_local,
+              "allreduce": allreduce, "merge": merge,
               "pipeline": pipe}
     print(f"== overhead: {args.model} batch={batch_size} replicas={n} threads/replica={per_threads} "
           f"grad elements={grad_numel:,} iters/phase={iters} repeats={repeats}")
@@ -175,6 +191,36 @@ def main(argv: list[str] | None = None) -> int:
     if path:
         print(f"wrote {path}")
     return 0
+
+
+def _local_replica(cfg: dict[str, Any]) -> Any:
+    """A configured single-rank fe_ray Replica (the plain class, not an actor) of the benchmark network."""
+    from benchmarks.throughput import fe_network
+    from fe_ray.distributed.replica import Replica
+    from fe_ray.distributed.serialization import check_picklable
+
+    network, _ = fe_network(cfg, "torch", None)
+    replica = Replica(0, 1, "torch", check_picklable(list(network.ops), network.models))
+    _checked(replica.setup())
+    _checked(replica.configure("train", 1, "", {"ce"}, False, False, None))
+    return replica
+
+
+def _checked(result: Any) -> Any:
+    """A Replica method's result, raising the failure it returns instead of raising."""
+    from fe_ray.distributed.errors import RemoteFailure
+
+    if isinstance(result, RemoteFailure):
+        raise result.to_exception()
+    return result
+
+
+def _read_only(value: Any) -> Any:
+    """A read-only copy of an array, as a replica receives slices from Ray."""
+    if isinstance(value, np.ndarray):
+        value = value.copy()
+        value.flags.writeable = False
+    return value
 
 
 def _dataset(data: dict[str, np.ndarray]) -> Any:
