@@ -76,6 +76,7 @@ class Collective(ABC):
         self.rank = rank
         self.world_size = world_size
         self.timeout_s = timeout_s
+        self._aborted = False  # set by abort(): every later all-reduce fails
 
     @abstractmethod
     def listen(self, host: str) -> tuple[str, int]:
@@ -101,6 +102,11 @@ class Collective(ABC):
         all-reduce, and the driver replaces the whole group anyway.
         """
 
+    def _raise_if_aborted(self) -> None:
+        if self._aborted:
+            raise CollectiveError(f"{type(self).__name__}: rank {self.rank} left the all-reduce because a peer "
+                                  "replica failed this step.")
+
 
 # ------------------------------------------------------------------------------------------------ TCP hub
 class TcpCollective(Collective):
@@ -112,7 +118,6 @@ class TcpCollective(Collective):
         self._peers: dict[int, socket.socket] = {}
         self._hub: socket.socket | None = None
         self._seq = 0
-        self._aborted = False
 
     def listen(self, host: str) -> tuple[str, int]:
         assert self.rank == 0, "only rank 0 listens"
@@ -199,11 +204,6 @@ class TcpCollective(Collective):
             self._raise_if_aborted()
             raise
 
-    def _raise_if_aborted(self) -> None:
-        if self._aborted:
-            raise CollectiveError(f"TCP collective: rank {self.rank} left all-reduce #{self._seq} because a peer "
-                                  "replica failed this step.")
-
     def _recv_checked(self, conn: socket.socket, peer: int, nbytes: int) -> np.ndarray:
         seq, size = _HEADER.unpack(_recv_exact(conn, _HEADER.size, peer, self.timeout_s))
         if seq != self._seq or size != nbytes:
@@ -278,7 +278,6 @@ class TorchCollective(Collective):
             raise ValueError(f"torch collective backend must be 'gloo' or 'nccl', got {backend!r}.")
         self.backend = backend
         self._joined = False
-        self._aborted = False
         self._waiting: threading.Event | None = None
         #: Whether :meth:`abort` can wake a gloo all-reduce blocked in another thread. Off by default: waiting on a
         #: future costs thread hand-offs per all-reduce, and it is only needed when the driver cannot see a failed
@@ -322,11 +321,6 @@ class TorchCollective(Collective):
         self._waiting = None
         self._raise_if_aborted()
         work.wait()  # completed: returns at once, or raises gloo's error (e.g. a peer's connection closed)
-
-    def _raise_if_aborted(self) -> None:
-        if self._aborted:
-            raise CollectiveError(f"torch.distributed ({self.backend}): rank {self.rank} left the all-reduce "
-                                  "because a peer replica failed this step.")
 
     def abort(self) -> None:
         self._aborted = True

@@ -344,9 +344,8 @@ class RayNetwork(BaseNetwork):
     # ------------------------------------------------------------------ steps
     def prefetch(self, batch: Mapping[str, Any]) -> None:
         """Split ``batch`` and put its slices into the object store now, ahead of ``run_step(batch)``, which reuses
-        them. Not with active slicers (they make the minibatches inside run_step), nor with compiled steps (their
-        channels take the slices by value)."""
-        if self.ctx_slicers or not self.started or not self.ctx_state or self._group().compiled:
+        them. Only without active slicers (with slicers, the minibatches are made inside run_step)."""
+        if self.ctx_slicers or not self.started or not self.ctx_state:
             return
         refs, n_local, n_total = self._put_slices(batch)
         self._prefetched = (batch, refs, n_local, n_total)

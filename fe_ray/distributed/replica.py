@@ -128,7 +128,9 @@ class Replica:
     def shutdown(self) -> bool:
         """Leave the current context and the collective."""
         self._exit()
-        self._leave_collective()
+        if self.collective is not None:
+            self.collective.close()
+            self.collective = None
         return True
 
     # ------------------------------------------------------------------ steps
@@ -210,14 +212,6 @@ class Replica:
             # waits for it in the all-reduce: abort_collective must be able to wake that wait.
             self.collective.interruptible = True
         return True
-
-    def _leave_collective(self) -> None:
-        collective, self.collective = self.collective, None
-        if collective is not None:
-            try:
-                collective.close()
-            except Exception:  # noqa: BLE001 - best effort: the group is being replaced
-                pass
 
     def _set_lrs(self, lrs: Mapping[str, float] | None) -> None:
         if not lrs:

@@ -176,7 +176,7 @@ class ReplicaGroup:
         failures = [value.to_exception() for value in values if isinstance(value, RemoteFailure)]
         if failures:
             self.alive = False
-            # A replica that fails leaves the collective, so its peers fail too: report the cause, not a symptom.
+            # A replica that fails makes its peers' all-reduce fail too (abort_collective): report the cause.
             causes = [err for err in failures if not _looks_like_lost_peer(err)]
             if not causes:
                 self._raise_if_any_died(what, failures[0])
