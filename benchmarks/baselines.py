@@ -3,7 +3,8 @@
 * :class:`PlainTorchTrainer`: the plain single-process PyTorch loop (variant (a) of throughput.py).
 * :class:`DPWorker`: one rank of a hand-written gloo data-parallel loop on a Ray actor (variant (e)); also used by
   overhead.py to time the primitive operations (empty actor call, gloo all_reduce) of any distributed path.
-* :func:`plain_tf_step`: the plain ``tf.function`` Keras training step (throughput.py --framework tf).
+* :class:`PlainTFTrainer`: the plain ``tf.function`` Keras training loop (variant (a) of throughput.py --framework tf).
+* :class:`TFDPWorker`: one rank of a hand-written TF data-parallel loop on a Ray actor (variant (e) for TF).
 
 The loss math matches fe_ray's CrossEntropy on softmax outputs (renormalise, clip to [1e-7, 1-1e-7], log, gather),
 and the optimizer is Adam(lr=1e-3) everywhere (fe.build's "adam" default), so every variant does the same work.
@@ -177,6 +178,15 @@ class DPWorker:
 
 
 # ---------------------------------------------------------------------------------------------------- tensorflow
+def tf_sparse_ce(pred: Any, y: Any) -> Any:
+    """TF twin of :func:`sparse_ce`."""
+    import tensorflow as tf
+
+    p = pred / tf.reduce_sum(pred, axis=-1, keepdims=True)
+    log_p = tf.math.log(tf.clip_by_value(p, EPSILON, 1 - EPSILON))
+    return -tf.reduce_mean(tf.gather(log_p, tf.cast(y, tf.int32), axis=-1, batch_dims=1))
+
+
 class PlainTFTrainer:
     """The plain TF loop: a ``tf.function`` step (GradientTape, same CE math, Adam) fed numpy batches."""
 
@@ -191,10 +201,7 @@ class PlainTFTrainer:
         @tf.function(reduce_retracing=True)
         def train_step(x: Any, y: Any) -> Any:
             with tf.GradientTape() as tape:
-                pred = self.model(x, training=True)
-                p = pred / tf.reduce_sum(pred, axis=-1, keepdims=True)
-                log_p = tf.math.log(tf.clip_by_value(p, EPSILON, 1 - EPSILON))
-                loss = -tf.reduce_mean(tf.gather(log_p, tf.cast(y, tf.int32), axis=-1, batch_dims=1))
+                loss = tf_sparse_ce(self.model(x, training=True), y)
             grads = tape.gradient(loss, self.model.trainable_variables)
             self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables))
             return loss
@@ -210,3 +217,70 @@ class PlainTFTrainer:
         if loss is not None:
             float(loss)
         return time.perf_counter() - start
+
+
+class TFDPWorker:
+    """One rank of a hand-written synchronous TF data-parallel loop (variant (e) of ``--framework tf``).
+
+    Each step: a ``tf.function`` computes the local loss and the gradients as one flat float32 bucket; the bucket
+    is averaged over the ranks with a gloo ``all_reduce`` (``torch.distributed`` on the bucket's numpy memory: the
+    same all-reduce primitive as the torch baseline (e), and the fastest CPU all-reduce installed here); a second
+    ``tf.function`` splits it back and applies Adam. Wrap with ``ray.remote(TFDPWorker)``; ``setup`` must be called
+    on all ranks concurrently (gloo rendezvous).
+    """
+
+    def __init__(self, rank: int, world_size: int, port: int, model_name: str, threads: int) -> None:
+        import tensorflow as tf
+
+        try:  # before TF's runtime starts: its thread pools are fixed once the first op runs
+            tf.config.threading.set_intra_op_parallelism_threads(threads)
+            tf.config.threading.set_inter_op_parallelism_threads(1)
+        except RuntimeError:  # already running in this process (in-process tests): keep its pools
+            pass
+        self.rank, self.world_size, self.port = rank, world_size, port
+        self.model_name = model_name
+
+    def setup(self) -> int:
+        """Join the gloo process group and build the model, optimizer and step functions; returns TF's intra-op
+        thread setting."""
+        import keras
+        import tensorflow as tf
+        import torch
+        import torch.distributed as dist
+
+        self.torch, self.dist = torch, dist
+        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{self.port}", rank=self.rank,
+                                world_size=self.world_size)
+        self.model = model = tf_model(self.model_name)
+        optimizer = keras.optimizers.Adam(learning_rate=1e-3)
+        variables = model.trainable_variables
+        sizes = [int(np.prod(v.shape)) for v in variables]
+
+        @tf.function(reduce_retracing=True)
+        def grad_step(x: Any, y: Any) -> tuple[Any, Any]:
+            with tf.GradientTape() as tape:
+                loss = tf_sparse_ce(model(x, training=True), y)
+            grads = tape.gradient(loss, variables)
+            return loss, tf.concat([tf.reshape(g, [-1]) for g in grads], axis=0)
+
+        @tf.function(reduce_retracing=True)
+        def apply_step(flat: Any) -> None:
+            grads = [tf.reshape(g, v.shape) for g, v in zip(tf.split(flat, sizes), variables)]
+            optimizer.apply_gradients(zip(grads, variables))
+
+        self.grad_step, self.apply_step = grad_step, apply_step
+        return tf.config.threading.get_intra_op_parallelism_threads()
+
+    def step(self, x: np.ndarray, y: np.ndarray) -> float:
+        """One synchronous DP step on this rank's slice; returns the local loss."""
+        loss, flat = self.grad_step(x, y)
+        bucket = np.array(flat, dtype=np.float32)  # writable host copy for gloo (~0.4 MB for LeNet)
+        self.dist.all_reduce(self.torch.from_numpy(bucket))
+        bucket /= self.world_size
+        self.apply_step(bucket)
+        return float(loss)
+
+    def shutdown(self) -> None:
+        """Leave the process group."""
+        if self.dist.is_initialized():
+            self.dist.destroy_process_group()

@@ -11,8 +11,9 @@ Variants (torch):
     e   hand-written 2-rank gloo data-parallel loop on Ray actors, batches sent from the driver each step
     e_local  (informational) the same ranks training on data generated inside the actors: no driver round trip
 
-``--framework tf``: a plain ``tf.function`` loop vs fe_ray in-process (b0, b) and, when fe_ray's distributed path
-supports TensorFlow, c and d.
+``--framework tf``: the same letters with an ``_tf`` suffix: a plain ``tf.function`` loop (a_tf), fe_ray in-process
+(b0_tf, b_tf) and with replicas (c_tf, d_tf and their compiled twins), and e_tf, a hand-written 2-rank TF
+data-parallel loop on Ray actors (tf.function gradients, one flat bucket averaged by a gloo all_reduce).
 
 Thread budget: ``--threads`` (default: all cores) intra-op threads for in-process variants; each of N replicas
 gets ``threads // N`` (min 1), for fe_ray replicas and hand-written ranks alike.
@@ -45,10 +46,10 @@ LABELS = {
     "e_local": "(e_local) gloo DP x2, actor-local data",
     "a_tf": "(a) plain tf.function loop", "b0_tf": "(b0) fe_ray TF Network.run_step loop",
     "b_tf": "(b) fe_ray TF Network+Estimator", "c_tf": "(c) fe_ray TF num_replicas=1",
-    "d_tf": "(d) fe_ray TF num_replicas=2",
+    "d_tf": "(d) fe_ray TF num_replicas=2", "e_tf": "(e) hand-written TF DP x2 (gloo)",
 }
 TARGETS = [("b", "a", 0.97), ("c", "a", 0.93), ("d", "e", 0.95),
-           ("b_tf", "a_tf", 0.97), ("c_tf", "a_tf", 0.93)]
+           ("b_tf", "a_tf", 0.97), ("c_tf", "a_tf", 0.93), ("d_tf", "e_tf", 0.95)]
 
 
 class Variant:
@@ -97,27 +98,37 @@ class PlainTorch(Variant):
 
 
 class GlooDP(Variant):
-    """Hand-written synchronous DP on ``replicas`` Ray actors (one flat gradient bucket, gloo all_reduce)."""
+    """Hand-written synchronous DP on ``replicas`` Ray actors (one flat gradient bucket, gloo all_reduce); torch
+    ranks (:class:`~benchmarks.baselines.DPWorker`) or, with ``framework="tf"``, TF ranks
+    (:class:`~benchmarks.baselines.TFDPWorker`)."""
 
-    def __init__(self, key: str, cfg: dict[str, Any], local_data: bool = False) -> None:
+    def __init__(self, key: str, cfg: dict[str, Any], local_data: bool = False, framework: str = "torch") -> None:
         super().__init__(key, cfg)
         self.local_data = local_data
+        self.framework = framework
 
     def prepare(self) -> None:
         import ray
 
-        from benchmarks.baselines import DPWorker, batches_of
+        from benchmarks.baselines import DPWorker, TFDPWorker, batches_of
 
         cfg = self.cfg
         self.n = cfg["replicas"]
         harness.init_ray(cfg["ray_cpus"])
         port = harness.free_port()
         threads = max(1, cfg["threads"] // self.n)
-        gpus = 1.0 / self.n if cfg["device"] == "cuda" else 0
-        remote = ray.remote(num_cpus=1, num_gpus=gpus)(DPWorker)
-        self.workers = [remote.remote(r, self.n, port, cfg["model"], threads, cfg["device"]) for r in range(self.n)]
+        if self.framework == "tf":
+            remote = ray.remote(num_cpus=1)(TFDPWorker)
+            self.workers = [remote.remote(r, self.n, port, cfg["model"], threads) for r in range(self.n)]
+            data = cfg["data_tf"]
+        else:
+            gpus = 1.0 / self.n if cfg["device"] == "cuda" else 0
+            remote = ray.remote(num_cpus=1, num_gpus=gpus)(DPWorker)
+            self.workers = [remote.remote(r, self.n, port, cfg["model"], threads, cfg["device"])
+                            for r in range(self.n)]
+            data = cfg["data"]
         self.actor_threads = ray.get([w.setup.remote() for w in self.workers])
-        self.batches = batches_of(cfg["data"], cfg["batch_size"])[:cfg["steps"]]
+        self.batches = batches_of(data, cfg["batch_size"])[:cfg["steps"]]
         self._run(self.batches[:WARMUP_STEPS])
         if self.local_data:
             ray.get([w.run_local.remote(WARMUP_STEPS, cfg["batch_size"] // self.n) for w in self.workers])
@@ -395,6 +406,7 @@ def build_variants(cfg: dict[str, Any], framework: str, only: set[str] | None,
             reason)
         add("d_compiled_tf", lambda: FeEstimator("d_compiled_tf", cfg, "tf", 2, "compiled"), est_ok and tf_dist,
             reason)
+        add("e_tf", lambda: GlooDP("e_tf", {**cfg, "replicas": 2}, framework="tf"), dist_ok, avail["distributed"])
     return variants, skipped
 
 
@@ -456,7 +468,8 @@ def run_model(model: str, args: Any, device: str, threads: int, avail: dict[str,
     extra = [("b0/a", "b0", "a"), ("b/a_sync", "b", "a_sync"), ("b0/a_sync", "b0", "a_sync"),
               ("d/c", "d", "c"), ("e/a", "e", "a"), ("e/e_local", "e", "e_local"),
              ("c_compiled/a", "c_compiled", "a"), ("d_compiled/e", "d_compiled", "e"),
-             ("c_compiled_tf/a_tf", "c_compiled_tf", "a_tf"),
+             ("c_compiled_tf/a_tf", "c_compiled_tf", "a_tf"), ("d_compiled_tf/e_tf", "d_compiled_tf", "e_tf"),
+             ("d_tf/c_tf", "d_tf", "c_tf"), ("e_tf/a_tf", "e_tf", "a_tf"),
              ("b0_tf/a_tf", "b0_tf", "a_tf")]
     for label, num, den in extra:
         if num in series and den in series:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from benchmarks import harness, throughput
 
 
@@ -31,3 +33,27 @@ def test_throughput_quick_plain_variant(tmp_path, monkeypatch) -> None:  # noqa:
     payload = json.loads((tmp_path / "throughput_quick.json").read_text())
     series = payload["results"]["lenet"]["series"]["a"]
     assert series["repeats"] == 2 and series["median"] > 0
+
+
+def test_tf_data_parallel_rank_trains_like_the_plain_tf_loop() -> None:
+    """One rank of the hand-written TF baseline (e_tf), alone in its gloo group, must do exactly the plain TF
+    loop's work: its flat-bucket split/apply may not reorder or drop gradients."""
+    pytest.importorskip("tensorflow")
+    pytest.importorskip("torch")
+    import numpy as np
+
+    from benchmarks.baselines import PlainTFTrainer, TFDPWorker, batches_of
+    from benchmarks.models import synthetic_data
+
+    batches = batches_of(synthetic_data("lenet", 3 * 8, channels_last=True), 8)
+    plain = PlainTFTrainer("lenet")
+    plain.run(batches)
+    rank = TFDPWorker(0, 1, harness.free_port(), "lenet", threads=1)
+    rank.setup()
+    try:
+        losses = [rank.step(b["x"], b["y"]) for b in batches]
+    finally:
+        rank.shutdown()
+    assert all(np.isfinite(losses))
+    for ours, ref in zip(rank.model.trainable_variables, plain.model.trainable_variables, strict=True):
+        np.testing.assert_allclose(np.asarray(ours), np.asarray(ref), rtol=1e-4, atol=1e-6)
