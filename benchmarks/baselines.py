@@ -154,6 +154,12 @@ class DPWorker:
         """An empty call (args are received and dropped), for round-trip timing."""
         return 0
 
+    def hold(self, seconds: float, *args: Any) -> int:
+        """A call that lasts ``seconds`` (sleeping; args are received and dropped): the round trip of a call as
+        long as a training step, without the step's compute."""
+        time.sleep(seconds)
+        return 0
+
     def allreduce_time(self, numel: int, iters: int) -> float:
         """Median seconds of a gloo all_reduce of ``numel`` float32 values (after 3 warm-ups)."""
         torch = self.torch
@@ -239,6 +245,8 @@ class TFDPWorker:
             pass
         self.rank, self.world_size, self.port = rank, world_size, port
         self.model_name = model_name
+        self.fe_collective: Any = None  # fe_ray's TcpCollective, opened only for overhead.py's all-reduce phase
+        self._plain: PlainTFTrainer | None = None  # the plain step timed by compute_time, built on first use
 
     def setup(self) -> int:
         """Join the gloo process group and build the model, optimizer and step functions; returns TF's intra-op
@@ -280,7 +288,63 @@ class TFDPWorker:
         self.apply_step(bucket)
         return float(loss)
 
+    # Primitives timed by overhead.py --framework tf.
+    def noop(self, *args: Any) -> int:
+        """An empty call (args are received and dropped), for round-trip timing."""
+        return 0
+
+    def hold(self, seconds: float, *args: Any) -> int:
+        """A call that lasts ``seconds`` (sleeping; args are received and dropped): the round trip of a call as
+        long as a training step, without the step's compute."""
+        time.sleep(seconds)
+        return 0
+
+    def num_grad_params(self) -> int:
+        """Number of gradient elements all-reduced per step."""
+        return int(sum(np.prod(v.shape) for v in self.model.trainable_variables))
+
+    def compute_time(self, batch_size: int, iters: int) -> float:
+        """Mean seconds of one plain TF training step (:class:`PlainTFTrainer`) on ``batch_size`` samples: the
+        compute share of a data-parallel step."""
+        if self._plain is None:
+            self._plain = PlainTFTrainer(self.model_name)
+        batch = synthetic_data(self.model_name, batch_size, seed=self.rank, channels_last=True)
+        self._plain.run([batch])
+        return self._plain.run([batch] * iters) / iters
+
+    def open_fe_collective(self) -> tuple[str, int]:
+        """(rank 0) Open fe_ray's TF all-reduce (:class:`~fe_ray.distributed.collective.TcpCollective`); returns
+        the address the other ranks join with :meth:`join_fe_collective` (call that on all ranks concurrently)."""
+        from fe_ray.distributed.collective import TcpCollective
+
+        self.fe_collective = TcpCollective(self.rank, self.world_size, timeout_s=60.0)
+        return self.fe_collective.listen("127.0.0.1")
+
+    def join_fe_collective(self, address: tuple[str, int]) -> bool:
+        """Join fe_ray's TF all-reduce opened by rank 0."""
+        from fe_ray.distributed.collective import TcpCollective
+
+        if self.fe_collective is None:
+            self.fe_collective = TcpCollective(self.rank, self.world_size, timeout_s=60.0)
+        self.fe_collective.connect(tuple(address))
+        return True
+
+    def allreduce_time(self, numel: int, iters: int) -> float:
+        """Median seconds of one all-reduce of ``numel`` float32 values with fe_ray's TF collective (after 3
+        warm-ups): the all-reduce a TF replica step pays."""
+        buf = np.ones(numel, dtype=np.float32)
+        times = []
+        for i in range(iters + 3):
+            self.dist.barrier()
+            start = time.perf_counter()
+            self.fe_collective.allreduce_sum([buf])
+            if i >= 3:
+                times.append(time.perf_counter() - start)
+        return float(np.median(times))
+
     def shutdown(self) -> None:
-        """Leave the process group."""
+        """Leave the process group (and fe_ray's collective, if opened)."""
+        if self.fe_collective is not None:
+            self.fe_collective.close()
         if self.dist.is_initialized():
             self.dist.destroy_process_group()

@@ -11,13 +11,19 @@ plain compute of one slice). All phases alternate in one run; medians of per-op 
     put             ray.put of every slice                        (driver -> object store)
     rtt_fe          ReplicaGroup.call("ping"): submit + wait loop to all N replicas, empty payload
     rtt_raw         ray.get([actor.noop.remote() ...]) on plain actors
+    call_busy       the slices sent as fe_ray sends them (inline up to Ray's inline size, else put) to plain
+                    actors whose method sleeps as long as ``compute``, minus that sleep: Ray's round trip for a
+                    call that lasts a training step (on VMs it exceeds rtt_raw: idle CPUs wake up slowly)
     call_slices     ray.put of the slices + ray.get([actor.noop.remote(slice_ref) ...]): put, round trip and
                     resolving the slice in the actor
     compute         plain torch step (fwd+bwd+Adam) on one slice in an actor with threads // N threads
     replica_local   fe_ray's own ``Replica.run_step`` on one read-only slice, run in the driver process (no Ray)
                     with threads // N threads: compute plus fe_ray's replica-side Python (ops, ``writable``
-                    copy, outputs to numpy); replica_local - compute is that Python's cost
-    allreduce       gloo all_reduce of the gradient's element count, timed inside the actors
+                    copy, outputs to numpy); replica_local - compute is that Python's cost. (TF: with the
+                    driver's thread budget, as TF's thread pools cannot change once started; same as a
+                    replica's for --replicas 1)
+    allreduce       gloo all_reduce of the gradient's element count, timed inside the actors (TF: fe_ray's
+                    TCP collective, which TF replicas use)
     merge           merge_outputs of N replicas' outputs          (driver)
     pipeline        one batch from fe.Pipeline's loader           (driver, Estimator path only)
 
@@ -25,7 +31,9 @@ plain compute of one slice). All phases alternate in one run; medians of per-op 
 (context, ``writable`` copies, to_numpy of outputs, the UpdateOp's gradient copies), the reducer's extra tensor
 ops, and scheduling noise.
 
-Run: ``python -m benchmarks.overhead [--model lenet|resnet] [--replicas 2] [--quick]``.
+``--framework tf`` times the same phases for fe_ray's TF path (plain ``tf.function`` step as the compute).
+
+Run: ``python -m benchmarks.overhead [--framework torch|tf] [--model lenet|resnet] [--replicas 2] [--quick]``.
 """
 
 from __future__ import annotations
@@ -57,7 +65,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--replicas", type=int, default=2)
     parser.add_argument("--batch-size", type=int, default=0)
     parser.add_argument("--iters", type=int, default=0, help="ops per phase per repeat")
+    parser.add_argument("--framework", choices=("torch", "tf"), default="torch")
     args = parser.parse_args(argv)
+    tf_mode = args.framework == "tf"
+    if tf_mode:
+        import tensorflow  # noqa: F401 - set_thread_budget configures TF only once it is imported
     threads = args.threads or harness.available_cores()
     harness.set_thread_budget(threads)
     device, note = harness.resolve_device(args.device)
@@ -71,25 +83,34 @@ def main(argv: list[str] | None = None) -> int:
 
     ray = harness.init_ray(max(8, 4 * threads))
     import fe_ray as fe
-    from benchmarks.baselines import DPWorker, batches_of
+    from benchmarks.baselines import DPWorker, TFDPWorker, batches_of
     from benchmarks.throughput import fe_network
-    from fe_ray.distributed.batching import merge_outputs, split_for_replicas
+    from fe_ray.distributed.batching import merge_outputs, slice_nbytes, split_for_replicas
+    from fe_ray.distributed.coordinator import INLINE_SLICE_BYTES
 
     cfg = {"model": args.model, "device": device, "threads": threads}
-    data = synthetic_data(args.model, batch_size * 8)
+    data = synthetic_data(args.model, batch_size * 8, channels_last=tf_mode)
     batches = batches_of(data, batch_size)
     batch = batches[0]
 
     # fe_ray RayNetwork, started and warmed up.
-    network, _ = fe_network(cfg, "torch", n)
+    network, _ = fe_network(cfg, args.framework, n)
     network.start()
     group = network._group()  # noqa: SLF001 - benchmark instrumentation from outside
     # Hand-written actors with the same resources, for the in-replica primitives.
     port = harness.free_port()
     gpus = 1.0 / n if device == "cuda" else 0
-    remote = ray.remote(num_cpus=per_threads, num_gpus=gpus)(DPWorker)
-    workers = [remote.remote(r, n, port, args.model, per_threads, device) for r in range(n)]
-    ray.get([w.setup.remote() for w in workers])
+    if tf_mode:
+        remote = ray.remote(num_cpus=per_threads)(TFDPWorker)
+        workers = [remote.remote(r, n, port, args.model, per_threads) for r in range(n)]
+        ray.get([w.setup.remote() for w in workers])
+        # The all-reduce phase times what a TF replica uses: fe_ray's TCP collective (not the baseline's gloo).
+        address = ray.get(workers[0].open_fe_collective.remote(), timeout=60)
+        ray.get([w.join_fe_collective.remote(address) for w in workers], timeout=60)
+    else:
+        remote = ray.remote(num_cpus=per_threads, num_gpus=gpus)(DPWorker)
+        workers = [remote.remote(r, n, port, args.model, per_threads, device) for r in range(n)]
+        ray.get([w.setup.remote() for w in workers])
     grad_numel = ray.get(workers[0].num_grad_params.remote())
     per = batch_size // n
 
@@ -99,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         for b in batches[:3]:
             network.run_step(b)
     slices, n_local, _ = split_for_replicas(batch, keys, n)
-    local_replica = _local_replica(cfg)
+    local_replica = _local_replica(cfg, args.framework)
     frozen = {key: _read_only(value) for key, value in slices[0].items()}
     results = [{"y_pred": np.random.rand(k, 10).astype(np.float32), "ce": np.float32(2.3)} for k in n_local]
     pipeline = fe.Pipeline(train_data=_dataset(data), batch_size=batch_size)
@@ -121,6 +142,12 @@ def main(argv: list[str] | None = None) -> int:
     def rtt_raw() -> float:
         return per_op(lambda: ray.get([w.noop.remote() for w in workers]), iters)
 
+    def call_busy() -> float:
+        def once() -> None:
+            sent = [p if slice_nbytes(p) <= INLINE_SLICE_BYTES else ray.put(p) for p in slices]
+            ray.get([w.hold.remote(hold_s, p) for w, p in zip(workers, sent)])
+        return per_op(once, iters) - hold_s
+
     def call_slices() -> float:
         def once() -> None:
             refs = [ray.put(p) for p in slices]
@@ -131,6 +158,8 @@ def main(argv: list[str] | None = None) -> int:
         return max(ray.get([w.compute_time.remote(per, iters) for w in workers]))
 
     def replica_local() -> float:
+        if tf_mode:  # TF's thread pools are fixed per process: the driver's budget (= the replica's when n=1)
+            return per_op(lambda: _checked(local_replica.run_step(frozen, n_local[0], n_local[0])), iters)
         import torch
 
         before = torch.get_num_threads()
@@ -158,11 +187,12 @@ def main(argv: list[str] | None = None) -> int:
             return (time.perf_counter() - start) / count
 
     phases = {"full_step": full_step, "slice": slice_, "put": put, "rtt_fe": rtt_fe, "rtt_raw": rtt_raw,
-              "call_slices": call_slices, "compute": compute, "replica_local": replica_local,
+              "call_busy": call_busy, "call_slices": call_slices, "compute": compute, "replica_local": replica_local,
               "allreduce": allreduce, "merge": merge,
               "pipeline": pipe}
-    print(f"== overhead: {args.model} batch={batch_size} replicas={n} threads/replica={per_threads} "
+    print(f"== overhead: {args.framework} {args.model} batch={batch_size} replicas={n} threads/replica={per_threads} "
           f"grad elements={grad_numel:,} iters/phase={iters} repeats={repeats}")
+    hold_s = compute()  # how long call_busy's calls last
     for fn in phases.values():  # warm-up
         fn()
     series = harness.alternate(phases, repeats, "s", higher_is_better=False, quiet_wait_s=args.wait_quiet)
@@ -177,6 +207,9 @@ def main(argv: list[str] | None = None) -> int:
     print(harness.format_table(rows, ["phase", "median us/step", "% of full_step", "n", "spread"]))
     print("call_slices includes put; rtt_fe vs rtt_raw shows the supervisor's wait-loop cost; unaccounted = "
           "full_step - (slice + call_slices + compute + allreduce + merge).")
+    ray_part = med["call_busy"] / (med["full_step"] - med["compute"]) if med["full_step"] > med["compute"] else 0
+    print(f"full_step - compute = {(med['full_step'] - med['compute']) * 1e6:,.0f} us, of which call_busy (a plain "
+          f"Ray actor call lasting one step) = {med['call_busy'] * 1e6:,.0f} us ({100 * ray_part:.0f}%).")
     for w in workers:
         ray.kill(w)
     network.shutdown()
@@ -185,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
                           "threads_per_replica": per_threads, "grad_elements": grad_numel, "iters": iters},
                "series": {k: s.to_json() for k, s in series.items()},
                "median_us": {k: v * 1e6 for k, v in med.items()}, "unaccounted_us": unaccounted * 1e6}
-    name = "overhead" + ("" if args.model == "lenet" else f"_{args.model}")
+    name = "overhead" + ("_tf" if tf_mode else "") + ("" if args.model == "lenet" else f"_{args.model}")
     name += ("_cuda" if device == "cuda" else "") + ("_quick" if args.quick else "")
     path = harness.write_json(name, payload, not args.no_save)
     if path:
@@ -193,14 +226,14 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _local_replica(cfg: dict[str, Any]) -> Any:
+def _local_replica(cfg: dict[str, Any], framework: str) -> Any:
     """A configured single-rank fe_ray Replica (the plain class, not an actor) of the benchmark network."""
     from benchmarks.throughput import fe_network
     from fe_ray.distributed.replica import Replica
     from fe_ray.distributed.serialization import check_picklable
 
-    network, _ = fe_network(cfg, "torch", None)
-    replica = Replica(0, 1, "torch", check_picklable(list(network.ops), network.models))
+    network, _ = fe_network(cfg, framework, None)
+    replica = Replica(0, 1, framework, check_picklable(list(network.ops), network.models))
     _checked(replica.setup())
     _checked(replica.configure("train", 1, "", {"ce"}, False, False, None))
     return replica
