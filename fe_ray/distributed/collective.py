@@ -7,8 +7,9 @@ implementations:
   free port; the driver passes that address to every rank, and all ranks call ``init_process_group`` with a
   timeout.
 * :class:`TcpCollective` is a small framework-neutral all-reduce over TCP sockets with rank 0 as the hub: every
-  rank sends its float32 buffer to rank 0, which sums them in rank order and sends the total back. Every rank thus
-  ends with bit-identical results, which keeps the replicas' weights identical. It binds to the node's cluster IP
+  rank sends its float32 buffer to rank 0, which sums them in rank order and sends the total back (chunk by chunk
+  for buffers over a megabyte, so sums flow back while the rest is still being sent). Every rank thus ends with
+  bit-identical results, which keeps the replicas' weights identical. It binds to the node's cluster IP
   (or loopback) only.
 
 Why TensorFlow uses the TCP collective: fe_ray's TF Network runs the step as a ``tf.function`` and UpdateOp calls
@@ -25,10 +26,7 @@ error naming the peer that went silent, and no TF runtime state to tear down whe
 cost is a host copy of the gradients per step and O(N) traffic at the hub, which is fine for the few CPU/GPU
 replicas fe_ray targets; torch uses NCCL/gloo directly on device tensors.
 
-The reducers implement ``g_global = allreduce_sum(g_local * n_local) / n_total`` where ``n_local`` is the number of
-samples in this replica's slice and ``n_total`` the batch size. Losses are means over samples, so this is
-exactly the gradient one process computes on the whole batch, also for uneven slices; an idle replica (batch
-smaller than the number of replicas) runs a padding sample with ``n_local = 0`` and contributes nothing.
+The gradient reducers built on these collectives live in :mod:`fe_ray.distributed.reducers`.
 """
 
 from __future__ import annotations
@@ -38,8 +36,7 @@ import struct
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -49,14 +46,11 @@ from fe_ray.distributed.errors import CollectiveError
 
 _HEADER = struct.Struct("!QQ")  # (sequence number, payload bytes)
 _HELLO = struct.Struct("!I")  # a connecting rank announces itself
-
-
-@dataclass
-class StepWeights:
-    """This replica's share of the current step: ``n_local`` of the ``n_total`` samples (read when reducing)."""
-
-    n_local: float = 1.0
-    n_total: float = 1.0
+#: Buffers up to this size cross the TCP all-reduce in one piece: measured faster than the pipelined path for
+#: LeNet's 0.37 MB of gradients (a sender thread per call costs more than the overlap gains).
+PIPELINE_MIN_BYTES = 1 << 20
+#: Pipelining unit for larger buffers (a multiple of 4: float32 boundaries).
+CHUNK_BYTES = 1 << 18
 
 
 class Collective(ABC):
@@ -175,21 +169,65 @@ class TcpCollective(Collective):
             offset += array.size
         return out
 
+    # A buffer over PIPELINE_MIN_BYTES travels in chunks of CHUNK_BYTES, and the hub returns each chunk's sum as
+    # soon as it has every rank's share of it: the spokes send the rest while sums already flow back. Sending the
+    # whole buffer, then receiving the whole sum took 2.8x gloo's time for ResNet-8's 2.4 MB of gradients (6.9 ms
+    # vs 2.4 ms, 2 ranks); pipelined: 4.0-4.4 ms.
     def _hub_sum(self, flat: np.ndarray) -> np.ndarray:
-        total = flat.copy()
-        for peer in range(1, self.world_size):
-            total += self._recv_array(self._peers[peer], peer, flat.nbytes)  # rank order: identical on all ranks
-        message = _HEADER.pack(self._seq, total.nbytes) + total.tobytes()
-        for peer in range(1, self.world_size):
-            self._send(self._peers[peer], peer, message)
-        return total
+        peers = range(1, self.world_size)
+        for peer in peers:
+            self._recv_header(self._peers[peer], peer, flat.nbytes)
+        header = _HEADER.pack(self._seq, flat.nbytes)
+        for peer in peers:
+            self._send(self._peers[peer], peer, header)
+        total = memoryview(flat).cast("B")  # flat is this call's own concatenation: sum into it in place
+        # An unpipelined spoke sends its whole buffer before it reads: answer it only after reading all of it.
+        chunk = CHUNK_BYTES if flat.nbytes > PIPELINE_MIN_BYTES else max(flat.nbytes, 4)
+        scratch = np.empty(min(flat.size, chunk // 4), np.float32)
+        for start in range(0, flat.nbytes, chunk):
+            end = min(start + chunk, flat.nbytes)
+            part = scratch[:(end - start) // 4]
+            for peer in peers:  # rank order: the same float additions, so bit-identical sums on every rank
+                self._recv_into(self._peers[peer], peer, memoryview(part).cast("B"))
+                flat[start // 4:end // 4] += part
+            for peer in peers:
+                self._send(self._peers[peer], peer, total[start:end])
+        return flat
 
     def _spoke_sum(self, flat: np.ndarray) -> np.ndarray:
         assert self._hub is not None, "connect() must run before allreduce_sum()"
-        self._send(self._hub, 0, _HEADER.pack(self._seq, flat.nbytes) + flat.tobytes())
-        return self._recv_array(self._hub, 0, flat.nbytes)
+        hub = self._hub
+        header, payload = _HEADER.pack(self._seq, flat.nbytes), memoryview(flat).cast("B")
+        out = np.empty_like(flat)
+        if flat.nbytes <= PIPELINE_MIN_BYTES:  # one piece: nothing to overlap, so no sender thread
+            self._send(hub, 0, header)
+            self._send(hub, 0, payload)
+            self._recv_header(hub, 0, flat.nbytes)
+            self._recv_into(hub, 0, memoryview(out).cast("B"))
+            return out
+        errors: list[BaseException] = []
 
-    def _send(self, conn: socket.socket, peer: int, message: bytes) -> None:
+        def send_all() -> None:
+            try:
+                self._send(hub, 0, header)
+                self._send(hub, 0, payload)
+            except BaseException as err:  # noqa: BLE001 - handed to the calling thread
+                errors.append(err)
+
+        # The sum streams back while this rank still sends: receive here, send from a thread (both calls release the
+        # GIL). The hub only sends what it has received, so neither side can fill the other's buffers for good.
+        sender = threading.Thread(target=send_all, name="fe_ray-tcp-send", daemon=True)
+        sender.start()
+        try:
+            self._recv_header(hub, 0, flat.nbytes)
+            self._recv_into(hub, 0, memoryview(out).cast("B"))
+        finally:
+            sender.join(self.timeout_s)  # the socket's own timeout ends a stuck send sooner
+        if errors:
+            raise errors[0]
+        return out
+
+    def _send(self, conn: socket.socket, peer: int, message: bytes | memoryview) -> None:
         try:
             conn.sendall(message)
         except OSError as err:
@@ -197,22 +235,24 @@ class TcpCollective(Collective):
             raise CollectiveError(f"TCP collective: rank {self.rank} could not send all-reduce #{self._seq} to rank "
                                   f"{peer} ({err}); that replica probably died.") from err
 
-    def _recv_array(self, conn: socket.socket, peer: int, nbytes: int) -> np.ndarray:
+    def _recv_header(self, conn: socket.socket, peer: int, nbytes: int) -> None:
+        """Receive a message header from ``peer`` and check it announces this all-reduce with ``nbytes``."""
         try:
-            return self._recv_checked(conn, peer, nbytes)
+            seq, size = _HEADER.unpack(_recv_exact(conn, _HEADER.size, peer, self.timeout_s))
         except CollectiveError:
             self._raise_if_aborted()
             raise
-
-    def _recv_checked(self, conn: socket.socket, peer: int, nbytes: int) -> np.ndarray:
-        seq, size = _HEADER.unpack(_recv_exact(conn, _HEADER.size, peer, self.timeout_s))
         if seq != self._seq or size != nbytes:
             raise CollectiveError(f"TCP collective out of step: rank {self.rank} expected all-reduce #{self._seq} of "
                                   f"{nbytes} bytes but rank {peer} sent #{seq} of {size} bytes. The replicas ran "
                                   "different ops or models in this step.")
-        out = np.empty(nbytes // 4, np.float32)
-        _recv_exact_into(conn, memoryview(out).cast("B"), peer, self.timeout_s)
-        return out
+
+    def _recv_into(self, conn: socket.socket, peer: int, view: memoryview) -> None:
+        try:
+            _recv_exact_into(conn, view, peer, self.timeout_s)
+        except CollectiveError:
+            self._raise_if_aborted()
+            raise
 
     def close(self) -> None:
         for conn in [*self._peers.values(), self._hub, self._server]:
@@ -361,92 +401,4 @@ def free_port(host: str) -> int:
         return int(sock.getsockname()[1])
 
 
-# ------------------------------------------------------------------------------------------------ gradient reducers
-GradReducer = Callable[[Any, list[Any]], list[Any]]
-
-
-def make_grad_reducer(framework: str, collective: Collective, weights: StepWeights) -> GradReducer:
-    """The ``grad_reducer`` to install on a replica's network (see the module docstring for the math).
-
-    Args:
-        framework: "torch" or "tf".
-        collective: A connected collective (a :class:`TorchCollective` for torch).
-        weights: The replica's :class:`StepWeights`, updated by the replica before every step.
-    """
-    if framework == "torch":
-        return _torch_reducer(collective, weights)
-    if framework == "tf":
-        return _tf_reducer(collective, weights)
-    raise ValueError(f"Unknown framework {framework!r}; valid choices are ['tf', 'torch'].")
-
-
-def _torch_reducer(collective: Collective, weights: StepWeights) -> GradReducer:
-    import torch
-
-    from fe_ray.backend import get_backend
-
-    backend = get_backend("torch")
-
-    def reduce(model: Any, gradients: list[Any]) -> list[Any]:
-        params = backend.trainable_variables(model)
-        grads = list(gradients)
-        if len(params) == len(grads):
-            # A weight unused in this step has no gradient; every rank must still send the same buffer layout.
-            grads = [torch.zeros_like(p) if g is None else g for g, p in zip(grads, params)]
-        buckets: dict[tuple[Any, Any], list[int]] = {}
-        for pos, grad in enumerate(grads):
-            buckets.setdefault((grad.dtype, grad.device), []).append(pos)
-        with torch.no_grad():
-            for positions in buckets.values():  # same insertion order on every rank: same model, same ops
-                flat = torch.cat([grads[i].detach().reshape(-1).float() for i in positions])
-                flat.mul_(float(weights.n_local))
-                if isinstance(collective, TorchCollective):
-                    collective.allreduce_tensor_(flat)
-                else:
-                    flat = torch.as_tensor(collective.allreduce_sum([flat.cpu().numpy()])[0]).to(flat.device)
-                flat.div_(float(weights.n_total))
-                offset = 0
-                for i in positions:
-                    size = grads[i].numel()
-                    grads[i] = flat[offset:offset + size].view_as(grads[i]).to(grads[i].dtype)
-                    offset += size
-        return grads
-
-    return reduce
-
-
-def _tf_reducer(collective: Collective, weights: StepWeights) -> GradReducer:
-    import tensorflow as tf
-
-    def numpy_reduce(*arrays: np.ndarray) -> list[np.ndarray]:
-        # Runs at graph execution time, so it reads this step's weights (never values frozen at tracing time).
-        scaled = [np.asarray(a, np.float32) * np.float32(weights.n_local) for a in arrays]
-        summed = collective.allreduce_sum(scaled)
-        return [(s / np.float32(weights.n_total)).astype(a.dtype) for s, a in zip(summed, arrays)]
-
-    def reduce(model: Any, gradients: list[Any]) -> list[Any]:
-        present = [pos for pos, grad in enumerate(gradients) if grad is not None]
-        if not present:
-            return list(gradients)
-        tensors = [tf.convert_to_tensor(gradients[pos]) for pos in present]  # IndexedSlices -> dense
-        out = list(gradients)
-        if tf.executing_eagerly():
-            # fe_ray's TF step already calls grad_reducer through its own tf.numpy_function
-            # (fe_ray.backend.tf_step.graph_safe_reducer), i.e. eagerly with each step's values: reduce directly.
-            for pos, value in zip(present, numpy_reduce(*[t.numpy() for t in tensors])):
-                out[pos] = tf.convert_to_tensor(value)
-            return out
-        reduced = tf.numpy_function(numpy_reduce, tensors, Tout=[t.dtype for t in tensors], stateful=True,
-                                    name="fe_ray_allreduce")
-        if not isinstance(reduced, (list, tuple)):
-            reduced = [reduced]
-        for pos, tensor, value in zip(present, tensors, reduced):
-            value.set_shape(tensor.shape)  # numpy_function loses static shapes; optimizers need them
-            out[pos] = value
-        return out
-
-    return reduce
-
-
-__all__ = ["Collective", "GradReducer", "StepWeights", "TcpCollective", "TorchCollective", "free_port",
-           "make_grad_reducer"]
+__all__ = ["Collective", "TcpCollective", "TorchCollective", "free_port"]

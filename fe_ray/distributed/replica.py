@@ -69,7 +69,7 @@ class Replica:
     @_guarded
     def setup(self) -> dict[str, Any]:
         """Rebuild the ops, build the Network on this process's device, and return :meth:`info`."""
-        from fe_ray.distributed.collective import StepWeights
+        from fe_ray.distributed.reducers import StepWeights
         from fe_ray.distributed.serialization import loads_ops
         from fe_ray.network import TFNetwork, TorchNetwork
 
@@ -89,7 +89,7 @@ class Replica:
     @_guarded
     def init_collective(self, address: tuple[str, int]) -> bool:
         """Join the collective at ``address`` and install the all-reduce grad_reducer on the network."""
-        from fe_ray.distributed.collective import make_grad_reducer
+        from fe_ray.distributed.reducers import make_grad_reducer
 
         if self.collective is None:
             self.collective = self._make_collective()

@@ -9,8 +9,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from fe_ray.distributed.collective import StepWeights, TcpCollective, make_grad_reducer
+from fe_ray.distributed.collective import TcpCollective
 from fe_ray.distributed.errors import CollectiveError
+from fe_ray.distributed.reducers import StepWeights, make_grad_reducer
 
 
 def run_ranks(world: int, body: Any, timeout_s: float = 10.0, ranks: list[TcpCollective] | None = None) -> list[Any]:
@@ -49,6 +50,30 @@ def test_tcp_allreduce_sums_identically_on_every_rank() -> None:
         np.testing.assert_array_equal(result[1], np.arange(4) * 3.0)
         np.testing.assert_array_equal(result[2], results[0][2])  # bit-identical on all ranks
     np.testing.assert_allclose(results[0][2], [0.3], rtol=1e-6)
+
+
+@pytest.mark.timeout(60)
+def test_tcp_allreduce_pipelines_large_buffers_chunk_by_chunk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Buffers over one chunk stream through the hub chunk by chunk (last chunk partial): same sums, same bits."""
+    from fe_ray.distributed import collective
+
+    monkeypatch.setattr(collective, "CHUNK_BYTES", 4 * 1000)
+    monkeypatch.setattr(collective, "PIPELINE_MIN_BYTES", 4 * 2000)  # the first call pipelines, the second not
+    rng = np.random.default_rng(0)
+    values = [rng.standard_normal(10_250).astype(np.float32) for _ in range(3)]  # 10.25 chunks of 1000 floats
+    expected = (values[0] + values[1]) + values[2]  # the hub's rank order
+
+    def body(coll: TcpCollective) -> list[np.ndarray]:
+        first = coll.allreduce_sum([values[coll.rank][:250].reshape(50, 5), values[coll.rank][250:]])
+        second = coll.allreduce_sum([np.full(3, coll.rank, np.float32)])  # small again: the one-chunk path
+        return [*first, *second]
+
+    results = run_ranks(3, body)
+    for result in results:
+        assert not isinstance(result, Exception), result
+        np.testing.assert_array_equal(result[0].ravel(), expected[:250])
+        np.testing.assert_array_equal(result[1], expected[250:])
+        np.testing.assert_array_equal(result[2], [3.0, 3.0, 3.0])
 
 
 @pytest.mark.timeout(30)
@@ -93,6 +118,35 @@ def test_abort_wakes_an_allreduce_blocked_on_a_live_peer() -> None:
     results = run_ranks(2, body, ranks=ranks)
     assert isinstance(results[0], CollectiveError) and "peer replica failed" in str(results[0])
     assert time.monotonic() - start < 5  # not the 20 s collective timeout
+
+
+@pytest.mark.timeout(30)
+def test_abort_wakes_a_spoke_while_its_sender_thread_is_blocked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A spoke streaming a buffer larger than the socket buffers to a hub that never reads: abort ends both the
+    receiving call and its sender thread at once."""
+    from fe_ray.distributed import collective
+
+    monkeypatch.setattr(collective, "CHUNK_BYTES", 64 * 1024)
+    monkeypatch.setattr(collective, "PIPELINE_MIN_BYTES", 64 * 1024)
+    ranks = [TcpCollective(rank, 2, timeout_s=20.0) for rank in range(2)]
+    entered = threading.Event()
+
+    def body(coll: TcpCollective) -> Any:
+        if coll.rank == 0:
+            entered.wait(5)
+            time.sleep(0.5)  # rank 1's sender is blocked in sendall by now: nobody reads its 32 MB
+            ranks[1].abort()
+            time.sleep(2.0)
+            return "never joined"
+        entered.set()
+        return coll.allreduce_sum([np.ones(8 << 20, np.float32)])
+
+    before = {thread.name for thread in threading.enumerate()}
+    start = time.monotonic()
+    results = run_ranks(2, body, ranks=ranks)
+    assert isinstance(results[1], CollectiveError) and "peer replica failed" in str(results[1])
+    assert time.monotonic() - start < 5  # not the 20 s collective timeout
+    assert not [t for t in threading.enumerate() if t.name == "fe_ray-tcp-send" and t.name not in before]
 
 
 @pytest.mark.timeout(60)
