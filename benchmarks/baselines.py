@@ -72,7 +72,21 @@ class PlainTorchTrainer:
         return time.perf_counter() - start
 
 
-class DPWorker:
+class RoundTripProbes:
+    """Actor methods that time Ray's round trip (overhead.py), shared by the hand-written workers."""
+
+    def noop(self, *args: Any) -> int:
+        """An empty call (args are received and dropped), for round-trip timing."""
+        return 0
+
+    def hold(self, seconds: float, *args: Any) -> int:
+        """A call that lasts ``seconds`` (sleeping; args are received and dropped): the round trip of a call as
+        long as a training step, without the step's compute."""
+        time.sleep(seconds)
+        return 0
+
+
+class DPWorker(RoundTripProbes):
     """One rank of a hand-written synchronous data-parallel loop (gloo all-reduce of one flat gradient bucket).
 
     Wrap with ``ray.remote(DPWorker)``. ``setup`` must be called on all ranks concurrently (gloo rendezvous).
@@ -150,16 +164,6 @@ class DPWorker:
         float(loss.detach())
         return (time.perf_counter() - start) / iters
 
-    def noop(self, *args: Any) -> int:
-        """An empty call (args are received and dropped), for round-trip timing."""
-        return 0
-
-    def hold(self, seconds: float, *args: Any) -> int:
-        """A call that lasts ``seconds`` (sleeping; args are received and dropped): the round trip of a call as
-        long as a training step, without the step's compute."""
-        time.sleep(seconds)
-        return 0
-
     def allreduce_time(self, numel: int, iters: int) -> float:
         """Median seconds of a gloo all_reduce of ``numel`` float32 values (after 3 warm-ups)."""
         torch = self.torch
@@ -225,7 +229,7 @@ class PlainTFTrainer:
         return time.perf_counter() - start
 
 
-class TFDPWorker:
+class TFDPWorker(RoundTripProbes):
     """One rank of a hand-written synchronous TF data-parallel loop (variant (e) of ``--framework tf``).
 
     Each step: a ``tf.function`` computes the local loss and the gradients as one flat float32 bucket; the bucket
@@ -288,17 +292,7 @@ class TFDPWorker:
         self.apply_step(bucket)
         return float(loss)
 
-    # Primitives timed by overhead.py --framework tf.
-    def noop(self, *args: Any) -> int:
-        """An empty call (args are received and dropped), for round-trip timing."""
-        return 0
-
-    def hold(self, seconds: float, *args: Any) -> int:
-        """A call that lasts ``seconds`` (sleeping; args are received and dropped): the round trip of a call as
-        long as a training step, without the step's compute."""
-        time.sleep(seconds)
-        return 0
-
+    # Primitives timed by overhead.py --framework tf (noop and hold: RoundTripProbes).
     def num_grad_params(self) -> int:
         """Number of gradient elements all-reduced per step."""
         return int(sum(np.prod(v.shape) for v in self.model.trainable_variables))
