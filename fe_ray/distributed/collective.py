@@ -172,7 +172,7 @@ class TcpCollective(Collective):
     # A buffer over PIPELINE_MIN_BYTES travels in chunks of CHUNK_BYTES, and the hub returns each chunk's sum as
     # soon as it has every rank's share of it: the spokes send the rest while sums already flow back. Sending the
     # whole buffer, then receiving the whole sum took 2.8x gloo's time for ResNet-8's 2.4 MB of gradients (6.9 ms
-    # vs 2.4 ms, 2 ranks); pipelined: 4.0-4.4 ms.
+    # vs 2.4 ms, 2 ranks); pipelined: 4.0-4.8 ms.
     def _hub_sum(self, flat: np.ndarray) -> np.ndarray:
         peers = range(1, self.world_size)
         for peer in peers:
