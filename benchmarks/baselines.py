@@ -13,7 +13,7 @@ and the optimizer is Adam(lr=1e-3) everywhere (fe.build's "adam" default), so ev
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -70,6 +70,20 @@ class PlainTorchTrainer:
         if loss is not None:
             float(loss.detach())  # forces completion (cuda); fe_ray also returns the loss to the host
         return time.perf_counter() - start
+
+
+def median_synchronized_seconds(op: Callable[[], Any], barrier: Callable[[], Any], iters: int,
+                                warmup: int = 3) -> float:
+    """Median seconds of ``op`` over ``iters`` runs (after ``warmup``), every run started right after ``barrier``
+    so that all ranks time the same collective call."""
+    times = []
+    for i in range(iters + warmup):
+        barrier()
+        start = time.perf_counter()
+        op()
+        if i >= warmup:
+            times.append(time.perf_counter() - start)
+    return float(np.median(times))
 
 
 class RoundTripProbes:
@@ -166,16 +180,8 @@ class DPWorker(RoundTripProbes):
 
     def allreduce_time(self, numel: int, iters: int) -> float:
         """Median seconds of a gloo all_reduce of ``numel`` float32 values (after 3 warm-ups)."""
-        torch = self.torch
-        buf = torch.ones(numel, dtype=torch.float32)
-        times = []
-        for i in range(iters + 3):
-            self.dist.barrier()
-            start = time.perf_counter()
-            self.dist.all_reduce(buf)
-            if i >= 3:
-                times.append(time.perf_counter() - start)
-        return float(np.median(times))
+        buf = self.torch.ones(numel, dtype=self.torch.float32)
+        return median_synchronized_seconds(lambda: self.dist.all_reduce(buf), self.dist.barrier, iters)
 
     def num_grad_params(self) -> int:
         """Number of gradient elements all-reduced per step."""
@@ -327,14 +333,7 @@ class TFDPWorker(RoundTripProbes):
         """Median seconds of one all-reduce of ``numel`` float32 values with fe_ray's TF collective (after 3
         warm-ups): the all-reduce a TF replica step pays."""
         buf = np.ones(numel, dtype=np.float32)
-        times = []
-        for i in range(iters + 3):
-            self.dist.barrier()
-            start = time.perf_counter()
-            self.fe_collective.allreduce_sum([buf])
-            if i >= 3:
-                times.append(time.perf_counter() - start)
-        return float(np.median(times))
+        return median_synchronized_seconds(lambda: self.fe_collective.allreduce_sum([buf]), self.dist.barrier, iters)
 
     def shutdown(self) -> None:
         """Leave the process group (and fe_ray's collective, if opened)."""

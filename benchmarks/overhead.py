@@ -103,14 +103,13 @@ def main(argv: list[str] | None = None) -> int:
     if tf_mode:
         remote = ray.remote(num_cpus=per_threads)(TFDPWorker)
         workers = [remote.remote(r, n, port, args.model, per_threads) for r in range(n)]
-        ray.get([w.setup.remote() for w in workers])
-        # The all-reduce phase times what a TF replica uses: fe_ray's TCP collective (not the baseline's gloo).
-        address = ray.get(workers[0].open_fe_collective.remote(), timeout=60)
-        ray.get([w.join_fe_collective.remote(address) for w in workers], timeout=60)
     else:
         remote = ray.remote(num_cpus=per_threads, num_gpus=gpus)(DPWorker)
         workers = [remote.remote(r, n, port, args.model, per_threads, device) for r in range(n)]
-        ray.get([w.setup.remote() for w in workers])
+    ray.get([w.setup.remote() for w in workers])
+    if tf_mode:  # the all-reduce phase times what a TF replica uses: fe_ray's TCP collective (not the baseline's gloo)
+        address = ray.get(workers[0].open_fe_collective.remote(), timeout=60)
+        ray.get([w.join_fe_collective.remote(address) for w in workers], timeout=60)
     grad_numel = ray.get(workers[0].num_grad_params.remote())
     per = batch_size // n
 
@@ -158,14 +157,17 @@ def main(argv: list[str] | None = None) -> int:
         return max(ray.get([w.compute_time.remote(per, iters) for w in workers]))
 
     def replica_local() -> float:
+        def once() -> None:
+            _checked(local_replica.run_step(frozen, n_local[0], n_local[0]))
+
         if tf_mode:  # TF's thread pools are fixed per process: the driver's budget (= the replica's when n=1)
-            return per_op(lambda: _checked(local_replica.run_step(frozen, n_local[0], n_local[0])), iters)
+            return per_op(once, iters)
         import torch
 
         before = torch.get_num_threads()
         torch.set_num_threads(per_threads)
         try:
-            return per_op(lambda: _checked(local_replica.run_step(frozen, n_local[0], n_local[0])), iters)
+            return per_op(once, iters)
         finally:
             torch.set_num_threads(before)
 

@@ -198,31 +198,31 @@ class TcpCollective(Collective):
         assert self._hub is not None, "connect() must run before allreduce_sum()"
         hub = self._hub
         header, payload = _HEADER.pack(self._seq, flat.nbytes), memoryview(flat).cast("B")
-        out = np.empty_like(flat)
-        if flat.nbytes <= PIPELINE_MIN_BYTES:  # one piece: nothing to overlap, so no sender thread
-            self._send(hub, 0, header)
-            self._send(hub, 0, payload)
-            self._recv_header(hub, 0, flat.nbytes)
-            self._recv_into(hub, 0, memoryview(out).cast("B"))
-            return out
         errors: list[BaseException] = []
 
         def send_all() -> None:
             try:
                 self._send(hub, 0, header)
                 self._send(hub, 0, payload)
-            except BaseException as err:  # noqa: BLE001 - handed to the calling thread
+            except BaseException as err:  # noqa: BLE001 - re-raised by the calling thread
                 errors.append(err)
 
-        # The sum streams back while this rank still sends: receive here, send from a thread (both calls release the
-        # GIL). The hub only sends what it has received, so neither side can fill the other's buffers for good.
-        sender = threading.Thread(target=send_all, name="fe_ray-tcp-send", daemon=True)
-        sender.start()
+        sender = None
+        if flat.nbytes <= PIPELINE_MIN_BYTES:  # one piece: nothing to overlap, so no sender thread
+            send_all()
+        else:
+            # The sum streams back while this rank still sends: receive here, send from a thread (both calls release
+            # the GIL). The hub only sends what it has received, so neither side can fill the other's buffers for good.
+            sender = threading.Thread(target=send_all, name="fe_ray-tcp-send", daemon=True)
+            sender.start()
+        out = np.empty_like(flat)
         try:
-            self._recv_header(hub, 0, flat.nbytes)
-            self._recv_into(hub, 0, memoryview(out).cast("B"))
+            if not errors:
+                self._recv_header(hub, 0, flat.nbytes)
+                self._recv_into(hub, 0, memoryview(out).cast("B"))
         finally:
-            sender.join(self.timeout_s)  # the socket's own timeout ends a stuck send sooner
+            if sender is not None:
+                sender.join(self.timeout_s)  # the socket's own timeout ends a stuck send sooner
         if errors:
             raise errors[0]
         return out
