@@ -4,15 +4,17 @@ Variants (torch):
     a   plain single-process PyTorch loop
     b0  fe_ray in-process ``Network.run_step`` loop (no Pipeline/Estimator): isolates the Network's own cost
     b   fe_ray in-process Network + Pipeline + Estimator.fit
-    c   fe_ray ``num_replicas=1`` (Estimator.fit)
-    d   fe_ray ``num_replicas=2`` (Estimator.fit)
-    c_compiled, d_compiled  (informational) c and d with ``step_transport="compiled"`` (a Ray Compiled Graph
-        instead of one actor call per replica and step)
+    c   fe_ray ``num_replicas=1`` (Estimator.fit; default ``step_transport="stream"``: one TCP stream per replica
+        carries the steps)
+    d   fe_ray ``num_replicas=2`` (same)
+    c_calls, d_calls  (informational) c and d with ``step_transport="calls"`` (one Ray actor call per replica and
+        step, the default before fe_ray had step streams)
+    c_compiled, d_compiled  (informational) c and d with ``step_transport="compiled"`` (a Ray Compiled Graph)
     e   hand-written 2-rank gloo data-parallel loop on Ray actors, batches sent from the driver each step
     e_local  (informational) the same ranks training on data generated inside the actors: no driver round trip
 
 ``--framework tf``: the same letters with an ``_tf`` suffix: a plain ``tf.function`` loop (a_tf), fe_ray in-process
-(b0_tf, b_tf) and with replicas (c_tf, d_tf and their compiled twins), and e_tf, a hand-written 2-rank TF
+(b0_tf, b_tf) and with replicas (c_tf, d_tf and their calls / compiled twins), and e_tf, a hand-written 2-rank TF
 data-parallel loop on Ray actors (tf.function gradients, one flat bucket averaged by a gloo all_reduce).
 
 Thread budget: ``--threads`` (default: all cores) intra-op threads for in-process variants; each of N replicas
@@ -43,6 +45,8 @@ LABELS = {
     "c": "(c) fe_ray num_replicas=1", "d": "(d) fe_ray num_replicas=2", "e": "(e) hand-written gloo DP x2",
     "c_compiled": "(c_compiled) c, compiled graph", "d_compiled": "(d_compiled) d, compiled graph",
     "c_compiled_tf": "(c_compiled) TF c, compiled graph", "d_compiled_tf": "(d_compiled) TF d, compiled graph",
+    "c_calls": "(c_calls) c, actor calls", "d_calls": "(d_calls) d, actor calls",
+    "c_calls_tf": "(c_calls) TF c, actor calls", "d_calls_tf": "(d_calls) TF d, actor calls",
     "e_local": "(e_local) gloo DP x2, actor-local data",
     "a_tf": "(a) plain tf.function loop", "b0_tf": "(b0) fe_ray TF Network.run_step loop",
     "b_tf": "(b) fe_ray TF Network+Estimator", "c_tf": "(c) fe_ray TF num_replicas=1",
@@ -127,7 +131,7 @@ class GlooDP(Variant):
             self.workers = [remote.remote(r, self.n, port, cfg["model"], threads, cfg["device"])
                             for r in range(self.n)]
             data = cfg["data"]
-        self.actor_threads = ray.get([w.setup.remote() for w in self.workers])
+        self.actor_threads = ray.get([w.setup.remote() for w in self.workers], timeout=600)
         self.batches = batches_of(data, cfg["batch_size"])[:cfg["steps"]]
         self._run(self.batches[:WARMUP_STEPS])
         if self.local_data:
@@ -388,10 +392,11 @@ def build_variants(cfg: dict[str, Any], framework: str, only: set[str] | None,
         add("b", lambda: FeEstimator("b", cfg, "torch"), est_ok, est_reason)
         add("c", lambda: FeEstimator("c", cfg, "torch", 1), est_ok and dist_ok, est_reason or avail["distributed"])
         add("d", lambda: FeEstimator("d", cfg, "torch", 2), est_ok and dist_ok, est_reason or avail["distributed"])
-        add("c_compiled", lambda: FeEstimator("c_compiled", cfg, "torch", 1, "compiled"), est_ok and dist_ok,
-            est_reason or avail["distributed"])
-        add("d_compiled", lambda: FeEstimator("d_compiled", cfg, "torch", 2, "compiled"), est_ok and dist_ok,
-            est_reason or avail["distributed"])
+        for transport in ("calls", "compiled"):
+            for letter, replicas in (("c", 1), ("d", 2)):
+                key = f"{letter}_{transport}"
+                add(key, lambda key=key, n=replicas, t=transport: FeEstimator(key, cfg, "torch", n, t),
+                    est_ok and dist_ok, est_reason or avail["distributed"])
         add("e", lambda: GlooDP("e", {**cfg, "replicas": 2}))
         add("e_local", lambda: GlooDP("e_local", {**cfg, "replicas": 2}, local_data=True))
     else:
@@ -402,10 +407,11 @@ def build_variants(cfg: dict[str, Any], framework: str, only: set[str] | None,
         reason = est_reason or avail["distributed"] or "fe_ray's distributed path does not run TF (yet)"
         add("c_tf", lambda: FeEstimator("c_tf", cfg, "tf", 1), est_ok and tf_dist, reason)
         add("d_tf", lambda: FeEstimator("d_tf", cfg, "tf", 2), est_ok and tf_dist, reason)
-        add("c_compiled_tf", lambda: FeEstimator("c_compiled_tf", cfg, "tf", 1, "compiled"), est_ok and tf_dist,
-            reason)
-        add("d_compiled_tf", lambda: FeEstimator("d_compiled_tf", cfg, "tf", 2, "compiled"), est_ok and tf_dist,
-            reason)
+        for transport in ("calls", "compiled"):
+            for letter, replicas in (("c", 1), ("d", 2)):
+                key = f"{letter}_{transport}_tf"
+                add(key, lambda key=key, n=replicas, t=transport: FeEstimator(key, cfg, "tf", n, t),
+                    est_ok and tf_dist, reason)
         add("e_tf", lambda: GlooDP("e_tf", {**cfg, "replicas": 2}, framework="tf"), dist_ok, avail["distributed"])
     return variants, skipped
 
@@ -417,12 +423,15 @@ def run_model(model: str, args: Any, device: str, threads: int, avail: dict[str,
     steps = args.steps or steps
     n = (WARMUP_STEPS + steps) * batch_size  # Estimator variants run WARMUP_STEPS untimed batches first
     cfg: dict[str, Any] = {"model": model, "device": device, "threads": threads, "batch_size": batch_size,
-                           "steps": steps, "ray_cpus": max(8, 4 * threads)}
+                           "steps": steps}
     cfg["data"] = synthetic_data(model, n)
     if args.framework == "tf":
         cfg["data_tf"] = synthetic_data(model, n, channels_last=True)
         cfg["tf_distributed"] = args.tf_distributed
     only = set(args.variants.split(",")) if args.variants else None
+    # Logical CPUs for Ray: every Ray variant's actors stay alive through the alternating repeats, each reserving
+    # up to the thread budget; too few and the last variant's actors never start.
+    cfg["ray_cpus"] = max(8, threads * (len(only) if only else len(LABELS)) + 2)
     variants, skipped = build_variants(cfg, args.framework, only, avail)
     print(f"\n== {model} {INPUT_SHAPES[model]} batch={batch_size} steps={steps} threads={threads} device={device}")
     ready: dict[str, Variant] = {}
@@ -467,6 +476,8 @@ def run_model(model: str, args: Any, device: str, threads: int, avail: dict[str,
             checks.append((f"{num}/{den}", harness.ratio(series, num, den), target, ">="))
     extra = [("b0/a", "b0", "a"), ("b/a_sync", "b", "a_sync"), ("b0/a_sync", "b0", "a_sync"),
               ("d/c", "d", "c"), ("e/a", "e", "a"), ("e/e_local", "e", "e_local"),
+             ("c_calls/a", "c_calls", "a"), ("d_calls/e", "d_calls", "e"),
+             ("c_calls_tf/a_tf", "c_calls_tf", "a_tf"), ("d_calls_tf/e_tf", "d_calls_tf", "e_tf"),
              ("c_compiled/a", "c_compiled", "a"), ("d_compiled/e", "d_compiled", "e"),
              ("c_compiled_tf/a_tf", "c_compiled_tf", "a_tf"), ("d_compiled_tf/e_tf", "d_compiled_tf", "e_tf"),
              ("d_tf/c_tf", "d_tf", "c_tf"), ("e_tf/a_tf", "e_tf", "a_tf"),

@@ -72,8 +72,10 @@ class RayNetwork(BaseNetwork):
         placement_strategy: One of "PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD".
         collective_backend: torch only: "gloo" or "nccl". None (default) uses NCCL when every replica has a whole
             GPU of its own, else gloo (NCCL cannot put two ranks on one GPU, e.g. ``{"GPU": 0.5}``).
-        step_transport: "calls" (default): one Ray actor call per replica and step; "compiled": a Ray Compiled
-            Graph, faster per step but busy-waiting a core per replica (:mod:`fe_ray.distributed.step_graph`).
+        step_transport: "stream" (default): one TCP stream per replica carries the steps, Ray serves everything
+            else (:mod:`fe_ray.distributed.step_stream`; falls back to "calls" when the driver cannot reach the
+            replicas); "calls": one Ray actor call per replica and step; "compiled": a Ray Compiled Graph,
+            busy-waiting a core per replica (:mod:`fe_ray.distributed.step_graph`).
 
     Attributes:
         replica_outputs: For each output key reduced by a weighted mean in the last step, the value of every
@@ -87,7 +89,7 @@ class RayNetwork(BaseNetwork):
                  max_failures: int = 0, step_timeout_s: float = 300.0, checkpoint_dir: str | None = None,
                  placement_timeout_s: float = 60.0, collective_timeout_s: float | None = None,
                  runtime_env: Mapping[str, Any] | None = None, placement_strategy: str = "PACK",
-                 collective_backend: str | None = None, step_transport: str = "calls") -> None:
+                 collective_backend: str | None = None, step_transport: str = "stream") -> None:
         framework = framework or detect_framework(ops)
         if framework not in ("torch", "tf"):
             raise ValueError(f"framework must be 'torch' or 'tf', got {framework!r}.")
@@ -359,8 +361,8 @@ class RayNetwork(BaseNetwork):
         import ray
 
         slices, n_local, n_total = split_for_replicas(batch, self.ctx_gpu_inputs, self.num_replicas)
-        if self._group().compiled:
-            return slices, n_local, n_total  # written straight into the replicas' shared-memory channels
+        if self._group().sends_values:
+            return slices, n_local, n_total  # written straight into the replicas' streams or graph channels
         # Small slices travel inside the task message itself (passed by value, Ray inlines them): a ray.put plus each
         # replica's fetch from the object store cost more than that copy. Large ones are put (and can be prefetched).
         sent = [piece if slice_nbytes(piece) <= INLINE_SLICE_BYTES else ray.put(piece) for piece in slices]

@@ -5,13 +5,13 @@ from __future__ import annotations
 #: Ray placement-group strategies a user may ask for.
 STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
 
-#: How steps may reach the replicas (see :mod:`fe_ray.distributed.step_graph`).
-TRANSPORTS = ("calls", "compiled")
+#: How steps may reach the replicas (see :mod:`fe_ray.distributed.step_stream` and ``step_graph``).
+TRANSPORTS = ("stream", "calls", "compiled")
 
 
 def check_options(num_replicas: int, max_failures: int, step_timeout_s: float, checkpoint_dir: str | None,
                   placement_timeout_s: float, collective_timeout_s: float | None, strategy: str,
-                  step_transport: str = "calls") -> None:
+                  step_transport: str = "stream") -> None:
     """Check the options of ``fe.Network(..., num_replicas=N, ...)`` before anything starts.
 
     Raises:

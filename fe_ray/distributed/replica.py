@@ -25,14 +25,19 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _guarded(method: F) -> F:
-    """Return a RemoteFailure instead of raising, tagged with this replica's rank, node and pid."""
+    """Return a RemoteFailure instead of raising, tagged with this replica's rank, node and pid; with a step
+    stream, run the method on the replica's one worker thread (see
+    :class:`~fe_ray.distributed.step_stream.StepServer`)."""
 
     @functools.wraps(method)
     def wrapper(self: Replica, *args: Any, **kwargs: Any) -> Any:
+        server = self._server
+        if server is not None and not server.on_thread():
+            return server.run(functools.partial(wrapper, self, *args, **kwargs))
         try:
             return method(self, *args, **kwargs)
         except BaseException as exc:  # noqa: BLE001 - everything must reach the driver as data
-            return capture_failure(exc, self.rank, self.node_ip, os.getpid())
+            return _failure_of(self, exc)
 
     return wrapper  # type: ignore[return-value]
 
@@ -47,10 +52,13 @@ class Replica:
         payload: The ops serialised by :func:`fe_ray.distributed.serialization.dumps_ops`.
         collective_timeout_s: Timeout of the collective's rendezvous and of each all-reduce.
         collective_backend: torch only: "gloo" or "nccl"; None picks NCCL on CUDA and gloo on the CPU.
+        step_transport: "stream": start the replica's worker thread now, before any framework work, and run every
+            guarded method on it; otherwise methods run on the thread Ray calls them on.
     """
 
     def __init__(self, rank: int, world_size: int, framework: str, payload: bytes,
-                 collective_timeout_s: float = 300.0, collective_backend: str | None = None) -> None:
+                 collective_timeout_s: float = 300.0, collective_backend: str | None = None,
+                 step_transport: str = "calls") -> None:
         self.rank = rank
         self.world_size = world_size
         self.framework = framework
@@ -64,6 +72,11 @@ class Replica:
         self._produced: set[str] = set()
         self._in_context = False
         self._peers: list[Any] = []
+        self._server: Any = None
+        if step_transport == "stream":
+            from fe_ray.distributed.step_stream import StepServer
+
+            self._server = StepServer(self.step, failure=functools.partial(_failure_of, self))
 
     # ------------------------------------------------------------------ lifecycle
     @_guarded
@@ -107,7 +120,7 @@ class Replica:
     def abort_collective(self) -> bool:
         """(Called by a peer whose step failed) make this replica's pending and later all-reduces fail now.
 
-        Runs on the actor's main thread while the step runs on the compiled graph's thread (with actor calls, the
+        Runs on the actor's main thread while the step runs on a threaded transport's thread (with actor calls, the
         failed peer's death or the driver's teardown ends the wait instead).
         """
         if self.collective is not None:
@@ -131,6 +144,8 @@ class Replica:
         if self.collective is not None:
             self.collective.close()
             self.collective = None
+        if self._server is not None:
+            self._server.close()  # runs on the server's thread: it stops once this call returns
         return True
 
     # ------------------------------------------------------------------ steps
@@ -193,9 +208,9 @@ class Replica:
 
     @_guarded
     def step(self, args: tuple[Any, ...] | None) -> dict[str, Any] | bool:
-        """:meth:`run_step` with its arguments as one tuple: the entry point of the compiled step graph
-        (:mod:`fe_ray.distributed.step_graph`), which passes each replica a single value. None: a warm-up call
-        that only proves the graph's thread is running."""
+        """:meth:`run_step` with its arguments as one tuple: the entry point of the threaded step transports
+        (a compiled graph or a step stream), which pass each replica a single value. None: a warm-up call that only
+        proves the transport's thread is running."""
         if args is None:
             return True
         return self.run_step(*args)
@@ -212,6 +227,14 @@ class Replica:
             # waits for it in the all-reduce: abort_collective must be able to wake that wait.
             self.collective.interruptible = True
         return True
+
+    @_guarded
+    def open_step_stream(self, accept_timeout_s: float) -> tuple[str, int]:
+        """Serve :meth:`step` on a TCP stream (:mod:`fe_ray.distributed.step_stream`); returns the address the
+        driver connects to within ``accept_timeout_s``. Needs ``step_transport="stream"`` at construction."""
+        if self._server is None:
+            raise RuntimeError("open_step_stream needs a replica created with step_transport='stream'.")
+        return self._server.listen(self.node_ip, accept_timeout_s)
 
     def _set_lrs(self, lrs: Mapping[str, float] | None) -> None:
         if not lrs:
@@ -297,6 +320,10 @@ class Replica:
     def ping(self) -> int:
         """Liveness check: returns this process's pid."""
         return os.getpid()
+
+
+def _failure_of(replica: Replica, exc: BaseException) -> Any:
+    return capture_failure(exc, replica.rank, replica.node_ip, os.getpid())
 
 
 def writable(data: Any) -> Any:

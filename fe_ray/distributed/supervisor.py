@@ -28,6 +28,7 @@ from fe_ray.distributed.errors import (
 )
 from fe_ray.distributed.replica import Replica, writable
 from fe_ray.distributed.step_graph import StepGraph
+from fe_ray.distributed.step_stream import StepStream
 
 logger = logging.getLogger(__name__)
 
@@ -51,14 +52,15 @@ class ReplicaGroup:
         runtime_env: The actors' runtime environment.
         strategy: Placement strategy ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD").
         collective_backend: torch collective backend, or None for automatic.
-        step_transport: How :meth:`run_steps` reaches the replicas: "calls" (one actor call per replica) or
-            "compiled" (a Ray Compiled Graph, see :mod:`fe_ray.distributed.step_graph`).
+        step_transport: How :meth:`run_steps` reaches the replicas: "stream" (a TCP stream per replica, see
+            :mod:`fe_ray.distributed.step_stream`), "calls" (one actor call per replica) or "compiled" (a Ray
+            Compiled Graph, see :mod:`fe_ray.distributed.step_graph`).
     """
 
     def __init__(self, num_replicas: int, framework: str, payload: bytes, bundle: Mapping[str, float],
                  placement_timeout_s: float, setup_timeout_s: float, collective_timeout_s: float,
                  runtime_env: Mapping[str, Any] | None, strategy: str = "PACK",
-                 collective_backend: str | None = None, step_transport: str = "calls") -> None:
+                 collective_backend: str | None = None, step_transport: str = "stream") -> None:
         self.num_replicas = num_replicas
         self.framework = framework
         self.bundle = dict(bundle)
@@ -73,7 +75,8 @@ class ReplicaGroup:
         self._collective_backend = collective_backend
         self._placement: Any = None
         self._step_transport = step_transport
-        self._graph: StepGraph | None = None
+        #: The threaded transport steps go through (None: actor calls); both have run() and close().
+        self._threaded: StepGraph | StepStream | None = None
         self.alive = False
 
     # ------------------------------------------------------------------ lifecycle
@@ -88,7 +91,7 @@ class ReplicaGroup:
         try:
             for rank in range(self.num_replicas):
                 args = (rank, self.num_replicas, self.framework, self._payload, self._collective_timeout_s,
-                        self._collective_backend)
+                        self._collective_backend, self._step_transport)
                 self.actors.append(cluster.start_actor(Replica, args, self._placement, rank, self.bundle,
                                                        self._runtime_env))
             self.infos = self.call("setup", timeout_s=self._setup_timeout_s, what="setting up")
@@ -99,8 +102,18 @@ class ReplicaGroup:
                           what="joining the collective")
                 self.call("set_peers", args=(self.actors,), timeout_s=self._setup_timeout_s, what="meeting peers")
             if self._step_transport == "compiled":
-                self.call("prepare_compiled_steps", timeout_s=self._setup_timeout_s, what="preparing compiled steps")
-                self._graph = StepGraph.try_compile(self.actors, timeout_s=self._setup_timeout_s)
+                self.call("prepare_compiled_steps", timeout_s=self._setup_timeout_s,
+                          what="preparing compiled steps")
+                self._threaded = StepGraph.try_compile(self.actors, timeout_s=self._setup_timeout_s)
+            elif self._step_transport == "stream":
+                addresses = self.call("open_step_stream", args=(self._setup_timeout_s,),
+                                      timeout_s=self._setup_timeout_s, what="opening step streams")
+                try:
+                    self._threaded = StepStream(addresses, self._setup_timeout_s,
+                                                is_failure=lambda value: isinstance(value, RemoteFailure))
+                except OSError as err:  # e.g. a driver outside the cluster (Ray Client) cannot reach the replicas
+                    logger.warning("fe_ray: the driver cannot connect to the replicas' step streams (%s); steps use "
+                                   "actor calls.", err)
             self.alive = True
         except BaseException:
             self.stop()
@@ -109,18 +122,33 @@ class ReplicaGroup:
                     [(i.get("rank"), i.get("node_ip"), i.get("pid"), i.get("device")) for i in self.infos])
 
     @property
+    def transport(self) -> str:
+        """How steps reach the replicas now: "calls", "stream" or "compiled" (a graph that failed to compile
+        leaves "calls")."""
+        if isinstance(self._threaded, StepGraph):
+            return "compiled"
+        return "stream" if isinstance(self._threaded, StepStream) else "calls"
+
+    @property
     def compiled(self) -> bool:
-        """Whether steps run through a compiled graph (their slices are then passed by value, never put)."""
-        return self._graph is not None
+        """Whether steps run through a compiled graph."""
+        return isinstance(self._threaded, StepGraph)
+
+    @property
+    def sends_values(self) -> bool:
+        """Whether a step's slices are sent by value (threaded transports), never as object-store references."""
+        return self._threaded is not None
 
     def stop(self) -> None:
         """Kill every actor and release the placement group (safe to call repeatedly)."""
-        graph, self._graph = self._graph, None
+        threaded, self._threaded = self._threaded, None
         self.alive = False
+        if isinstance(threaded, StepStream):
+            threaded.close()  # before the kills: the replicas' serving threads end on the closed streams
         for actor in self.actors:
             cluster.kill_actor(actor)
-        if graph is not None:
-            graph.close()  # after the kills: a replica stuck in a step would block the graph's teardown
+        if isinstance(threaded, StepGraph):
+            threaded.close()  # after the kills: a replica stuck in a step would block the graph's teardown
         self.actors = []
         cluster.release(self._placement)
         self._placement = None
@@ -159,20 +187,22 @@ class ReplicaGroup:
         Raises:
             The same errors as :meth:`wait`, whichever transport the group uses.
         """
-        if self._graph is None:
+        if self._threaded is None:
             pending = self.submit("run_step", per_rank_args)
             if overlap is not None:
                 overlap()
             return self.wait(pending, timeout_s, what)
         try:
-            values = self._graph.run(per_rank_args, timeout_s, overlap)
-        except ray.exceptions.RayChannelTimeoutError:
+            values = self._threaded.run(per_rank_args, timeout_s, overlap)
+        except TimeoutError:  # also Ray's RayChannelTimeoutError
             raise self._timeout_error(list(range(self.num_replicas)), what, timeout_s) from None
-        except ray.exceptions.RayError as err:
+        except (ray.exceptions.RayError, ConnectionError) as err:  # a graph's or a stream's peer is gone
             self.alive = False
             self._raise_if_any_died(what, err)
-            raise ReplicaError(0, *describe(self.infos[0], 0), type(err).__name__,
-                               f"Ray failed while {what}: {err}") from None
+            rank = getattr(err, "rank", 0)
+            raise ReplicaError(rank, *describe(self.infos[rank], rank), type(err).__name__,
+                               f"{'Ray' if isinstance(err, ray.exceptions.RayError) else 'The step stream'} failed "
+                               f"while {what}: {err}") from None
         failures = [value.to_exception() for value in values if isinstance(value, RemoteFailure)]
         if failures:
             self.alive = False
@@ -181,7 +211,8 @@ class ReplicaGroup:
             if not causes:
                 self._raise_if_any_died(what, failures[0])
             raise (causes or failures)[0]
-        # Channel values are views of buffers that cannot be rewritten while referenced: keep owned copies.
+        # Channel values are views of buffers that cannot be rewritten while referenced: keep owned copies (a
+        # stream's values are owned already, and writable() leaves them as they are).
         return [writable(value) for value in values]
 
     def _raise_if_any_died(self, what: str, failure: BaseException) -> None:

@@ -72,7 +72,8 @@ def test_fit_matches_in_process(ray_session: None, framework: str, tmp_path: Any
 
 
 @pytest.mark.timeout(180)
-@pytest.mark.parametrize("framework, transport", [("torch", "calls"), ("tf", "calls"), ("torch", "compiled")])
+@pytest.mark.parametrize("framework, transport", [("torch", "calls"), ("tf", "calls"), ("torch", "compiled"),
+                                                  ("tf", "stream")])
 def test_killed_replica_recovers_from_checkpoint(ray_session: None, tmp_path: Any, framework: str,
                                                  transport: str) -> None:
     pipeline, network, model = setup(framework, n_train=80)

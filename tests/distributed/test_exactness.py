@@ -60,21 +60,23 @@ def replica_weights(network: Any) -> list[np.ndarray]:
 
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("framework, transport", [("torch", "compiled"), ("torch", "inline"), ("torch", "object_store"),
-                                                  ("tf", "compiled"), ("tf", "inline")])
+                                                  ("torch", "stream"), ("tf", "compiled"), ("tf", "inline"),
+                                                  ("tf", "stream")])
 def test_training_steps_equal_in_process(ray_session: None, monkeypatch: pytest.MonkeyPatch, framework: str,
                                          transport: str) -> None:
-    """Every way a step's slices can travel: a compiled graph's channels, or actor calls with the slices inline
-    or (above Ray's inline size) through the object store."""
+    """Every way a step's slices can travel: a compiled graph's channels, a step stream, or actor calls with the
+    slices inline or (above Ray's inline size) through the object store."""
     if transport == "object_store":  # every slice through ray.put (the path of slices above Ray's inline size)
         from fe_ray.distributed import coordinator
 
         monkeypatch.setattr(coordinator, "INLINE_SLICE_BYTES", -1)
     local, local_model = make_network(framework)
     dist, dist_model = make_network(framework, num_replicas=2,
-                                    step_transport="compiled" if transport == "compiled" else "calls")
+                                    step_transport=transport if transport in ("compiled", "stream") else "calls")
     try:
         dist.start()
-        assert dist._holder.group.compiled == (transport == "compiled")  # no silent fallback to actor calls
+        # No silent fallback to actor calls.
+        assert dist._holder.group.transport == (transport if transport in ("compiled", "stream") else "calls")
         for step, batch in enumerate(make_batches()):
             expected, got = train_step_both(local, dist, batch)
             size = len(batch["x"])
@@ -126,7 +128,8 @@ def test_merge_grad_and_lr_change_equal_in_process(ray_session: None, framework:
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("framework, transport", [("torch", "calls"), ("tf", "calls"), ("torch", "compiled")])
+@pytest.mark.parametrize("framework, transport", [("torch", "calls"), ("tf", "calls"), ("torch", "compiled"),
+                                                  ("torch", "stream")])
 def test_single_replica_equals_in_process(ray_session: None, framework: str, transport: str) -> None:
     """One replica runs without a gradient reducer (its weighted mean is the identity) and stays exact."""
     local, local_model = make_network(framework, merge_grad=2)

@@ -51,12 +51,12 @@ def batch(poison: float | None = None, size: int = 4) -> dict[str, np.ndarray]:
 
 
 @pytest.mark.timeout(90)
-@pytest.mark.parametrize("transport", ["compiled", "calls"])
+@pytest.mark.parametrize("transport", ["compiled", "calls", "stream"])
 def test_user_error_keeps_type_message_and_traceback_then_recovers(ray_session: None, transport: str) -> None:
     network = make_network(num_replicas=2, step_transport=transport)
     try:
         network.start()
-        assert network._holder.group.compiled == (transport == "compiled")
+        assert network._holder.group.transport == transport
         start = timeit.default_timer()
         with pytest.raises(PoisonError, match="poisoned sample") as info:
             with network(mode="train", epoch=1):
@@ -76,7 +76,7 @@ def test_user_error_keeps_type_message_and_traceback_then_recovers(ray_session: 
 
 
 @pytest.mark.timeout(90)
-@pytest.mark.parametrize("transport", ["compiled", "calls"])
+@pytest.mark.parametrize("transport", ["compiled", "calls", "stream"])
 def test_killed_replica_raises_quickly(ray_session: None, transport: str) -> None:
     network = make_network(num_replicas=2, step_transport=transport)
     try:
@@ -98,7 +98,7 @@ def test_killed_replica_raises_quickly(ray_session: None, transport: str) -> Non
 
 
 @pytest.mark.timeout(90)
-@pytest.mark.parametrize("transport", ["calls", "compiled"])
+@pytest.mark.parametrize("transport", ["calls", "compiled", "stream"])
 def test_hung_replica_times_out(ray_session: None, transport: str) -> None:
     os.environ["FE_RAY_TEST_SLEEP"] = "60"
     network = make_network(num_replicas=2, step_timeout_s=3, runtime_env={"env_vars": {"FE_RAY_TEST_SLEEP": "60"}},
@@ -137,7 +137,8 @@ def test_unplaceable_request_fails_fast(ray_session: None) -> None:
 def test_bad_options_are_rejected() -> None:
     with pytest.raises(ValueError, match="checkpoint_dir"):
         make_network(num_replicas=2, max_failures=1)
-    with pytest.raises(ValueError, match=r"step_transport must be one of \['calls', 'compiled'\], got 'grpc'"):
+    with pytest.raises(ValueError, match=r"step_transport must be one of \['stream', 'calls', 'compiled'\], "
+                                         r"got 'grpc'"):
         make_network(num_replicas=2, step_transport="grpc")
     with pytest.raises(ValueError, match="step_timeout_s"):
         make_network(num_replicas=2, step_timeout_s=0)

@@ -1,0 +1,341 @@
+"""Steps over one TCP stream per replica (``step_transport="stream"``): no Ray task per step, no busy-waiting.
+
+A Ray actor call costs this much per step on top of the work (2-core CPU VM, LeNet, 32 images, one replica, a
+plain actor with the same torch step as the plain loop; benchmarks/RESULTS.md has the runs): actor calls reach
+0.61-0.66 of the plain loop's samples/s, the same step behind a socket 0.88-0.89. Ray's task path (submission,
+scheduling, argument and result objects, waking the actor's task thread) is what the difference pays for.
+
+Ray still starts, places, supervises and kills the replicas, and delivers every other call (configuring, state
+transfers, pings). Only the per-step traffic bypasses it: each replica's :class:`StepServer` thread owns one
+connection from the driver and waits in ``select`` between steps (an idle replica uses no CPU, unlike the compiled
+graph's channel readers). That thread also runs the replica's other calls, handed over by the actor's main thread,
+so all framework work happens on one thread (see :class:`StepServer` for why that matters).
+
+How fe_ray's guarantees carry over:
+
+* The driver waits on all the streams at once and looks at each answer as it comes, so a replica's failure is
+  seen while its peers are still blocked in the all-reduce waiting for it; the group is then torn down (a group
+  with a failed member is never reused), exactly as with actor calls.
+* A dead replica closes its end (EOF or reset): the group then asks Ray which replica died and raises
+  :class:`~fe_ray.distributed.errors.ReplicaDiedError`. A hung one runs past the deadline: ReplicaTimeoutError.
+* Messages are pickled with protocol 5 and numpy arrays travel out of band: each lands in its own ``bytearray``,
+  so the replica's inputs and the driver's outputs are owned, writable arrays without an extra copy (a
+  read-only source array stays read-only, and is copied by the receiver as any read-only input is).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import pickle
+import queue
+import selectors
+import socket
+import struct
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, wait
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+#: Frame header: pickle length, number of out-of-band buffers; then one length per buffer.
+_HEADER = struct.Struct("!QI")
+_LENGTH = struct.Struct("!Q")
+
+
+class StepStreamError(ConnectionError):
+    """A replica's step stream closed or broke (the replica died, or its stream thread ended).
+
+    Attributes:
+        rank: The replica whose stream failed.
+    """
+
+    def __init__(self, rank: int, message: str) -> None:
+        super().__init__(message)
+        self.rank = rank
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return type(self), (self.rank, str(self))
+
+
+# ------------------------------------------------------------------------------------------------ framing
+def send_message(conn: socket.socket, obj: Any) -> None:
+    """Send ``obj`` as one frame (pickle protocol 5, contiguous buffers such as numpy arrays out of band)."""
+    buffers: list[pickle.PickleBuffer] = []
+    data = pickle.dumps(obj, protocol=5, buffer_callback=buffers.append)
+    raws = [buffer.raw() for buffer in buffers]
+    header = _HEADER.pack(len(data), len(raws)) + b"".join(_LENGTH.pack(raw.nbytes) for raw in raws)
+    conn.sendall(header)
+    conn.sendall(data)
+    for raw in raws:
+        conn.sendall(raw)
+
+
+def recv_message(conn: socket.socket) -> Any:
+    """Receive one frame sent by :func:`send_message` (blocking, with the socket's own timeout).
+
+    Raises:
+        EOFError: The peer closed the connection before the frame's first byte.
+        ConnectionError: It closed in the middle of a frame.
+    """
+    header = _recv_exact(conn, _HEADER.size, eof_ok=True)
+    size, count = _HEADER.unpack(header)
+    lengths = [_LENGTH.unpack(_recv_exact(conn, _LENGTH.size))[0] for _ in range(count)]
+    data = _recv_exact(conn, size)
+    buffers = [_recv_exact(conn, length) for length in lengths]
+    return pickle.loads(data, buffers=buffers)
+
+
+def _recv_exact(conn: socket.socket, nbytes: int, eof_ok: bool = False) -> bytearray:
+    buffer = bytearray(nbytes)
+    view = memoryview(buffer)
+    got = 0
+    while got < nbytes:
+        count = conn.recv_into(view[got:])
+        if count == 0:
+            if got == 0 and eof_ok:
+                raise EOFError("step stream closed")
+            raise ConnectionError(f"step stream closed after {got} of {nbytes} bytes")
+        got += count
+    return buffer
+
+
+def _tune(conn: socket.socket) -> None:
+    conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # one small frame per step: never wait to batch
+
+
+# ------------------------------------------------------------------------------------------------ replica side
+class StepServer:
+    """Replica side: the one thread that does all of a replica's work.
+
+    It serves ``handler(args)`` for the driver's stream and runs every other call the actor's main thread hands
+    over with :meth:`run` (setup, configuring, state transfers). Keeping all framework work on one thread matters
+    on the CPU: OpenMP gives every thread that starts parallel work its own team of worker threads, and once a
+    process holds more of them than it has cores, libgomp stops spin-waiting and every parallel region wakes its
+    team through the kernel (measured: a 2-thread LeNet step took 11.9-13.6 ms on a stream thread next to a main
+    thread that had its own team, 7.7-10.3 ms on the main thread alone).
+
+    Args:
+        handler: Called with each message received on the stream; its return value is sent back. It must not
+            raise (the replica's :meth:`~fe_ray.distributed.replica.Replica.step` returns failures as data).
+        failure: Turns an exception raised while sending a result (e.g. an unpicklable output) into data.
+    """
+
+    def __init__(self, handler: Callable[[Any], Any], failure: Callable[[BaseException], Any] | None = None) -> None:
+        self._handler = handler
+        self._failure = failure
+        self._tasks: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]]] = queue.SimpleQueue()
+        self._selector = selectors.DefaultSelector()
+        self._wake_read, self._wake_write = socket.socketpair()
+        self._wake_read.setblocking(False)
+        self._selector.register(self._wake_read, selectors.EVENT_READ, "wake")
+        self._listener: socket.socket | None = None
+        self._accept_deadline = 0.0
+        self._closed = False
+        self._thread = threading.Thread(target=self._loop, name="fe_ray-replica", daemon=True)
+        self._thread.start()
+
+    def on_thread(self) -> bool:
+        """Whether the caller is this server's thread."""
+        return threading.current_thread() is self._thread
+
+    def run(self, fn: Callable[[], Any]) -> Any:
+        """Run ``fn()`` on the server's thread (between steps) and return its result or raise its exception."""
+        if self.on_thread():
+            return fn()
+        if self._closed:
+            raise RuntimeError("the replica's step server is closed")
+        future: Future[Any] = Future()
+        self._tasks.put((fn, future))
+        self._wake_write.send(b"x")
+        while not future.done():
+            wait([future], timeout=1.0)
+            if not future.done() and not self._thread.is_alive():  # closed after our check: nobody will run it
+                raise RuntimeError("the replica's step server is closed")
+        return future.result()
+
+    def listen(self, host: str, accept_timeout_s: float) -> tuple[str, int]:
+        """Open the stream's listening socket on ``host``; the driver must connect within the timeout."""
+        return self.run(lambda: self._listen(host, accept_timeout_s))
+
+    def _listen(self, host: str, accept_timeout_s: float) -> tuple[str, int]:
+        listener = socket.create_server((host, 0), backlog=1)
+        listener.setblocking(False)
+        self._listener = listener
+        self._accept_deadline = time.monotonic() + accept_timeout_s
+        self._selector.register(listener, selectors.EVENT_READ, "listen")
+        return host, int(listener.getsockname()[1])
+
+    def close(self) -> None:
+        """Stop the thread once its current work is done (the actor is going away)."""
+        self._closed = True
+        with contextlib.suppress(OSError):
+            self._wake_write.send(b"x")
+
+    def _loop(self) -> None:
+        while not self._closed:
+            timeout = None
+            if self._listener is not None:
+                timeout = max(self._accept_deadline - time.monotonic(), 0.0)
+            events = self._selector.select(timeout)
+            if not events and self._listener is not None:
+                logger.warning("fe_ray: no driver connected to the step stream in time.")
+                self._drop(self._listener)
+                self._listener = None
+            for key, _ in events:
+                if key.data == "wake":
+                    self._run_tasks()
+                elif key.data == "listen":
+                    self._accept()
+                else:
+                    self._serve_one(key.fileobj)  # type: ignore[arg-type]
+        for _fn, future in iter_tasks(self._tasks):
+            future.set_exception(RuntimeError("the replica's step server closed"))
+
+    def _run_tasks(self) -> None:
+        with contextlib.suppress(BlockingIOError):
+            self._wake_read.recv(4096)
+        for fn, future in iter_tasks(self._tasks):
+            try:
+                future.set_result(fn())
+            except BaseException as err:  # noqa: BLE001 - handed back to the caller
+                future.set_exception(err)
+
+    def _accept(self) -> None:
+        listener, self._listener = self._listener, None
+        assert listener is not None, "accept without a listener"
+        try:
+            conn, _ = listener.accept()
+        except OSError as err:
+            logger.warning("fe_ray: the step stream's accept failed: %s", err)
+            return
+        finally:
+            self._drop(listener)
+        conn.setblocking(True)
+        _tune(conn)
+        self._selector.register(conn, selectors.EVENT_READ, "stream")
+
+    def _serve_one(self, conn: socket.socket) -> None:
+        try:
+            args = recv_message(conn)
+        except (EOFError, OSError):  # the driver closed the stream (group stopped) or went away
+            self._drop(conn)
+            return
+        result = self._handler(args)
+        try:
+            send_message(conn, result)
+        except (pickle.PicklingError, TypeError, AttributeError) as err:
+            if self._failure is None:
+                raise
+            send_message(conn, self._failure(err))
+        except OSError:
+            self._drop(conn)
+
+    def _drop(self, sock: socket.socket) -> None:
+        with contextlib.suppress(KeyError, ValueError):
+            self._selector.unregister(sock)
+        with contextlib.suppress(OSError):
+            sock.close()
+
+
+def iter_tasks(tasks: queue.SimpleQueue[Any]) -> Iterator[Any]:
+    """Everything queued in ``tasks`` now, without blocking."""
+    while True:
+        try:
+            yield tasks.get_nowait()
+        except queue.Empty:
+            return
+
+
+# ------------------------------------------------------------------------------------------------ driver side
+class StepStream:
+    """Driver side: one connection per replica; :meth:`run` sends one message to each and collects the answers.
+
+    Args:
+        addresses: Each replica's :meth:`StepServer.listen` address, in rank order.
+        timeout_s: Longest connecting and the warm-up round trip may take.
+        is_failure: Whether an answer is a failure; :meth:`run` returns as soon as it sees one.
+    """
+
+    def __init__(self, addresses: Sequence[tuple[str, int]], timeout_s: float,
+                 is_failure: Callable[[Any], bool] = lambda value: False) -> None:
+        self._is_failure = is_failure
+        self._conns: list[socket.socket] = []
+        self._selector = selectors.DefaultSelector()
+        try:
+            for rank, address in enumerate(addresses):
+                conn = socket.create_connection(tuple(address), timeout=timeout_s)
+                _tune(conn)
+                self._conns.append(conn)
+                self._selector.register(conn, selectors.EVENT_READ, rank)
+            self.run([None] * len(self._conns), timeout_s)  # every replica's serving thread answers
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def num_replicas(self) -> int:
+        """Number of connected replicas."""
+        return len(self._conns)
+
+    def run(self, per_rank_args: Sequence[Any], timeout_s: float,
+            overlap: Callable[[], None] | None = None) -> list[Any]:
+        """Send ``per_rank_args[rank]`` to every replica and return their answers in rank order.
+
+        ``overlap`` is called once everything was sent, while the replicas compute. As soon as one answer is a
+        failure (``is_failure``) the answers are returned without waiting for the rest (None for those).
+
+        Raises:
+            TimeoutError: Some replica did not answer within ``timeout_s``.
+            StepStreamError: A replica's stream closed or broke (it died, or its thread ended).
+        """
+        assert len(per_rank_args) == len(self._conns), "one argument per replica"
+        deadline = time.monotonic() + timeout_s
+        for rank, (conn, args) in enumerate(zip(self._conns, per_rank_args)):
+            conn.settimeout(timeout_s)
+            try:
+                send_message(conn, args)
+            except TimeoutError:
+                raise TimeoutError(f"rank {rank} did not take its step's inputs within {timeout_s:g}s") from None
+            except OSError as err:
+                raise StepStreamError(rank, f"step stream of rank {rank} broke while sending: {err}") from err
+        if overlap is not None:
+            overlap()
+        results: dict[int, Any] = {}
+        while len(results) < len(self._conns):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                missing = [rank for rank in range(len(self._conns)) if rank not in results]
+                raise TimeoutError(f"ranks {missing} did not answer within {timeout_s:g}s")
+            for key, _ in self._selector.select(timeout=remaining):
+                rank = key.data
+                if rank in results:
+                    continue  # a failure already ended this step; the group is torn down next
+                results[rank] = self._receive(rank, max(deadline - time.monotonic(), 0.001))
+                if self._is_failure(results[rank]):
+                    return [results.get(r) for r in range(len(self._conns))]
+        return [results[rank] for rank in range(len(self._conns))]
+
+    def _receive(self, rank: int, timeout_s: float) -> Any:
+        conn = self._conns[rank]
+        conn.settimeout(timeout_s)  # the frame's first bytes are here: the rest follows at once
+        try:
+            return recv_message(conn)
+        except TimeoutError:
+            raise TimeoutError(f"rank {rank} sent part of its answer and then nothing for {timeout_s:g}s") from None
+        except (EOFError, OSError) as err:
+            raise StepStreamError(rank, f"step stream of rank {rank} closed ({err or type(err).__name__})") from err
+
+    def close(self) -> None:
+        """Close every connection (the replicas' serving threads then end); safe to call repeatedly."""
+        for conn in self._conns:
+            with contextlib.suppress(OSError):
+                conn.close()
+        self._conns = []
+        with contextlib.suppress(Exception):
+            self._selector.close()
+
+
+__all__ = ["StepServer", "StepStream", "StepStreamError", "recv_message", "send_message"]
