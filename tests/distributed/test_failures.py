@@ -144,3 +144,27 @@ def test_bad_options_are_rejected() -> None:
         make_network(num_replicas=2, step_timeout_s=0)
     with pytest.raises(ValueError, match="resources_per_replica"):
         make_network(num_replicas=2, resources_per_replica={"CPU": -1})
+
+
+@pytest.mark.timeout(90)
+def test_unreachable_step_streams_fall_back_to_actor_calls(ray_session: None, monkeypatch: pytest.MonkeyPatch,
+                                                          caplog: pytest.LogCaptureFixture) -> None:
+    """A driver that cannot connect to the replicas (e.g. Ray Client from outside the cluster) still trains."""
+    from fe_ray.distributed.step_stream import StepStream
+
+    def unreachable(*args: Any, **kwargs: Any) -> None:
+        raise ConnectionRefusedError("no route to the replica")
+
+    monkeypatch.setattr(StepStream, "__init__", unreachable)
+    network = make_network(num_replicas=2)
+    try:
+        with caplog.at_level("WARNING", logger="fe_ray.distributed.supervisor"):
+            network.start()
+        assert network._holder.group.transport == "calls"
+        assert "cannot connect to the replicas' step streams" in caplog.text
+        with network(mode="train", epoch=1):
+            first = network.run_step(batch())["mse"]
+            second = network.run_step(batch())["mse"]
+        assert np.isfinite(first) and second < first  # the replicas train (their calls run on their one thread)
+    finally:
+        network.shutdown()
