@@ -130,11 +130,6 @@ class ReplicaGroup:
         return "stream" if isinstance(self._threaded, StepStream) else "calls"
 
     @property
-    def compiled(self) -> bool:
-        """Whether steps run through a compiled graph."""
-        return isinstance(self._threaded, StepGraph)
-
-    @property
     def sends_values(self) -> bool:
         """Whether a step's slices are sent by value (threaded transports), never as object-store references."""
         return self._threaded is not None
@@ -144,7 +139,7 @@ class ReplicaGroup:
         threaded, self._threaded = self._threaded, None
         self.alive = False
         if isinstance(threaded, StepStream):
-            threaded.close()  # before the kills: the replicas' serving threads end on the closed streams
+            threaded.close()  # the driver's sockets; the replicas go with the kills below
         for actor in self.actors:
             cluster.kill_actor(actor)
         if isinstance(threaded, StepGraph):
