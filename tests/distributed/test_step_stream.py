@@ -71,11 +71,11 @@ def server_threads() -> list[threading.Thread]:
 
 @pytest.mark.timeout(30)
 def test_steps_and_handed_over_calls_share_one_thread_and_answers_keep_rank_order() -> None:
-    seen: list[threading.Thread] = []
+    seen: dict[int, set[threading.Thread]] = {rank: set() for rank in range(3)}
 
     def handler(rank: int) -> Any:
         def step(args: Any) -> Any:
-            seen.append(threading.current_thread())
+            seen[rank].add(threading.current_thread())
             if args is None:
                 return True  # warm-up
             time.sleep(0.05 * (2 - rank))  # rank 0 answers last
@@ -92,15 +92,16 @@ def test_steps_and_handed_over_calls_share_one_thread_and_answers_keep_rank_orde
         assert overlapped == [True]
         # A call handed over by another thread (the actor's main thread) runs on the server's thread too.
         ran_on = servers[1].run(threading.current_thread)
-        assert ran_on is seen[1] and ran_on is not threading.current_thread()
-        assert {t.name for t in seen} == {"fe_ray-replica"}
+        assert seen[1] == {ran_on} and ran_on is not threading.current_thread()
+        assert all(len(threads) == 1 for threads in seen.values()) and ran_on.name == "fe_ray-replica"
         with pytest.raises(ZeroDivisionError):
             servers[0].run(lambda: 1 / 0)  # exceptions come back to the caller
+        stream.close()
+        # The stream's end leaves the thread serving handed-over calls until the replica closes it.
+        assert servers[0].run(lambda: 42) == 42
     finally:
         stream.close()
-    # The stream's end leaves the thread serving handed-over calls until the replica closes it.
-    assert servers[0].run(lambda: 42) == 42
-    close_all(servers)
+        close_all(servers)
 
 
 @pytest.mark.timeout(30)
