@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from fe_ray.distributed.errors import CollectiveError
+from fe_ray.distributed.sockets import PeerClosed, recv_exactly_into, set_nodelay
 
 _HEADER = struct.Struct("!QQ")  # (sequence number, payload bytes)
 _HELLO = struct.Struct("!I")  # a connecting rank announces itself
@@ -276,7 +277,7 @@ class TcpCollective(Collective):
 
 def _configure(conn: socket.socket, timeout_s: float) -> None:
     conn.settimeout(timeout_s)
-    conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # small gradient messages must not wait for Nagle
+    set_nodelay(conn)
 
 
 def _recv_exact(conn: socket.socket, nbytes: int, peer: int, timeout_s: float = 0.0) -> bytes:
@@ -286,19 +287,17 @@ def _recv_exact(conn: socket.socket, nbytes: int, peer: int, timeout_s: float = 
 
 
 def _recv_exact_into(conn: socket.socket, view: memoryview, peer: int, timeout_s: float) -> None:
-    received = 0
-    while received < len(view):
-        try:
-            count = conn.recv_into(view[received:])
-        except TimeoutError:
-            raise CollectiveError(f"TCP collective: no data from rank {peer} within {timeout_s:.0f}s; that replica "
-                                  "is hung or dead.") from None
-        except OSError as err:
-            raise CollectiveError(f"TCP collective: connection to rank {peer} failed ({err}); that replica probably "
-                                  "died.") from err
-        if count == 0:
-            raise CollectiveError(f"TCP collective: rank {peer} closed the connection; that replica probably died.")
-        received += count
+    try:
+        recv_exactly_into(conn, view)
+    except TimeoutError:
+        raise CollectiveError(f"TCP collective: no data from rank {peer} within {timeout_s:.0f}s; that replica "
+                              "is hung or dead.") from None
+    except PeerClosed:
+        raise CollectiveError(f"TCP collective: rank {peer} closed the connection; that replica probably "
+                              "died.") from None
+    except OSError as err:
+        raise CollectiveError(f"TCP collective: connection to rank {peer} failed ({err}); that replica probably "
+                              "died.") from err
 
 
 # ------------------------------------------------------------------------------------------------ torch.distributed

@@ -38,6 +38,8 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, wait
 from typing import Any
 
+from fe_ray.distributed.sockets import PeerClosed, recv_exactly_into, set_nodelay
+
 logger = logging.getLogger(__name__)
 
 #: Frame header: pickle length, number of out-of-band buffers; then one length per buffer.
@@ -90,20 +92,13 @@ def recv_message(conn: socket.socket) -> Any:
 
 def _recv_exact(conn: socket.socket, nbytes: int, eof_ok: bool = False) -> bytearray:
     buffer = bytearray(nbytes)
-    view = memoryview(buffer)
-    got = 0
-    while got < nbytes:
-        count = conn.recv_into(view[got:])
-        if count == 0:
-            if got == 0 and eof_ok:
-                raise EOFError("step stream closed")
-            raise ConnectionError(f"step stream closed after {got} of {nbytes} bytes")
-        got += count
+    try:
+        recv_exactly_into(conn, memoryview(buffer))
+    except PeerClosed as err:
+        if err.received == 0 and eof_ok:
+            raise EOFError("step stream closed") from None
+        raise ConnectionError(f"step stream closed after {err.received} of {nbytes} bytes") from None
     return buffer
-
-
-def _tune(conn: socket.socket) -> None:
-    conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # one small frame per step: never wait to batch
 
 
 # ------------------------------------------------------------------------------------------------ replica side
@@ -214,7 +209,7 @@ class StepServer:
         finally:
             self._drop(listener)
         conn.setblocking(True)
-        _tune(conn)
+        set_nodelay(conn)
         self._selector.register(conn, selectors.EVENT_READ, "stream")
 
     def _serve_one(self, conn: socket.socket) -> None:
@@ -267,7 +262,7 @@ class StepStream:
         try:
             for rank, address in enumerate(addresses):
                 conn = socket.create_connection(tuple(address), timeout=timeout_s)
-                _tune(conn)
+                set_nodelay(conn)
                 self._conns.append(conn)
                 self._selector.register(conn, selectors.EVENT_READ, rank)
             self.run([None] * len(self._conns), timeout_s)  # every replica's serving thread answers
