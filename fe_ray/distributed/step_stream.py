@@ -270,11 +270,6 @@ class StepStream:
             self.close()
             raise
 
-    @property
-    def num_replicas(self) -> int:
-        """Number of connected replicas."""
-        return len(self._conns)
-
     def run(self, per_rank_args: Sequence[Any], timeout_s: float,
             overlap: Callable[[], None] | None = None) -> list[Any]:
         """Send ``per_rank_args[rank]`` to every replica and return their answers in rank order.
@@ -305,9 +300,7 @@ class StepStream:
                 missing = [rank for rank in range(len(self._conns)) if rank not in results]
                 raise TimeoutError(f"ranks {missing} did not answer within {timeout_s:g}s")
             for key, _ in self._selector.select(timeout=remaining):
-                rank = key.data
-                if rank in results:
-                    continue  # a failure already ended this step; the group is torn down next
+                rank = key.data  # each rank sends one answer per step, so a readable rank has not answered yet
                 results[rank] = self._receive(rank, max(deadline - time.monotonic(), 0.001))
                 if self._is_failure(results[rank]):
                     return [results.get(r) for r in range(len(self._conns))]
@@ -324,7 +317,7 @@ class StepStream:
             raise StepStreamError(rank, f"step stream of rank {rank} closed ({err or type(err).__name__})") from err
 
     def close(self) -> None:
-        """Close every connection (the replicas' serving threads then end); safe to call repeatedly."""
+        """Close every connection (each replica's thread keeps serving its other calls); safe to call repeatedly."""
         for conn in self._conns:
             with contextlib.suppress(OSError):
                 conn.close()
