@@ -1,13 +1,21 @@
 """The TF step executor: runs a Network's ops once, as a traced ``tf.function`` or eagerly.
 
-Graph lifetime: :func:`run_step` keeps one ``tf.function`` (from :func:`new_step_fn`) in the Network context's
-state dict under :data:`STEP_FN_KEY`. The Network creates a fresh state dict for every ``with network(...)`` block
-and drops it on exit, so each context traces its own graphs and the old ones are freed with the state, instead of
-accumulating in one long-lived function (the leak FastEstimator avoids with ``clear_session``).
+Graph lifetime: :func:`run_step` keeps its ``tf.function`` objects (from :func:`new_step_fn`) in the Network
+context's state dict under :data:`STEP_FN_KEY`. The Network creates a fresh state dict for every
+``with network(...)`` block and drops it on exit, so each context traces its own graphs and the old ones are freed
+with the state, instead of accumulating in one long-lived function (the leak FastEstimator avoids with
+``clear_session``).
+
+Call cost: a ``tf.function`` computes the trace type of every argument on every call. Handing it the ops, the
+output keys and the whole state dict cost ~0.3 ms per step on a 2-core CPU (0.50 ms against 0.21 ms for a trivial
+graph), 6% of a LeNet step. The step function therefore closes over everything that is fixed for the context and
+takes only the batch tensors and the epoch; a change of one of the fixed values (an optimizer switch, frozen
+layers, another reducer) selects or builds another function instead of retracing one.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -18,11 +26,15 @@ import tensorflow as tf
 from fe_ray.backend.tf_io import build_optimizer
 from fe_ray.util import NonContext
 
-#: State key holding the context's tf.function.
-STEP_FN_KEY = "_tf_step_fn"
-#: State key caching (reducer, graph-safe wrapper) so the wrapper object, part of the trace key, stays stable.
+#: State key holding the context's step functions: {key of the fixed inputs: tf.function}.
+STEP_FN_KEY = "_tf_step_fns"
+#: State key caching (reducer, graph-safe wrapper) so the wrapper object, part of the step function's key,
+#: stays stable.
 REDUCER_KEY = "_tf_grad_reducer"
 _PRIVATE_KEYS = (STEP_FN_KEY, REDUCER_KEY, "tape")
+#: Step functions per context after which a warning says the fixed state keeps changing.
+_MANY_STEP_FNS = 5
+_LOGGER = logging.getLogger(__name__)
 
 
 def _forward_step(batch: dict[str, Any], state: dict[str, Any], ops: list[Any],
@@ -41,12 +53,22 @@ def _forward_step(batch: dict[str, Any], state: dict[str, Any], ops: list[Any],
     return {key: batch[key] for key in output_keys if key in batch}
 
 
-def new_step_fn() -> Callable[..., dict[str, Any]]:
-    """A fresh graph-mode step function ``fn(batch, state, ops, output_keys) -> outputs``.
+def new_step_fn(ops: Sequence[Any], output_keys: Sequence[str],
+                fixed_state: dict[str, Any]) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
+    """A fresh graph-mode step function ``fn(batch, epoch) -> outputs`` running ``ops`` with ``fixed_state``.
 
-    ``reduce_retracing`` lets batches of different sizes share a trace with a relaxed shape.
+    Only the batch and the epoch are arguments (see the module docstring); ``reduce_retracing`` lets batches of
+    different sizes share a trace with a relaxed shape.
     """
-    return tf.function(_forward_step, reduce_retracing=True)
+    ops, output_keys, fixed_state = list(ops), list(output_keys), dict(fixed_state)
+
+    def step(batch: dict[str, Any], epoch: Any) -> dict[str, Any]:
+        state = dict(fixed_state)
+        if epoch is not None:
+            state["epoch"] = epoch
+        return _forward_step(batch, state, ops, output_keys)
+
+    return tf.function(step, reduce_retracing=True)
 
 
 def run_step(ops: Sequence[Any], batch: dict[str, Any], state: dict[str, Any], gpu_input_keys: set[str],
@@ -72,10 +94,30 @@ def run_step(ops: Sequence[Any], batch: dict[str, Any], state: dict[str, Any], g
     outputs = sorted(output_keys)
     if state.get("eager"):
         return _forward_step(batch_in, _call_state(state, models, graph=False), list(ops), outputs)
-    step_fn = state.get(STEP_FN_KEY)
+    call_state = _call_state(state, models, graph=True)
+    epoch = call_state.pop("epoch", None)
+    call_state.pop("deferred", None)  # each step starts a fresh one (_forward_step)
+    key = (tuple(id(op) for op in ops), tuple(outputs), _fixed_key(call_state))
+    step_fns = state.setdefault(STEP_FN_KEY, {})
+    step_fn = step_fns.get(key)
     if step_fn is None:
-        step_fn = state[STEP_FN_KEY] = new_step_fn()
-    return step_fn(batch_in, _call_state(state, models, graph=True), list(ops), outputs)
+        if len(step_fns) == _MANY_STEP_FNS:
+            _LOGGER.warning("The TF step of one Network context was traced %d times: a value in the step state "
+                            "changes between steps (keys %s).", _MANY_STEP_FNS, sorted(call_state))
+        step_fn = step_fns[key] = new_step_fn(ops, outputs, call_state)
+    return step_fn(batch_in, epoch)
+
+
+def _fixed_key(value: Any) -> Any:
+    """A hashable key that changes when ``value`` does: plain values by value, containers by their items, any
+    other object by identity (the step function holds a reference, so an identity cannot be reused meanwhile)."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, dict):
+        return ("dict", tuple((k, _fixed_key(v)) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))))
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, tuple(_fixed_key(v) for v in value))
+    return ("id", id(value))
 
 
 def _call_state(state: dict[str, Any], models: list[Any], graph: bool) -> dict[str, Any]:
@@ -84,10 +126,10 @@ def _call_state(state: dict[str, Any], models: list[Any], graph: bool) -> dict[s
     call_state.setdefault("req_grad", False)
     if not graph:
         return call_state
-    # Python values are part of tf.function's trace key while tensors only contribute their dtype/shape: pass the
-    # epoch as a tensor so a new epoch does not retrace. Conversely the graph bakes in the optimizer objects and the
-    # trainable-variable lists, so fold them into a hashed Python int: switching optimizers (schedulers) or freezing
-    # layers changes the key and forces the retrace that is needed.
+    # Python values select the step function (run_step's key) while tensors only contribute their dtype/shape: pass
+    # the epoch as a tensor so a new epoch does not retrace. Conversely the graph bakes in the optimizer objects and
+    # the trainable-variable lists, so fold them into a hashed Python int: switching optimizers (schedulers) or
+    # freezing layers changes the key and forces the retrace that is needed.
     if "epoch" in call_state:
         call_state["epoch"] = tf.convert_to_tensor(call_state["epoch"], dtype=tf.int64)
     trainable = "".join(str(layer.trainable) for model in models for layer in _layers(model))

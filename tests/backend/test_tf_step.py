@@ -11,7 +11,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from fe_ray.backend import get_backend  # noqa: E402
 from fe_ray.backend.tf_step import STEP_FN_KEY  # noqa: E402
-from fe_ray.op.tensorop import LambdaOp, ModelOp  # noqa: E402
+from fe_ray.op.tensorop import LambdaOp, ModelOp, TensorOp  # noqa: E402
 from tests.helpers.models import tf_dense  # noqa: E402
 
 
@@ -61,6 +61,41 @@ def test_optimizer_switch_and_freezing_force_retrace() -> None:
     model.layers[0].trainable = False
     run(ops, ctx)
     assert len(traces) == 3
+
+
+class WarmupProbe(TensorOp):
+    """Passes its input through and records the state's warm-up flag each time the step is traced."""
+
+    def __init__(self, seen: list[bool]) -> None:
+        super().__init__(inputs="x", outputs="x")
+        self.seen = seen
+
+    def forward(self, data: Any, state: dict[str, Any]) -> Any:
+        self.seen.append(state["warmup"])
+        return data
+
+
+def test_python_state_values_select_their_own_graph() -> None:
+    _, _, model = traced_chain()
+    seen: list[bool] = []
+    ops = [WarmupProbe(seen), ModelOp(model=model, inputs="x", outputs="pred")]
+    for op in ops:
+        op.build("tf")
+    ctx = state()
+    for warmup in (False, True, False, True):
+        ctx["warmup"] = warmup
+        run(ops, ctx)
+    assert seen == [False, True]  # each value traced once, then its graph reused
+    assert len(ctx[STEP_FN_KEY]) == 2
+
+
+def test_batch_size_change_shares_a_relaxed_trace() -> None:
+    ops, traces, _ = traced_chain()
+    ctx = state()
+    for rows in (2, 3, 4, 5):
+        out = run(ops, ctx, rows=rows)
+    assert out.shape == (5, 1)
+    assert len(ctx[STEP_FN_KEY]) == 1 and len(traces) <= 2  # the second size relaxes the shape; no more traces
 
 
 def test_eager_state_runs_without_graph() -> None:
