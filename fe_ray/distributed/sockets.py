@@ -4,6 +4,10 @@
 from __future__ import annotations
 
 import socket
+from collections.abc import Sequence
+
+#: Buffers handed to one ``sendmsg`` call; Linux accepts up to IOV_MAX (1024).
+_MAX_PARTS = 64
 
 
 class PeerClosed(ConnectionError):
@@ -43,4 +47,30 @@ def recv_exactly_into(conn: socket.socket, view: memoryview) -> None:
         received += count
 
 
-__all__ = ["PeerClosed", "recv_exactly_into", "set_nodelay"]
+def send_parts(conn: socket.socket, parts: Sequence[bytes | bytearray | memoryview]) -> None:
+    """Send ``parts`` back to back, as ``sendall`` of their concatenation would, without concatenating them.
+
+    One ``sendmsg`` (scatter-gather) call carries them all where the platform has it: a frame sent as header,
+    pickle and array buffers costs one system call and one wake-up of the reader instead of one per part (with
+    TCP_NODELAY each ``sendall`` is its own packet; four of them cost ~0.2 ms per LeNet step on a 2-core VM).
+
+    Raises:
+        OSError: The socket failed or timed out (TimeoutError).
+    """
+    views = [memoryview(part).cast("B") for part in parts if len(part)]
+    if not hasattr(conn, "sendmsg"):  # e.g. Windows
+        for view in views:
+            conn.sendall(view)
+        return
+    first = 0
+    while first < len(views):
+        sent = conn.sendmsg(views[first:first + _MAX_PARTS])
+        # A partial send stops anywhere, also inside a buffer: skip what went out, resume mid-buffer.
+        while first < len(views) and sent >= views[first].nbytes:
+            sent -= views[first].nbytes
+            first += 1
+        if sent:
+            views[first] = views[first][sent:]
+
+
+__all__ = ["PeerClosed", "recv_exactly_into", "send_parts", "set_nodelay"]

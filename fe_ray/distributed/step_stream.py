@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, wait
 from typing import Any
 
-from fe_ray.distributed.sockets import PeerClosed, recv_exactly_into, set_nodelay
+from fe_ray.distributed.sockets import PeerClosed, recv_exactly_into, send_parts, set_nodelay
 
 logger = logging.getLogger(__name__)
 
@@ -69,10 +69,7 @@ def send_message(conn: socket.socket, obj: Any) -> None:
     data = pickle.dumps(obj, protocol=5, buffer_callback=buffers.append)
     raws = [buffer.raw() for buffer in buffers]
     header = _HEADER.pack(len(data), len(raws)) + b"".join(_LENGTH.pack(raw.nbytes) for raw in raws)
-    conn.sendall(header)
-    conn.sendall(data)
-    for raw in raws:
-        conn.sendall(raw)
+    send_parts(conn, [header, data, *raws])
 
 
 def recv_message(conn: socket.socket) -> Any:
