@@ -99,6 +99,10 @@ class Backend(Protocol):
     def get_lr(self, model: Any) -> float:
         """Read the current optimizer's learning rate."""
 
+    def known_lr(self, model: Any) -> float:
+        """The learning rate as last set or read through this backend, where reading it costs device work (TF);
+        otherwise the same as ``get_lr``."""
+
     # -- persistence
     def load_weights(self, model: Any, path: str) -> None:
         """Load a weights file (build's ``weights_path``)."""

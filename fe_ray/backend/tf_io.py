@@ -110,6 +110,8 @@ def _assign_optimizer(model: Any, arrays: list[np.ndarray]) -> None:
                          "model configuration.")
     for variable, value in zip(variables, arrays):
         variable.assign(value)
+    # The learning rate is one of these variables: forget the value backend.tf.known_lr remembers for it.
+    model.current_optimizer.__dict__.pop("_fe_ray_known_lr", None)
 
 
 def get_state(model: keras.Model, copy: bool = True) -> dict[str, Any]:

@@ -323,6 +323,11 @@ def set_lr(model: torch.nn.Module, lr: float) -> None:
         group["lr"] = lr
 
 
+def known_lr(model: torch.nn.Module) -> float:
+    """The current learning rate: reading it is free in torch, so this is :func:`get_lr`."""
+    return get_lr(model)
+
+
 def get_lr(model: torch.nn.Module) -> float:
     """The learning rate of the first parameter group of ``model.current_optimizer``."""
     return float(_current_optimizer(model).param_groups[0]["lr"])
@@ -375,7 +380,7 @@ def _to_device(data: Any, device: Any) -> Any:
 
 __all__ = ["accumulator_from_numpy", "accumulator_to_numpy", "add_model_losses", "build_model_fn", "concat",
            "cross_entropy", "enter_context", "exit_context", "feed_forward", "get_device", "get_gradient", "get_lr",
-           "get_state", "init_accumulator", "load_model", "load_weights", "make_optimizer", "mean_squared_error",
-           "merge_grad_update", "move_model", "no_grad", "reduce_mean", "run_step", "save_model", "scale_loss",
-           "set_lr", "set_mixed_precision_policy", "set_state", "stack", "stop_gradient", "to_numpy", "to_tensor",
-           "trainable_variables", "unscale_gradients", "update_model"]
+           "get_state", "init_accumulator", "known_lr", "load_model", "load_weights", "make_optimizer",
+           "mean_squared_error", "merge_grad_update", "move_model", "no_grad", "reduce_mean", "run_step",
+           "save_model", "scale_loss", "set_lr", "set_mixed_precision_policy", "set_state", "stack", "stop_gradient",
+           "to_numpy", "to_tensor", "trainable_variables", "unscale_gradients", "update_model"]

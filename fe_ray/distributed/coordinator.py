@@ -29,11 +29,12 @@ import weakref
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from fe_ray.backend import get_backend, get_lr
+from fe_ray.backend import get_backend
 from fe_ray.backend.determinism import last_seed
 from fe_ray.distributed import cluster
 from fe_ray.distributed.batching import batch_size_of, merge_outputs, slice_nbytes, split_for_replicas
 from fe_ray.distributed.errors import is_replica_failure
+from fe_ray.distributed.lr_mirror import LrMirror
 from fe_ray.distributed.options import check_options
 from fe_ray.distributed.replica import writable
 from fe_ray.distributed.serialization import check_picklable
@@ -127,7 +128,7 @@ class RayNetwork(BaseNetwork):
         self._holder = GroupHolder()
         # Runs when the network is garbage collected and at interpreter exit: no orphaned actors either way.
         self._finalizer = weakref.finalize(self, self._holder.stop)
-        self._sent_lrs: dict[str, float] = {}
+        self._lrs = LrMirror()
         self._prefetched: tuple[Any, list[Any], list[int], int] | None = None
         self._lookahead: Mapping[str, Any] | None = None
         self._checkpointer: AsyncCheckpointer | None = None
@@ -161,7 +162,7 @@ class RayNetwork(BaseNetwork):
                              collective_backend=self._backend_for(bundle), step_transport=self.step_transport)
         self._holder.group = group
         group.start()
-        self._sent_lrs = {}
+        self._lrs.reset()
         self.load_models_from_driver()  # identical start on every replica, whatever pickling preserved
         self._start_rng()
 
@@ -317,7 +318,7 @@ class RayNetwork(BaseNetwork):
         state = self.ctx_state
         desired = set(self.ctx_outputs)
         args = (state["mode"], state["epoch"], state["ds_id"], desired, state["warmup"], state["eager"],
-                self._changed_lrs())
+                self._lrs.changes(self.models))
         try:
             group.wait(self._pending_exit, self._control_timeout_s, "leaving the previous context")
             self._pending_exit = []
@@ -338,7 +339,7 @@ class RayNetwork(BaseNetwork):
             if mode == "train" and not self.ctx_state.get("warmup"):
                 # Keep the driver's models current at epoch ends (traces such as BestModelSaver read them).
                 try:
-                    self.sync_models_to_driver()
+                    self._lrs.keep_unsent(self.models, self.sync_models_to_driver)
                 except BaseException as err:
                     self._failed(err)
                     raise
@@ -376,7 +377,7 @@ class RayNetwork(BaseNetwork):
         else:
             refs, n_local, n_total = self._put_slices(batch)
         self._prefetched = None
-        lrs = self._changed_lrs()
+        lrs = self._lrs.changes(self.models, read=False)
         per_rank = [(refs[rank], n_local[rank], n_total, lrs) for rank in range(self.num_replicas)]
         following, self._lookahead = self._lookahead, None
         # The following batch's slices are put while the replicas compute this one.
@@ -402,21 +403,6 @@ class RayNetwork(BaseNetwork):
                 results.append(self.run_step(batch))
         return results
 
-    def _changed_lrs(self) -> dict[str, float] | None:
-        """Learning rates of the driver's models that changed since they were last sent to the replicas."""
-        changed: dict[str, float] = {}
-        for model in self.models:
-            if getattr(model, "current_optimizer", None) is None:
-                continue
-            try:
-                lr = float(get_lr(model))
-            except Exception:  # noqa: BLE001 - e.g. a Keras LearningRateSchedule: the replicas follow it themselves
-                continue
-            if self._sent_lrs.get(model.model_name) != lr:
-                changed[model.model_name] = lr
-                self._sent_lrs[model.model_name] = lr
-        return changed or None
-
     # ------------------------------------------------------------------ state
     def sync_models_to_driver(self) -> None:
         """Copy rank 0's exact model / optimizer / op state into the driver's objects (no-op if not started)."""
@@ -433,8 +419,8 @@ class RayNetwork(BaseNetwork):
         for model in self.models:
             backend.set_state(model, state["models"][model.model_name])
         self._load_op_states(state["network"])
-        self._sent_lrs = {}
-        self._changed_lrs()  # what the replicas have now is what the driver has now
+        self._lrs.reset()
+        self._lrs.changes(self.models)  # what the replicas have now is what the driver has now
 
     def load_models_from_driver(self) -> None:
         """Push the driver's models, optimizers and op states to every replica (no-op if not started)."""
@@ -452,8 +438,8 @@ class RayNetwork(BaseNetwork):
         except BaseException as err:
             self._failed(err)
             raise
-        self._sent_lrs = {}
-        self._changed_lrs()
+        self._lrs.reset()
+        self._lrs.changes(self.models)
 
     def state_dict(self) -> dict[str, Any]:
         """Op / slicer / pop states, taken from rank 0 when the replicas run (they own the live op states)."""

@@ -163,6 +163,29 @@ def test_set_and_get_lr(framework: str) -> None:
         backend.get_lr(model_of(framework, None))
 
 
+def test_tf_known_lr_remembers_writes_and_reads_without_reading_the_variable() -> None:
+    backend = get_backend("tf")
+    model = linear("tf", lr=0.1)
+    assert backend.known_lr(model) == pytest.approx(0.1)  # unknown yet: read once
+    backend.set_lr(model, 0.25)
+    assert backend.known_lr(model) == pytest.approx(0.25)
+    model.current_optimizer.learning_rate.assign(0.5)  # behind set_lr's back
+    assert backend.known_lr(model) == pytest.approx(0.25)  # not read again: that is the point
+    assert backend.get_lr(model) == pytest.approx(0.5)  # a read refreshes it
+    assert backend.known_lr(model) == pytest.approx(0.5)
+    state = backend.get_state(model)
+    backend.set_lr(model, 0.75)
+    backend.set_state(model, state)  # restores the optimizer's variables, the rate among them
+    assert backend.known_lr(model) == pytest.approx(0.5)
+
+
+def test_torch_known_lr_is_the_current_rate() -> None:
+    backend = get_backend("torch")
+    model = linear("torch", lr=0.1)
+    model.current_optimizer.param_groups[0]["lr"] = 0.5
+    assert backend.known_lr(model) == pytest.approx(0.5)
+
+
 # ---------------------------------------------------------------------------------------------- persistence
 def adam_step(framework: str, model: Any, values: tuple[float, ...]) -> None:
     get_backend(framework).update_model(model, sgd_grad(framework, values))

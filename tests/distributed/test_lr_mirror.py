@@ -1,0 +1,68 @@
+"""Which learning rates the coordinator sends with a step, and what an epoch's end keeps (in-process)."""
+
+from __future__ import annotations
+
+import logging
+import os
+
+import pytest
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+from fe_ray.backend import get_backend, get_lr, set_lr  # noqa: E402
+from fe_ray.distributed.lr_mirror import LrMirror  # noqa: E402
+from tests.helpers.models import linear  # noqa: E402
+
+
+@pytest.mark.parametrize("framework", ["torch", "tf"])
+def test_only_changed_rates_are_sent_once(framework: str) -> None:
+    first, second = linear(framework, lr=0.1, name="first"), linear(framework, lr=0.2, name="second")
+    no_optimizer = linear(framework, name="frozen")
+    no_optimizer.current_optimizer = None
+    mirror = LrMirror()
+    models = [first, second, no_optimizer]
+    assert mirror.changes(models) == {"first": pytest.approx(0.1), "second": pytest.approx(0.2)}
+    assert mirror.changes(models, read=False) is None
+    set_lr(second, 0.3)
+    assert mirror.changes(models, read=False) == {"second": pytest.approx(0.3)}
+    mirror.reset()
+    assert set(mirror.changes(models, read=False) or {}) == {"first", "second"}
+
+
+def test_a_tf_rate_written_behind_set_lr_is_sent_when_read() -> None:
+    model = linear("tf", lr=0.1)
+    mirror = LrMirror()
+    mirror.changes([model])
+    model.current_optimizer.learning_rate.assign(0.5)
+    assert mirror.changes([model], read=False) is None  # per step: not read
+    assert mirror.changes([model], read=True) == {"linear": pytest.approx(0.5)}  # entering a context: read
+
+
+def test_epoch_end_sync_keeps_an_unsent_rate(caplog: pytest.LogCaptureFixture) -> None:
+    model = linear("tf", lr=0.1)
+    backend = get_backend("tf")
+    replica_state = backend.get_state(model)  # the replicas still train with 0.1
+    mirror = LrMirror()
+    mirror.changes([model])
+    model.current_optimizer.learning_rate.assign(0.5)
+
+    def sync() -> None:  # as RayNetwork.sync_models_to_driver: the replicas' state replaces the driver's
+        backend.set_state(model, replica_state)
+        mirror.reset()
+        mirror.changes([model])
+
+    with caplog.at_level(logging.WARNING, logger="fe_ray.distributed.lr_mirror"):
+        mirror.keep_unsent([model], sync)
+    assert get_lr(model) == pytest.approx(0.5)
+    assert "without fe_ray.backend.set_lr" in caplog.text
+    assert mirror.changes([model]) == {"linear": pytest.approx(0.5)}  # the next context sends it
+
+
+def test_epoch_end_sync_without_unsent_rates_is_quiet(caplog: pytest.LogCaptureFixture) -> None:
+    model = linear("torch", lr=0.1)
+    mirror = LrMirror()
+    mirror.changes([model])
+    synced: list[bool] = []
+    with caplog.at_level(logging.WARNING):
+        mirror.keep_unsent([model], lambda: synced.append(True))
+    assert synced == [True] and not caplog.text
