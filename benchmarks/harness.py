@@ -249,17 +249,23 @@ class Timer:
         self.seconds = time.perf_counter() - self.start
 
 
-def ratio(series: Mapping[str, Series], numerator: str, denominator: str, best: bool = False) -> float | None:
+def ratio(series: Mapping[str, Series], numerator: str, denominator: str, best: bool = False,
+          paired: bool = False) -> float | None:
     """median(numerator) / median(denominator), or None when either is missing.
 
     With ``best``, the ratio of the best repeats instead (max for throughputs, min for times): on a shared
     machine, contention only ever slows a repeat down, so best-of-n is the contention-robust companion figure.
+    With ``paired``, the median of the per-repeat ratios: both variants of one repeat ran within seconds of each
+    other, so contention that lasts longer than that (the usual kind on a shared VM) slows both and cancels.
     """
     if numerator not in series or denominator not in series or not series[denominator].median:
         return None
     if best:
         pick = max if series[numerator].higher_is_better else min
         return pick(series[numerator].values) / pick(series[denominator].values)
+    if paired:
+        pairs = [n / d for n, d in zip(series[numerator].values, series[denominator].values) if d]
+        return statistics.median(pairs) if pairs else None
     return series[numerator].median / series[denominator].median
 
 

@@ -489,6 +489,9 @@ def run_model(model: str, args: Any, device: str, threads: int, avail: dict[str,
     best = {label: harness.ratio(series, *label.split("/"), best=True) for label, *_ in checks}
     print("best-of-n ratios (contention-robust companion): "
           + ", ".join(f"{k}={v:.3f}" for k, v in best.items() if v is not None))
+    paired = {label: harness.ratio(series, *label.split("/"), paired=True) for label, *_ in checks}
+    print("paired ratios (median of per-repeat ratios; companion): "
+          + ", ".join(f"{k}={v:.3f}" for k, v in paired.items() if v is not None))
     for key, reason in skipped.items():
         print(f"  not run: {LABELS.get(key, key)}: {reason}")
     params = None
@@ -502,7 +505,7 @@ def run_model(model: str, args: Any, device: str, threads: int, avail: dict[str,
     return {"config": {k: v for k, v in cfg.items() if not k.startswith("data")}, "params": params,
             "series": {k: s.to_json() for k, s in series.items()},
             "ratios": {label: {"value": value, "target": target} for label, value, target, _ in checks},
-            "best_of_n_ratios": best, "fixed_costs": fixed, "skipped": skipped}
+            "best_of_n_ratios": best, "paired_ratios": paired, "fixed_costs": fixed, "skipped": skipped}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -26,6 +26,16 @@ def test_alternate_rotates_order_and_takes_medians() -> None:
     assert "MET" in table and "not run" in table
 
 
+def test_paired_ratio_is_the_median_of_per_repeat_ratios() -> None:
+    plain, fe = harness.Series("a", "samples/s"), harness.Series("c", "samples/s")
+    plain.values = [100.0, 50.0, 80.0]  # repeat 2: the whole machine was slow for both variants
+    fe.values = [90.0, 45.0, 40.0]  # repeat 3: only this variant was disturbed
+    series = {"a": plain, "c": fe}
+    assert harness.ratio(series, "c", "a") == pytest.approx(45.0 / 80.0)  # medians from different repeats
+    assert harness.ratio(series, "c", "a", paired=True) == pytest.approx(0.9)
+    assert harness.ratio(series, "c", "a", best=True) == pytest.approx(0.9)
+
+
 def test_throughput_quick_plain_variant(tmp_path, monkeypatch) -> None:  # noqa: ANN001
     monkeypatch.setattr(harness, "RESULTS_DIR", tmp_path)
     assert throughput.main(["--quick", "--model", "lenet", "--variants", "a", "--device", "cpu",
