@@ -53,6 +53,9 @@ class BaseNetwork:
                              "with the same mixed_precision setting.")
         self.mixed_precision = precisions == {True}
         self.grad_reducer: Any = None
+        # Handed to the backend in every context's state: what it may keep across contexts (the TF backend's traced
+        # step functions, so each epoch does not trace again).
+        self.backend_cache: dict[str, Any] = {}
         self._backend = get_backend(target_type)
         self.ctx_lock = threading.Lock()
         self._reset_ctx()
@@ -153,7 +156,7 @@ class BaseNetwork:
             op.fe_retain_graph(idx != len(gradient_ops) - 1)
         self.ctx_state = {"warmup": warmup, "mode": mode, "epoch": epoch, "ds_id": ds_id,
                           "req_grad": bool(gradient_ops), "deferred": {}, "eager": eager,
-                          "grad_reducer": self.grad_reducer}
+                          "grad_reducer": self.grad_reducer, "_backend_cache": self.backend_cache}
         for model in self.ctx_models:
             optimizer = getattr(model, "optimizer", None)
             if optimizer is not None:

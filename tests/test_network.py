@@ -146,6 +146,41 @@ def test_tf_runs_static_graph_by_default() -> None:
     assert seen[0] is False and seen[-1] is True
 
 
+def scheduled_tf_run(eager: bool) -> tuple[int, np.ndarray]:
+    """Four epochs of one training and one evaluation step each, with the optimizer switching at epoch 3; returns
+    how often the ops were traced and the final weights."""
+    traces: list[int] = []
+    model = fe.build(linear_model_fn("tf"), optimizer_fn=EpochScheduler({1: sgd("tf", 0.1), 3: sgd("tf", 0.5)}))
+    network = fe.Network([LambdaOp(lambda x: traces.append(1) or x, inputs="x", outputs="x"),
+                          ModelOp(model=model, inputs="x", outputs="y_pred"),
+                          MeanSquaredError(inputs=("y_pred", "y"), outputs="mse"),
+                          UpdateOp(model=model, loss_name="mse")])
+    for epoch in range(1, 5):
+        for mode in ("train", "eval"):
+            with network(mode=mode, epoch=epoch, ds_id="", eager=eager):
+                network.run_step(batch([[1, epoch, 1], [0, 1, 2]], [1, 2]))
+    return len(traces), weights_of(model)
+
+
+def test_tf_contexts_reuse_the_graph_traced_for_the_same_setup() -> None:
+    traces, graph_weights = scheduled_tf_run(eager=False)
+    _, eager_weights = scheduled_tf_run(eager=True)
+    assert traces == 4  # train and eval, with each of the two optimizers: not once per context (8)
+    np.testing.assert_allclose(graph_weights, eager_weights, atol=1e-6)
+
+
+def test_tf_step_functions_kept_per_network_are_bounded() -> None:
+    from fe_ray.backend import tf_step
+
+    network, _ = linear_network("tf")
+    for ds_id in range(tf_step.MAX_STEP_FNS + 3):  # each ds_id is another setup, so another function
+        with network(mode="eval", epoch=1, ds_id=f"set{ds_id}"):
+            network.run_step(batch([[1, 1, 1]], [1]))
+    kept = network.backend_cache[tf_step.STEP_FN_KEY]
+    kept_ids = [dict(fixed[1])["ds_id"] for _ops, _outputs, fixed in kept]  # the run_step key's fixed-state part
+    assert kept_ids == [f"set{n}" for n in range(3, tf_step.MAX_STEP_FNS + 3)]  # the least recently used went
+
+
 def test_torch_defer_lets_chained_models_train() -> None:
     import torch
 
