@@ -140,13 +140,14 @@ def _call_state(state: dict[str, Any], models: list[Any], graph: bool, cache: di
         return call_state
     # Python values select the step function (run_step's key) while tensors only contribute their dtype/shape: pass
     # the epoch as a tensor so a new epoch does not retrace. Conversely the graph bakes in the optimizer objects and
-    # the trainable-variable lists, so fold them into a hashed Python int: switching optimizers (schedulers) or
-    # freezing layers changes the key and forces the retrace that is needed.
+    # the trainable-variable lists, so put them into the state: switching optimizers (schedulers) or freezing layers
+    # changes the key and forces the retrace that is needed. The optimizers themselves (not their ids) go in, so a
+    # cached function keeps them alive and a new optimizer can never reuse a cached one's identity.
     if "epoch" in call_state:
         call_state["epoch"] = tf.convert_to_tensor(call_state["epoch"], dtype=tf.int64)
     trainable = "".join(str(layer.trainable) for model in models for layer in _layers(model))
-    optimizers = "x".join(str(id(getattr(model, "current_optimizer", None))) for model in models)
-    call_state["_force_tf_retrace"] = hash(trainable + optimizers)
+    optimizers = tuple(getattr(model, "current_optimizer", None) for model in models)
+    call_state["_force_tf_retrace"] = (trainable, optimizers)
     reducer = call_state.get("grad_reducer")
     if reducer is not None:
         cached = cache.get(REDUCER_KEY)
