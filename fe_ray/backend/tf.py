@@ -15,7 +15,15 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from fe_ray.backend.tf_io import build_optimizer, get_state, load_model, load_weights, save_model, set_state
+from fe_ray.backend.tf_io import (
+    KNOWN_LR_ATTR,
+    build_optimizer,
+    get_state,
+    load_model,
+    load_weights,
+    save_model,
+    set_state,
+)
 from fe_ray.backend.tf_losses import cross_entropy, mean_squared_error
 from fe_ray.backend.tf_step import new_step_fn, run_step
 from fe_ray.util import NonContext, map_nested
@@ -299,31 +307,24 @@ def set_lr(model: keras.Model, lr: float) -> None:
     """Set the learning rate of ``model.current_optimizer`` (the inner one for a LossScaleOptimizer)."""
     optimizer = _current_optimizer(model)
     optimizer.learning_rate = lr
-    setattr(optimizer, _KNOWN_LR, float(lr))
+    setattr(optimizer, KNOWN_LR_ATTR, float(lr))
 
 
 def get_lr(model: keras.Model) -> float:
     """The current learning rate of ``model.current_optimizer`` (read from its variable)."""
     optimizer = _current_optimizer(model)
     lr = float(keras.ops.convert_to_numpy(optimizer.learning_rate))
-    setattr(optimizer, _KNOWN_LR, lr)
+    setattr(optimizer, KNOWN_LR_ATTR, lr)
     return lr
 
 
 def known_lr(model: keras.Model) -> float:
-    """The learning rate as last set by :func:`set_lr` or read by :func:`get_lr`, without reading the variable.
-
-    Reading a TF variable is an op, and an op wakes TF's thread pools, which then spin: ~0.5 ms of CPU per read
-    measured in a driver that does nothing else, on a 2-core VM where that CPU is taken from the replicas. A
-    distributed driver checks every step whether a learning rate changed, so it asks this instead; a rate written
-    around :func:`set_lr` (e.g. ``optimizer.learning_rate.assign``) is seen by the next :func:`get_lr`.
-    """
-    lr = getattr(_current_optimizer(model), _KNOWN_LR, None)
+    """The learning rate as last set by :func:`set_lr` or read by :func:`get_lr`, without reading the variable
+    (an op; see :class:`fe_ray.distributed.lr_mirror.LrMirror` for why a distributed driver avoids one per step).
+    A rate written around :func:`set_lr` (e.g. ``optimizer.learning_rate.assign``) is seen by the next
+    :func:`get_lr`; restoring optimizer variables forgets the remembered value."""
+    lr = getattr(_current_optimizer(model), KNOWN_LR_ATTR, None)
     return get_lr(model) if lr is None else lr
-
-
-#: Optimizer attribute holding the learning rate last written or read through this module (see known_lr).
-_KNOWN_LR = "_fe_ray_known_lr"
 
 
 def _current_optimizer(model: Any) -> Any:

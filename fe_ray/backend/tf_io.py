@@ -18,6 +18,10 @@ WEIGHTS_SUFFIX = ".weights.h5"
 OPTIMIZER_SUFFIX = "_opt.npz"
 
 
+#: Optimizer attribute holding the learning rate last written or read through the TF backend (``known_lr``).
+KNOWN_LR_ATTR = "_fe_ray_known_lr"
+
+
 def build_optimizer(model: Any) -> None:
     """Create the current optimizer's variables (slots, iteration count) if it has none yet.
 
@@ -111,7 +115,7 @@ def _assign_optimizer(model: Any, arrays: list[np.ndarray]) -> None:
     for variable, value in zip(variables, arrays):
         variable.assign(value)
     # The learning rate is one of these variables: forget the value backend.tf.known_lr remembers for it.
-    model.current_optimizer.__dict__.pop("_fe_ray_known_lr", None)
+    model.current_optimizer.__dict__.pop(KNOWN_LR_ATTR, None)
 
 
 def get_state(model: keras.Model, copy: bool = True) -> dict[str, Any]:

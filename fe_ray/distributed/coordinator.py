@@ -162,7 +162,6 @@ class RayNetwork(BaseNetwork):
                              collective_backend=self._backend_for(bundle), step_transport=self.step_transport)
         self._holder.group = group
         group.start()
-        self._lrs.reset()
         self.load_models_from_driver()  # identical start on every replica, whatever pickling preserved
         self._start_rng()
 
@@ -419,8 +418,7 @@ class RayNetwork(BaseNetwork):
         for model in self.models:
             backend.set_state(model, state["models"][model.model_name])
         self._load_op_states(state["network"])
-        self._lrs.reset()
-        self._lrs.changes(self.models)  # what the replicas have now is what the driver has now
+        self._lrs.assume_synced(self.models)
 
     def load_models_from_driver(self) -> None:
         """Push the driver's models, optimizers and op states to every replica (no-op if not started)."""
@@ -438,8 +436,7 @@ class RayNetwork(BaseNetwork):
         except BaseException as err:
             self._failed(err)
             raise
-        self._lrs.reset()
-        self._lrs.changes(self.models)
+        self._lrs.assume_synced(self.models)
 
     def state_dict(self) -> dict[str, Any]:
         """Op / slicer / pop states, taken from rank 0 when the replicas run (they own the live op states)."""

@@ -30,8 +30,13 @@ class LrMirror:
         self._sent: dict[str, float] = {}
 
     def reset(self) -> None:
-        """Forget what was sent (the replicas were replaced, or their state loaded)."""
+        """Forget what was sent (the replicas were replaced)."""
         self._sent = {}
+
+    def assume_synced(self, models: Iterable[Any]) -> None:
+        """Record that the replicas hold exactly the rates ``models`` have now (after a state transfer)."""
+        self.reset()
+        self.changes(models)
 
     def changes(self, models: Iterable[Any], read: bool = True) -> dict[str, float] | None:
         """Rates of ``models`` that differ from those last sent, now counted as sent; None if none changed.
