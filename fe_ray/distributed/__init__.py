@@ -22,6 +22,7 @@ from fe_ray.distributed.errors import (
     ReplicaDiedError,
     ReplicaError,
     ReplicaTimeoutError,
+    SourceMismatchError,
 )
 
 
@@ -32,4 +33,4 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = ["CollectiveError", "DistributedError", "PlacementError", "RayNetwork", "ReplicaDiedError",
-           "ReplicaError", "ReplicaTimeoutError"]
+           "ReplicaError", "ReplicaTimeoutError", "SourceMismatchError"]

@@ -6,10 +6,12 @@ distributed layer stays testable without Ray's decorators.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import os
 import socket
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import ray
@@ -17,10 +19,60 @@ from ray.util.placement_group import PlacementGroup, placement_group, remove_pla
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
 import fe_ray
-from fe_ray.distributed.errors import PlacementError
+from fe_ray.distributed.errors import PlacementError, SourceMismatchError
 
 #: The source tree fe_ray is imported from; actors put it first on their PYTHONPATH so they run the same code.
 SOURCE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(fe_ray.__file__)))
+
+
+@functools.lru_cache(maxsize=1)
+def source_fingerprint() -> dict[str, str]:
+    """Where this process's fe_ray comes from and a hash of its Python sources.
+
+    Ray puts the driver's working directory first on every worker's import path (before PYTHONPATH), so a
+    replica can import another fe_ray checkout than the driver's; comparing hashes catches that, while the same
+    code at another path (an installed copy) passes.
+    """
+    package = os.path.join(SOURCE_ROOT, "fe_ray")
+    return {"path": package, "sha256": hash_sources(package)}
+
+
+def hash_sources(package: str) -> str:
+    """SHA-256 over the relative paths and contents of the ``.py`` files under ``package`` (caches skipped)."""
+    digest = hashlib.sha256()
+    for folder, dirs, files in os.walk(package):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(f for f in files if f.endswith(".py")):
+            path = os.path.join(folder, name)
+            digest.update(os.path.relpath(path, package).encode())
+            with open(path, "rb") as handle:
+                digest.update(handle.read())
+    return digest.hexdigest()
+
+
+def check_same_source(infos: Sequence[Mapping[str, Any]]) -> None:
+    """Raise if a replica (its ``info()``) runs other fe_ray sources than this driver.
+
+    Raises:
+        SourceMismatchError: Naming the replica, both paths and the fix.
+    """
+    mine = source_fingerprint()
+    for info in infos:
+        theirs = info.get("fe_ray_source") or {}
+        if theirs.get("sha256") == mine["sha256"]:
+            continue
+        if theirs.get("path") == mine["path"]:
+            raise SourceMismatchError(
+                f"replica rank {info.get('rank')} (node {info.get('node_ip')}) imported the fe_ray sources under "
+                f"{mine['path']} after they changed: the driver runs them as they were when it imported them. "
+                "Restart the driver so that both run the same code (a run with checkpoints resumes from its latest "
+                "one).")
+        raise SourceMismatchError(
+            f"replica rank {info.get('rank')} (node {info.get('node_ip')}) runs fe_ray from "
+            f"{theirs.get('path', 'an older fe_ray that does not say where')}, which differs from the driver's "
+            f"{mine['path']}. Ray puts the driver's working directory first on every worker's import path: run "
+            "the driver from a directory without another fe_ray checkout (or install the same fe_ray on every "
+            "node).")
 
 
 def ensure_ray(runtime_env: Mapping[str, Any] | None = None) -> None:
@@ -219,5 +271,8 @@ def kill_actor(actor: Any) -> None:
         pass
 
 
-__all__ = ["SOURCE_ROOT", "actor_runtime_env", "check_bundle", "default_bundle", "ensure_ray", "kill_actor",
-           "node_ip", "release", "reserve", "start_actor"]
+# Taken at import: a process runs the code it imported, whatever changes on disk afterwards (an edit during a run).
+source_fingerprint()
+
+__all__ = ["SOURCE_ROOT", "actor_runtime_env", "check_bundle", "check_same_source", "default_bundle", "ensure_ray",
+           "hash_sources", "kill_actor", "node_ip", "release", "reserve", "source_fingerprint", "start_actor"]

@@ -65,6 +65,11 @@ class CollectiveError(DistributedError):
     """A collective operation (all-reduce, rendezvous) failed or timed out."""
 
 
+class SourceMismatchError(DistributedError):
+    """A replica imported other fe_ray code than the driver runs (e.g. another checkout in the driver's working
+    directory, which Ray puts first on every worker's import path)."""
+
+
 @dataclass
 class RemoteFailure:
     """A replica-side exception in transport form (plain picklable data).

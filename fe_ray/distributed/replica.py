@@ -303,9 +303,11 @@ class Replica:
         device = getattr(self.network, "device", None) if self.network is not None else None
         if self.framework == "tf":
             device = _tf_device()
+        from fe_ray.distributed.cluster import source_fingerprint
+
         info: dict[str, Any] = {"rank": self.rank, "pid": os.getpid(), "node_ip": self.node_ip,
                                 "device": str(device or "cpu"), "framework": self.framework,
-                                "python": sys.version.split()[0]}
+                                "python": sys.version.split()[0], "fe_ray_source": source_fingerprint()}
         if self.framework == "torch":
             import torch
 

@@ -86,6 +86,7 @@ class ReplicaGroup:
         Raises:
             PlacementError: If the resources cannot be reserved.
             ReplicaError: (or the original exception type) if a replica fails to set up.
+            SourceMismatchError: If a replica imported other fe_ray sources than the driver's.
         """
         self._placement = cluster.reserve(self.num_replicas, self.bundle, self._placement_timeout_s, self._strategy)
         try:
@@ -95,6 +96,7 @@ class ReplicaGroup:
                 self.actors.append(cluster.start_actor(Replica, args, self._placement, rank, self.bundle,
                                                        self._runtime_env))
             self.infos = self.call("setup", timeout_s=self._setup_timeout_s, what="setting up")
+            cluster.check_same_source(self.infos)
             if self.num_replicas > 1:
                 address = self.call_one(0, "collective_address", timeout_s=self._setup_timeout_s,
                                         what="opening the collective")

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 import fe_ray as fe
 from fe_ray.distributed import cluster
 from fe_ray.distributed.cluster import _with_thread_share
+from fe_ray.distributed.errors import SourceMismatchError
 from fe_ray.op.tensorop.loss import MeanSquaredError
 from fe_ray.op.tensorop.model import ModelOp, UpdateOp
 from tests.helpers.models import linear
@@ -35,6 +38,37 @@ def test_default_bundle_is_one_gpu_when_the_cluster_has_gpus(monkeypatch: pytest
 def test_bad_resources_per_replica_are_named(bundle: object) -> None:
     with pytest.raises(ValueError, match="resources_per_replica"):
         cluster.check_bundle(bundle)  # type: ignore[arg-type]
+
+
+def copy_sources(source: str, target: str) -> str:
+    shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__"))
+    return target
+
+
+def test_source_hash_follows_content_not_location(tmp_path: Path) -> None:
+    package = os.path.join(cluster.SOURCE_ROOT, "fe_ray")
+    copy = copy_sources(package, str(tmp_path / "elsewhere" / "fe_ray"))
+    os.makedirs(os.path.join(copy, "__pycache__"), exist_ok=True)
+    Path(copy, "__pycache__", "stale.py").write_text("ignored")
+    assert cluster.hash_sources(copy) == cluster.hash_sources(package) == cluster.source_fingerprint()["sha256"]
+    with open(os.path.join(copy, "distributed", "replica.py"), "a") as handle:
+        handle.write("\n# edited\n")
+    assert cluster.hash_sources(copy) != cluster.hash_sources(package)
+
+
+def test_replicas_running_other_fe_ray_sources_are_refused() -> None:
+    mine = cluster.source_fingerprint()
+    same_elsewhere = {"rank": 0, "node_ip": "10.0.0.1",
+                      "fe_ray_source": {"path": "/site/fe_ray", "sha256": mine["sha256"]}}
+    cluster.check_same_source([same_elsewhere])  # the same code installed elsewhere is fine
+    other = {"rank": 1, "node_ip": "10.0.0.2", "fe_ray_source": {"path": "/home/me/old/fe_ray", "sha256": "0" * 64}}
+    with pytest.raises(SourceMismatchError, match=r"rank 1 .*/home/me/old/fe_ray.*working directory"):
+        cluster.check_same_source([same_elsewhere, other])
+    with pytest.raises(SourceMismatchError, match="older fe_ray"):
+        cluster.check_same_source([{"rank": 0, "node_ip": "10.0.0.1"}])  # a replica too old to report its source
+    edited = {"rank": 0, "node_ip": "10.0.0.1", "fe_ray_source": {"path": mine["path"], "sha256": "1" * 64}}
+    with pytest.raises(SourceMismatchError, match="after they changed.*Restart the driver"):
+        cluster.check_same_source([edited])  # same checkout, edited after the driver imported it
 
 
 @pytest.fixture(scope="module")
@@ -68,3 +102,4 @@ def test_cpu_replica_threads_follow_their_cpu_share(session_with_exported_thread
     finally:
         network.shutdown()
     assert [info["cpu_threads"] for info in infos] == [1, 1], infos
+    assert {info["fe_ray_source"]["sha256"] for info in infos} == {cluster.source_fingerprint()["sha256"]}
