@@ -63,10 +63,10 @@ def check_same_source(infos: Sequence[Mapping[str, Any]]) -> None:
             continue
         if theirs.get("path") == mine["path"]:
             raise SourceMismatchError(
-                f"replica rank {info.get('rank')} (node {info.get('node_ip')}) imported the fe_ray sources under "
-                f"{mine['path']} after they changed: the driver runs them as they were when it imported them. "
-                "Restart the driver so that both run the same code (a run with checkpoints resumes from its latest "
-                "one).")
+                f"replica rank {info.get('rank')} (node {info.get('node_ip')}) imported other fe_ray sources under "
+                f"{mine['path']} than the driver did: they changed after the driver imported them, or that node "
+                "holds another fe_ray at the same path. Restart the driver so that both run the same code (with the "
+                "same fe_ray on every node); a run with checkpoints resumes from its latest one.")
         raise SourceMismatchError(
             f"replica rank {info.get('rank')} (node {info.get('node_ip')}) runs fe_ray from "
             f"{theirs.get('path', 'an older fe_ray that does not say where')}, which differs from the driver's "

@@ -67,7 +67,7 @@ def test_replicas_running_other_fe_ray_sources_are_refused() -> None:
     with pytest.raises(SourceMismatchError, match="older fe_ray"):
         cluster.check_same_source([{"rank": 0, "node_ip": "10.0.0.1"}])  # a replica too old to report its source
     edited = {"rank": 0, "node_ip": "10.0.0.1", "fe_ray_source": {"path": mine["path"], "sha256": "1" * 64}}
-    with pytest.raises(SourceMismatchError, match="after they changed.*Restart the driver"):
+    with pytest.raises(SourceMismatchError, match="changed after the driver imported them.*Restart the driver"):
         cluster.check_same_source([edited])  # same checkout, edited after the driver imported it
 
 
