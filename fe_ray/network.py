@@ -10,7 +10,7 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from fe_ray.backend import get_backend, get_framework
+from fe_ray.backend import BACKEND_CACHE_KEY, get_backend, get_framework
 from fe_ray.op.numpyop.numpyop import NumpyOp, check_numpy_ops, forward_numpyop
 from fe_ray.op.tensorop.tensorop import TensorOp
 from fe_ray.schedule import Scheduler, get_current_items
@@ -156,7 +156,7 @@ class BaseNetwork:
             op.fe_retain_graph(idx != len(gradient_ops) - 1)
         self.ctx_state = {"warmup": warmup, "mode": mode, "epoch": epoch, "ds_id": ds_id,
                           "req_grad": bool(gradient_ops), "deferred": {}, "eager": eager,
-                          "grad_reducer": self.grad_reducer, "_backend_cache": self.backend_cache}
+                          "grad_reducer": self.grad_reducer, BACKEND_CACHE_KEY: self.backend_cache}
         for model in self.ctx_models:
             optimizer = getattr(model, "optimizer", None)
             if optimizer is not None:

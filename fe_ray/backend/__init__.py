@@ -16,6 +16,8 @@ from types import ModuleType
 from typing import Any
 
 FRAMEWORKS = ("torch", "tf", "np")
+#: Context-state key of the Network's cache that outlives its contexts (what a backend may keep across them).
+BACKEND_CACHE_KEY = "_backend_cache"
 _MODULES = {"torch": "fe_ray.backend.torch", "tf": "fe_ray.backend.tf", "np": "fe_ray.backend.numpy"}
 
 
@@ -119,5 +121,6 @@ def get_lr(model: Any) -> float:
     return get_backend(model).get_lr(model)
 
 
-__all__ = ["FRAMEWORKS", "concat", "feed_forward", "get_backend", "get_framework", "get_gradient", "get_lr",
-           "load_model", "reduce_mean", "save_model", "set_lr", "stack", "to_number", "to_tensor", "update_model"]
+__all__ = ["BACKEND_CACHE_KEY", "FRAMEWORKS", "concat", "feed_forward", "get_backend", "get_framework", "get_gradient",
+           "get_lr", "load_model", "reduce_mean", "save_model", "set_lr", "stack", "to_number", "to_tensor",
+           "update_model"]

@@ -26,11 +26,12 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from fe_ray.backend import BACKEND_CACHE_KEY
 from fe_ray.backend.tf_io import build_optimizer
 from fe_ray.util import NonContext
 
 #: State key of the Network's cache that outlives its contexts (BaseNetwork puts it into every context's state).
-CACHE_KEY = "_backend_cache"
+CACHE_KEY = BACKEND_CACHE_KEY
 #: Cache key holding the step functions: {key of the fixed inputs: tf.function}, least recently used first.
 STEP_FN_KEY = "_tf_step_fns"
 #: Step functions kept per Network.
