@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from fe_ray.io.checkpoint import join, open_fs
+from fe_ray.io.direct_write import open_sequential_writer
 
 SYSTEM_FILE = "system.json"
 OBJECTS_FILE = "objects.pkl"
@@ -137,8 +138,9 @@ def write_checkpoint(payload: Mapping[str, Any], directory: str) -> None:
         arrays: dict[str, np.ndarray] = {}
         structure = flatten_state(state, arrays, where=f"model {name!r}")
         # Streamed straight into the file: building the archive in memory first doubled the peak memory and
-        # added a full copy of the weights and optimizer state to every save.
-        with fs.open(join(root, MODELS_DIR, f"{name}.npz"), "wb") as file:
+        # added a full copy of the weights and optimizer state to every save. Local files bypass the page cache,
+        # whose kernel CPU would otherwise be taken from training during a background save.
+        with open_sequential_writer(fs, join(root, MODELS_DIR, f"{name}.npz")) as file:
             save_npz(file, arrays)
         fs.pipe_file(join(root, MODELS_DIR, f"{name}.json"), json.dumps(structure).encode())
     objects = {key: value for key, value in payload.items() if key not in ("system", "config", "models")}
