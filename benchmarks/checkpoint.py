@@ -252,7 +252,6 @@ class Bench:
 
     def fe_restore(self) -> float:
         from fe_ray.io.checkpoint import CheckpointStore
-        from fe_ray.io.state_files import read_checkpoint
 
         latest = CheckpointStore(str(self.fe_root), keep=1).latest()
         if latest is None:
@@ -260,7 +259,7 @@ class Bench:
         drop_cache(self.fe_root)
 
         def run() -> None:
-            self.system.restore_state(read_checkpoint(latest))
+            self.system.load_state(latest)  # read_checkpoint + restore_state, as RestoreWizard resumes
         return self._peak("fe_restore", run)
 
     # ------------------------------------------------------------------ background write (stall + interference)

@@ -117,8 +117,13 @@ class Backend(Protocol):
     def get_state(self, model: Any, copy: bool = True) -> dict[str, Any]:
         """A picklable numpy snapshot of weights and current optimizer state (``copy=False``: views allowed)."""
 
-    def set_state(self, model: Any, state: dict[str, Any]) -> None:
-        """Restore a :meth:`get_state` snapshot exactly."""
+    def set_state(self, model: Any, state: dict[str, Any], copy: bool = True) -> None:
+        """Restore a :meth:`get_state` snapshot exactly.
+
+        ``copy=False`` lets the optimizer keep the snapshot's writable arrays as its own state instead of copying
+        them: only for a caller that owns the snapshot and drops it afterwards (one read from disk or received
+        from another process).
+        """
 
     # -- devices and execution
     def get_device(self) -> Any:

@@ -130,8 +130,10 @@ def get_state(model: keras.Model, copy: bool = True) -> dict[str, Any]:
             "optimizer": _optimizer_arrays(optimizer) if optimizer is not None else None}
 
 
-def set_state(model: keras.Model, state: dict[str, Any]) -> None:
+def set_state(model: keras.Model, state: dict[str, Any], copy: bool = True) -> None:
     """Restore a :func:`get_state` snapshot exactly (weights, and optimizer variables if both sides have them).
+
+    ``copy`` is accepted for the backend interface; TF variables always copy what they are assigned.
 
     Raises:
         ValueError: If the snapshot's variable counts do not match the model / optimizer.

@@ -90,12 +90,20 @@ def get_state(model: torch.nn.Module, copy: bool = True) -> dict[str, Any]:
             "optimizer": _nested_to_numpy(_optimizer_payload(optimizer), copy) if optimizer is not None else None}
 
 
-def set_state(model: torch.nn.Module, state: dict[str, Any]) -> None:
-    """Restore a :func:`get_state` snapshot (weights, and optimizer state if both sides have an optimizer)."""
+def set_state(model: torch.nn.Module, state: dict[str, Any], copy: bool = True) -> None:
+    """Restore a :func:`get_state` snapshot (weights, and optimizer state if both sides have an optimizer).
+
+    Args:
+        model: The model.
+        state: The snapshot.
+        copy: False lets the optimizer adopt the snapshot's writable arrays as its state (torch's
+            ``load_state_dict`` keeps the tensors it is given), saving a copy and its memory; the caller must not
+            use the snapshot afterwards. Weights are always copied into the model's own parameters.
+    """
     model.load_state_dict({key: torch.as_tensor(value) for key, value in state["model"].items()})
     optimizer = getattr(model, "current_optimizer", None)
     if optimizer is not None and state.get("optimizer") is not None:
-        _load_optimizer_payload(optimizer, _nested_to_torch(state["optimizer"]))
+        _load_optimizer_payload(optimizer, _nested_to_torch(state["optimizer"], copy))
 
 
 def _to_numpy(tensor: torch.Tensor, copy: bool = True) -> np.ndarray:
@@ -118,11 +126,12 @@ def _nested_to_numpy(data: Any, copy: bool = True) -> Any:
     return data
 
 
-def _nested_to_torch(data: Any) -> Any:
+def _nested_to_torch(data: Any, copy: bool = True) -> Any:
     if isinstance(data, np.ndarray):
-        return torch.as_tensor(data.copy())
+        # A read-only array (an object-store view) is copied either way: the optimizer updates its state in place.
+        return torch.as_tensor(data.copy() if copy or not data.flags.writeable else data)
     if isinstance(data, dict):
-        return {key: _nested_to_torch(value) for key, value in data.items()}
+        return {key: _nested_to_torch(value, copy) for key, value in data.items()}
     if isinstance(data, (list, tuple)):
-        return type(data)(_nested_to_torch(value) for value in data)
+        return type(data)(_nested_to_torch(value, copy) for value in data)
     return data

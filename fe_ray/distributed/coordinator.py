@@ -414,9 +414,9 @@ class RayNetwork(BaseNetwork):
             self._failed(err)
             raise
         backend = get_backend(self.target_type)
-        state = writable(state)
+        state = writable(state)  # owned arrays from here on, so the optimizers may keep them (copy=False)
         for model in self.models:
-            backend.set_state(model, state["models"][model.model_name])
+            backend.set_state(model, state["models"][model.model_name], copy=False)
         self._load_op_states(state["network"])
         self._lrs.assume_synced(self.models)
 

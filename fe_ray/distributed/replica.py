@@ -269,7 +269,7 @@ class Replica:
         for model in self.network.models:
             snapshot = state.get("models", {}).get(model.model_name)
             if snapshot is not None:
-                backend.set_state(model, snapshot)
+                backend.set_state(model, snapshot, copy=False)  # writable() made the arrays ours
         if state.get("network") is not None:
             self.network.load_state_dict(state["network"])
         return True

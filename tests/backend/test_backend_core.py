@@ -282,6 +282,26 @@ def test_get_state_set_state_exact_and_picklable(framework: str) -> None:
             np.testing.assert_array_equal(got, want)
 
 
+def test_torch_set_state_without_copy_adopts_owned_arrays_only() -> None:
+    backend = get_backend("torch")
+    model = model_of("torch", "adam")
+    adam_step("torch", model, (1.0, -1.0, 2.0))
+    owned = pickle.loads(pickle.dumps(backend.get_state(model)))
+    frozen = pickle.loads(pickle.dumps(backend.get_state(model)))
+    moments = [next(iter(s["optimizer"]["optimizer"]["state"].values()))["exp_avg"] for s in (owned, frozen)]
+    moments[1].flags.writeable = False  # what an object-store view looks like
+    saved = moments[1].copy()
+    for snapshot, shared in ((owned, True), (frozen, False)):
+        target = model_of("torch", "adam", weights=(9.0, 9.0, 9.0))
+        backend.set_state(target, snapshot, copy=False)
+        live = next(iter(target.current_optimizer.state.values()))["exp_avg"].numpy()
+        assert np.shares_memory(live, moments[0] if shared else moments[1]) is shared
+        np.testing.assert_array_equal(live, saved)
+        adam_step("torch", target, (3.0, 3.0, 3.0))  # updates its state in place; a read-only array would raise
+    np.testing.assert_array_equal(moments[1], saved)
+    assert not np.array_equal(moments[0], saved)  # adopted: the optimizer's step changed the snapshot's array
+
+
 def test_tf_set_state_rejects_other_architecture() -> None:
     backend = get_backend("tf")
     snapshot = backend.get_state(tf_dense("sgd"))
