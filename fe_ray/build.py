@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from typing import Any
 
 from fe_ray.backend import get_backend, get_framework
@@ -47,11 +48,12 @@ def build(model_fn: Callable[[], Any], optimizer_fn: Any, weights_path: str | Se
     """
     if not callable(model_fn):
         raise TypeError(f"model_fn must be a zero-argument callable returning model(s), got {type(model_fn).__name__}.")
-    if mixed_precision and "keras" in sys.modules:
-        # Keras reads its dtype policy when layers are created, so it must be set before model_fn runs. A Keras
-        # model_fn implies keras is already imported; torch users never pay for importing TensorFlow here.
-        get_backend("tf").set_mixed_precision_policy(True)
-    models = to_list(model_fn())
+    # Keras reads its dtype policy when layers are created, so it is set (by the flag, either way) while model_fn
+    # runs and put back afterwards: a later build, or the user's own Keras code, must not inherit it. A Keras
+    # model_fn implies keras is already imported; torch users never pay for importing TensorFlow here.
+    policy = get_backend("tf").mixed_precision_policy(mixed_precision) if "keras" in sys.modules else nullcontext()
+    with policy:
+        models = to_list(model_fn())
     for model in models:
         if get_framework(model) not in ("torch", "tf"):
             raise TypeError(f"model_fn must return torch nn.Module or Keras Model objects, got {type(model).__name__}.")

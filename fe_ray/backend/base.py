@@ -93,6 +93,10 @@ class Backend(Protocol):
     def set_mixed_precision_policy(self, enabled: bool) -> None:
         """Switch a global mixed-precision policy (Keras), or do nothing (torch)."""
 
+    def mixed_precision_policy(self, enabled: bool) -> AbstractContextManager[None]:
+        """The global mixed-precision policy set for the models created inside the block, then put back (Keras),
+        or nothing (torch)."""
+
     def set_lr(self, model: Any, lr: float) -> None:
         """Set the current optimizer's learning rate."""
 

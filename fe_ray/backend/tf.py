@@ -7,8 +7,8 @@ Imported lazily by :func:`fe_ray.backend.get_backend`. Implements the interface 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 import keras
@@ -303,6 +303,19 @@ def set_mixed_precision_policy(enabled: bool) -> None:
     keras.mixed_precision.set_global_policy("mixed_float16" if enabled else "float32")
 
 
+@contextmanager
+def mixed_precision_policy(enabled: bool) -> Iterator[None]:
+    """Keras' global dtype policy set to 'mixed_float16' (or 'float32') for the layers created inside, then put
+    back: it is process-wide, and models created later (another ``fe.build``, a user's own Keras code) must not
+    inherit it. A layer keeps the policy it was created with."""
+    previous = keras.mixed_precision.global_policy()
+    set_mixed_precision_policy(enabled)
+    try:
+        yield
+    finally:
+        keras.mixed_precision.set_global_policy(previous)
+
+
 def set_lr(model: keras.Model, lr: float) -> None:
     """Set the learning rate of ``model.current_optimizer`` (the inner one for a LossScaleOptimizer)."""
     optimizer = _current_optimizer(model)
@@ -338,6 +351,6 @@ def _current_optimizer(model: Any) -> Any:
 __all__ = ["accumulator_from_numpy", "accumulator_to_numpy", "add_model_losses", "build_model_fn", "build_optimizer",
            "concat", "cross_entropy", "feed_forward", "get_device", "get_gradient", "get_lr", "get_state",
            "init_accumulator", "known_lr", "load_model", "load_weights", "make_optimizer", "mean_squared_error",
-           "merge_grad_update", "move_model", "new_step_fn", "no_grad", "reduce_mean", "run_step", "save_model",
-           "scale_loss", "set_lr", "set_mixed_precision_policy", "set_state", "stack", "stop_gradient", "to_numpy",
-           "to_tensor", "trainable_variables", "unscale_gradients", "update_model"]
+           "merge_grad_update", "mixed_precision_policy", "move_model", "new_step_fn", "no_grad", "reduce_mean",
+           "run_step", "save_model", "scale_loss", "set_lr", "set_mixed_precision_policy", "set_state", "stack",
+           "stop_gradient", "to_numpy", "to_tensor", "trainable_variables", "unscale_gradients", "update_model"]

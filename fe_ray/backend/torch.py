@@ -8,7 +8,7 @@ function set is the one documented by :class:`fe_ray.backend.base.Backend`; pers
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 import numpy as np
@@ -317,6 +317,11 @@ def set_mixed_precision_policy(enabled: bool) -> None:
     """No-op: torch mixed precision is per step (``torch.autocast`` in :func:`run_step`), not a global policy."""
 
 
+def mixed_precision_policy(enabled: bool) -> AbstractContextManager[None]:
+    """No policy to set (see :func:`set_mixed_precision_policy`): an empty context."""
+    return nullcontext()
+
+
 def set_lr(model: torch.nn.Module, lr: float) -> None:
     """Set the learning rate of every parameter group of ``model.current_optimizer``."""
     for group in _current_optimizer(model).param_groups:
@@ -381,6 +386,7 @@ def _to_device(data: Any, device: Any) -> Any:
 __all__ = ["accumulator_from_numpy", "accumulator_to_numpy", "add_model_losses", "build_model_fn", "concat",
            "cross_entropy", "enter_context", "exit_context", "feed_forward", "get_device", "get_gradient", "get_lr",
            "get_state", "init_accumulator", "known_lr", "load_model", "load_weights", "make_optimizer",
-           "mean_squared_error", "merge_grad_update", "move_model", "no_grad", "reduce_mean", "run_step",
-           "save_model", "scale_loss", "set_lr", "set_mixed_precision_policy", "set_state", "stack", "stop_gradient",
-           "to_numpy", "to_tensor", "trainable_variables", "unscale_gradients", "update_model"]
+           "mean_squared_error", "merge_grad_update", "mixed_precision_policy", "move_model", "no_grad",
+           "reduce_mean", "run_step", "save_model", "scale_loss", "set_lr", "set_mixed_precision_policy",
+           "set_state", "stack", "stop_gradient", "to_numpy", "to_tensor", "trainable_variables",
+           "unscale_gradients", "update_model"]

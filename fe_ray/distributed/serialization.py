@@ -93,13 +93,13 @@ def _keras_spec(model: Any) -> dict[str, Any]:
 def _load_keras_model(spec: dict[str, Any]) -> Any:
     import keras
 
-    attrs = cloudpickle.loads(spec["attrs"])
-    if attrs.get("mixed_precision"):
-        from fe_ray.backend import get_backend
+    from fe_ray.backend import get_backend
 
-        get_backend("tf").set_mixed_precision_policy(True)  # Keras reads the policy when layers are created
+    attrs = cloudpickle.loads(spec["attrs"])
     cls = cloudpickle.loads(spec["class"])
-    with keras.saving.custom_object_scope({spec["class_name"]: cls}):
+    # Keras reads the policy when layers are created; set for this model only (see fe_ray.build).
+    policy = get_backend("tf").mixed_precision_policy(bool(attrs.get("mixed_precision")))
+    with policy, keras.saving.custom_object_scope({spec["class_name"]: cls}):
         model = cloudpickle.loads(spec["model"])
     for name, value in attrs.items():
         setattr(model, name, value)

@@ -40,3 +40,26 @@ def test_torch_autocast_step_on_cpu() -> None:
                                         device="cpu", mixed_precision=True)
     assert out["pred"].device.type == "cpu"
     np.testing.assert_allclose(weights(model), W0 - 0.1 * mse_grad(W0, [1, 1, 1], 1), atol=5e-2)  # bfloat16 compute
+
+
+def test_build_sets_the_keras_policy_for_its_model_fn_only() -> None:
+    """A mixed-precision build must not turn later builds (or the user's own Keras code) to float16, and a torch
+    build must not touch Keras at all; a policy the user set stays set after fe.build."""
+    import keras
+
+    import fe_ray as fe
+    from tests.test_network import linear_model_fn
+
+    mixed = fe.build(linear_model_fn("tf"), optimizer_fn="sgd", mixed_precision=True)
+    assert mixed.layers[-1].compute_dtype == "float16"
+    assert keras.mixed_precision.global_policy().name == "float32"
+    plain = fe.build(linear_model_fn("tf"), optimizer_fn="sgd")
+    assert plain.layers[-1].compute_dtype == "float32" and not plain.mixed_precision
+    fe.build(linear_model_fn("torch"), optimizer_fn="sgd", mixed_precision=True)
+    assert keras.mixed_precision.global_policy().name == "float32"
+    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    try:
+        fe.build(linear_model_fn("tf"), optimizer_fn="sgd", mixed_precision=True)
+        assert keras.mixed_precision.global_policy().name == "mixed_bfloat16"
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
