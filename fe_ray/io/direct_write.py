@@ -6,8 +6,10 @@ when the checkpoint is written in the background. With ``O_DIRECT`` the device r
 process's memory; the only CPU left is one copy into a page-aligned staging buffer (``O_DIRECT`` needs aligned
 addresses, lengths and offsets). DeepSpeed's fast checkpoint writer uses the same technique.
 
-Only for local files on Linux; everything else (other platforms, filesystems that refuse ``O_DIRECT`` such as
-tmpfs, fsspec URLs) gets the filesystem's ordinary writer from :func:`open_sequential_writer`.
+Only for local disk filesystems on Linux (ext4, XFS, btrfs, ...): network and distributed filesystems (NFS,
+CIFS, FUSE mounts) implement ``O_DIRECT`` as uncached synchronous round trips, which can be slower than their own
+buffering, and tmpfs refuses it. Everything else gets the filesystem's ordinary writer from
+:func:`open_sequential_writer`. ``FE_RAY_DIRECT_IO=0`` turns direct I/O off, ``=1`` tries it on any local path.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import errno
 import io
 import mmap
 import os
+import re
 from concurrent.futures import Future, ThreadPoolExecutor
 from types import TracebackType
 from typing import IO, Any
@@ -25,6 +28,8 @@ from fsspec.implementations.local import LocalFileSystem
 
 ALIGN = 4096  # the largest logical block size of common devices; a multiple of every smaller one
 DEFAULT_CHUNK_BYTES = 16 << 20
+DIRECT_IO_ENV = "FE_RAY_DIRECT_IO"
+DIRECT_IO_FILESYSTEMS = frozenset({"ext2", "ext3", "ext4", "xfs", "btrfs", "f2fs"})
 
 
 class DirectFileWriter(io.RawIOBase):
@@ -170,10 +175,54 @@ def open_sequential_writer(fs: Any, path: str) -> IO[bytes]:
         fs: An fsspec filesystem.
         path: The file's path on ``fs``.
     """
-    if isinstance(fs, LocalFileSystem) and hasattr(os, "O_DIRECT"):
+    if isinstance(fs, LocalFileSystem) and hasattr(os, "O_DIRECT") and use_direct_io(fs._strip_protocol(path)):
         try:
             return DirectFileWriter(fs._strip_protocol(path))
         except OSError as err:
             if err.errno not in (errno.EINVAL, errno.EOPNOTSUPP, errno.ENOTSUP):
                 raise
     return fs.open(path, "wb")
+
+
+def use_direct_io(path: str) -> bool:
+    """Whether a new file at ``path`` should be written with ``O_DIRECT`` (see the module docstring).
+
+    Raises:
+        ValueError: If ``FE_RAY_DIRECT_IO`` is set to something other than "0" or "1".
+    """
+    setting = os.environ.get(DIRECT_IO_ENV, "").strip()
+    if setting not in ("", "0", "1"):
+        raise ValueError(f"{DIRECT_IO_ENV}={setting!r} is not valid; use 1 (direct I/O on any local path), 0 (never) "
+                         "or leave it unset (local disk filesystems only).")
+    if setting:
+        return setting == "1"
+    return filesystem_type(os.path.dirname(os.path.abspath(path))) in DIRECT_IO_FILESYSTEMS
+
+
+def filesystem_type(path: str, mounts_file: str = "/proc/self/mounts") -> str | None:
+    """The type of the filesystem that holds ``path`` ("ext4", "nfs4", "tmpfs", ...), or None where unknown.
+
+    Reads the Linux mount table: the longest mount point containing ``path`` wins, and of equal ones the last
+    (a later mount hides an earlier one at the same point).
+    """
+    try:
+        with open(mounts_file, encoding="utf-8", errors="replace") as file:
+            lines = file.read().splitlines()
+    except OSError:  # not Linux, or /proc not mounted
+        return None
+    target = os.path.realpath(path)
+    best, best_type = "", None
+    for line in lines:
+        fields = line.split()
+        if len(fields) < 3:
+            continue
+        mount = _unescape(fields[1])
+        inside = target == mount or target.startswith(mount.rstrip("/") + "/")
+        if inside and len(mount) >= len(best):
+            best, best_type = mount, fields[2]
+    return best_type
+
+
+def _unescape(field: str) -> str:
+    """Undo the mount table's octal escapes (a space in a mount point is written as \\040)."""
+    return re.sub(r"\\([0-7]{3})", lambda match: chr(int(match.group(1), 8)), field)

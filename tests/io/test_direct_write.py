@@ -105,6 +105,7 @@ def test_bad_chunk_size_is_refused(tmp_path: Path) -> None:
 
 def test_open_sequential_writer_picks_the_writer_per_filesystem(tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(direct_write.DIRECT_IO_ENV, "1")  # whatever filesystem the test machine's tmp is on
     memory = fsspec.filesystem("memory")
     with open_sequential_writer(memory, f"/direct-write-{os.getpid()}/f") as file:
         assert not isinstance(file, DirectFileWriter)
@@ -138,6 +139,7 @@ def test_open_sequential_writer_picks_the_writer_per_filesystem(tmp_path: Path,
 
 def test_checkpoints_use_the_direct_writer_for_local_model_files(tmp_path: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(direct_write.DIRECT_IO_ENV, "1")  # whatever filesystem the test machine's tmp is on
     opened = []
     real = direct_write.DirectFileWriter.__init__
 
@@ -165,3 +167,46 @@ def _direct_supported(directory: Path) -> bool:
     except OSError:
         return False
     return True
+
+
+MOUNTS = r"""proc /proc proc rw 0 0
+/dev/vda / ext4 rw 0 0
+server:/export /mnt/shared nfs4 rw 0 0
+tmpfs /mnt/shared/scratch tmpfs rw 0 0
+/dev/vdb /mnt/my\040disk xfs rw 0 0
+/dev/vdc /data ext4 rw 0 0
+server:/other /data nfs rw 0 0
+"""
+
+
+@pytest.mark.parametrize("path, expected", [("/home/u/ckpt", "ext4"), ("/mnt/shared/run1", "nfs4"),
+                                            ("/mnt/shared/scratch/x", "tmpfs"), ("/mnt/sharedx", "ext4"),
+                                            ("/mnt/my disk/ckpt", "xfs"), ("/data/ckpt", "nfs")])
+def test_filesystem_type_takes_the_innermost_and_latest_mount(tmp_path: Path, path: str, expected: str) -> None:
+    mounts = tmp_path / "mounts"
+    mounts.write_text(MOUNTS)
+    assert direct_write.filesystem_type(path, str(mounts)) == expected
+    assert direct_write.filesystem_type(path, str(tmp_path / "missing")) is None
+
+
+def test_direct_io_only_on_local_disk_filesystems_unless_told(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(direct_write.DIRECT_IO_ENV, raising=False)
+    kinds = {"/disk/f": "ext4", "/nfs/f": "nfs4", "/shm/f": "tmpfs", "/fuse/f": "fuse.s3fs", "/nowhere/f": None}
+    monkeypatch.setattr(direct_write, "filesystem_type", lambda path: kinds[path + "/f"])
+    assert [direct_write.use_direct_io(path) for path in kinds] == [True, False, False, False, False]
+    monkeypatch.setenv(direct_write.DIRECT_IO_ENV, "0")
+    assert not direct_write.use_direct_io("/disk/f")
+    monkeypatch.setenv(direct_write.DIRECT_IO_ENV, "1")
+    assert direct_write.use_direct_io("/nfs/f")
+    monkeypatch.setenv(direct_write.DIRECT_IO_ENV, "yes")
+    with pytest.raises(ValueError, match="FE_RAY_DIRECT_IO='yes'.*use 1.*0"):
+        direct_write.use_direct_io("/disk/f")
+
+
+def test_network_filesystems_get_the_buffered_writer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(direct_write.DIRECT_IO_ENV, raising=False)
+    monkeypatch.setattr(direct_write, "filesystem_type", lambda path: "nfs4")
+    with open_sequential_writer(fsspec.filesystem("file"), str(tmp_path / "n")) as file:
+        assert not isinstance(file, DirectFileWriter)
+        file.write(b"nfs")
+    assert (tmp_path / "n").read_bytes() == b"nfs"
