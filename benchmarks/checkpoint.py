@@ -17,8 +17,11 @@ Side by side, alternating, in one run (seconds; lower is better):
 Background saves, outside the alternation (they need a training loop running meanwhile): ``fe_async`` is fe_ray's
 AsyncCheckpointer as RestoreWizard drives it (capture_state(copy_models=False), ray.put of the payload, a
 CheckpointWriter actor commits it);
-``thread`` measures the obvious in-process one: capture on the training thread, write in a thread. Both time
-training steps of a small model running concurrently, so contention with the writer counts as stall too.
+``fe_thread`` is fe_ray's in-process one as RestoreWizard drives it without Ray (BackgroundSaver: a parallel copy
+into snapshot buffers reused from save to save, a writer thread); ``thread`` measures the obvious in-process one
+(a fresh copying capture_state on the training thread, written by a new thread). All time training steps of a
+small model running concurrently, so contention with the writer counts as stall too. Each kind is run once
+before the repeats (Ray and writer start, first touch of the buffers); that first save is reported separately.
 
 Peak extra resident memory of each operation (sampled every 5 ms) is reported too: 100M fp32 parameters are
 400 MB of weights and 800 MB of Adam moments, and every extra copy costs 1.2 GB.
@@ -267,14 +270,16 @@ class Bench:
         """A save that writes in the background while ``step_fn`` trains; returns its costs to training.
 
         kind "thread": capture_state on the training thread, CheckpointStore.save(write_checkpoint) in a thread.
+        kind "fe_thread": fe_ray's BackgroundSaver (capture_state into reused buffers, its writer thread writes).
         kind "fe_async": fe_ray's AsyncCheckpointer (capture_state, ray.put, a CheckpointWriter actor writes).
 
         ``blocked_s`` is the time before training can resume; ``slowdown_s`` the extra time the training steps
         run meanwhile took over their undisturbed median (CPU/memory-bandwidth contention with the writer);
         ``stall_s`` = blocked + slowdown, the training time lost to the save. The slowdown is a small difference of
         two large times (a 1 ms error in the median step is 1.5 s over a 15 s write), so for fe_async the writer
-        process's own CPU time (``writer_cpu_s``, user + system of all its threads, from /proc) is recorded too:
-        on a machine whose cores training keeps busy, that CPU is what the write takes from training.
+        process's own CPU time (``writer_cpu_s``, user + system of all its threads, from /proc) is recorded too
+        (for fe_thread: its writer thread's): on a machine whose cores training keeps busy, that CPU is what the
+        write takes from training.
         """
         from fe_ray.io.checkpoint import CheckpointStore
         from fe_ray.io.state_files import write_checkpoint
@@ -287,14 +292,22 @@ class Bench:
             step_fn()
             times.append(time.perf_counter() - t0)
         baseline_step_s = statistics.median(times)
+        cpu_before = self.saver_thread_cpu_s() if kind == "fe_thread" else float("nan")  # outside the timing
         start = time.perf_counter()
+        if kind == "fe_thread":
+            saver = self.background_saver()
+            future = saver.save(CheckpointStore(str(self.fe_root), keep=1),
+                                lambda buffers: self.system.capture_state(buffers=buffers))
+            done: Callable[[], bool] = future.done
+            blocked = time.perf_counter() - start
+            return self._train_during_write(kind, step_fn, start, blocked, done, baseline_step_s, cpu_before)
         # The thread writes while training goes on, so it needs its own copy; ray.put copies by itself.
         payload = self.system.capture_state(copy_models=kind == "thread")
         if kind == "thread":
             store = CheckpointStore(str(self.fe_root), keep=1)
             writer = threading.Thread(target=lambda: store.save(lambda d: write_checkpoint(payload, d)))
             writer.start()
-            done: Callable[[], bool] = lambda: not writer.is_alive()  # noqa: E731
+            done = lambda: not writer.is_alive()  # noqa: E731
         else:
             import ray
 
@@ -303,12 +316,17 @@ class Bench:
             del payload
             done = lambda: bool(ray.wait([ref], timeout=0)[0])  # noqa: E731
         blocked = time.perf_counter() - start
+        return self._train_during_write(kind, step_fn, start, blocked, done, baseline_step_s, cpu_before)
+
+    def _train_during_write(self, kind: str, step_fn: Callable[[], None], start: float, blocked: float,
+                            done: Callable[[], bool], baseline_step_s: float, cpu_before: float) -> dict[str, float]:
         steps = 0
         while not done():
             step_fn()
             steps += 1
         total = time.perf_counter() - start
-        writer_cpu = self.writer_cpu_s() - cpu_before if kind == "fe_async" else float("nan")
+        writer_cpu = {"fe_async": self.writer_cpu_s, "fe_thread": self.saver_thread_cpu_s}.get(
+            kind, lambda: float("nan"))() - cpu_before
         drop_cache(self.fe_root)
         lost = total - blocked - steps * baseline_step_s
         return {"blocked_s": blocked, "write_wall_s": total, "steps_during_write": steps,
@@ -325,8 +343,23 @@ class Bench:
             checkpointer.flush()
         if not hasattr(self, "_writer_pid"):
             self._writer_pid = ray.get(checkpointer._actor.__ray_call__.remote(lambda _: os.getpid()), timeout=60)
-        fields = Path(f"/proc/{self._writer_pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return _proc_cpu_s(f"/proc/{self._writer_pid}/stat")
+
+    def background_saver(self) -> Any:
+        if not hasattr(self, "_saver"):
+            from fe_ray.io.background_save import BackgroundSaver
+
+            self._saver = BackgroundSaver()
+        return self._saver
+
+    def saver_thread_cpu_s(self) -> float:
+        """CPU seconds the BackgroundSaver's writer thread has used so far (NaN before its first save)."""
+        saver = self.background_saver()
+        if saver._executor is None:
+            return float("nan")
+        if not hasattr(self, "_saver_tid"):
+            self._saver_tid = saver._executor.submit(threading.get_native_id).result(timeout=60)
+        return _proc_cpu_s(f"/proc/self/task/{self._saver_tid}/stat")
 
     def async_checkpointer(self) -> Any:
         if not hasattr(self, "_async"):
@@ -335,6 +368,12 @@ class Bench:
             harness.init_ray(harness.available_cores())
             self._async = AsyncCheckpointer()
         return self._async
+
+
+def _proc_cpu_s(stat_path: str) -> float:
+    """User + system CPU seconds from a /proc stat file (a process's, or a thread's under /proc/self/task)."""
+    fields = Path(stat_path).read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def small_trainer(device: str = "cpu") -> tuple[Callable[[], None], float]:
@@ -397,7 +436,7 @@ def main(argv: list[str] | None = None) -> int:
         print(harness.format_table(rates, ["operation", "MB/s (of the torch.save byte count)"]))
         # Background writes: stall and interference, measured separately (they need a concurrent training loop).
         step_fn, step_s = small_trainer(device)
-        kinds = ["thread"]
+        kinds = ["thread", "fe_thread"]
         try:
             import fe_ray.distributed.system_actor  # noqa: F401
 
@@ -405,9 +444,10 @@ def main(argv: list[str] | None = None) -> int:
         except ImportError:
             print("fe_ray has no AsyncCheckpointer: fe_async not run")
         bg_runs: dict[str, list[dict[str, float]]] = {k: [] for k in kinds}
+        first_saves: dict[str, dict[str, float]] = {}
         for kind in list(kinds):  # warm-up: Ray start, writer actor start, first-touch of buffers
             try:
-                bench.background(kind, step_fn, step_s)
+                first_saves[kind] = bench.background(kind, step_fn, step_s)
             except Exception as err:  # noqa: BLE001 - e.g. no Ray on this machine
                 print(f"background path {kind} not run: {type(err).__name__}: {err}")
                 kinds.remove(kind)
@@ -422,6 +462,10 @@ def main(argv: list[str] | None = None) -> int:
                                      m["write_wall_s"], m["steps_during_write"]] for kind, m in bg_med.items()],
                                    ["path", "blocked s", "slowdown s", "stall s", "writer CPU s", "write wall s",
                                     "steps"]))
+        print("the first save of each path (before the repeats; fresh buffers, writer start):")
+        print(harness.format_table([[kind, m["blocked_s"], m["slowdown_s"], m["stall_s"], m["write_wall_s"]]
+                                    for kind, m in first_saves.items()],
+                                   ["path", "blocked s", "slowdown s", "stall s", "write wall s"]))
         r = lambda a, b: harness.ratio(series, a, b)  # noqa: E731
         checks = [("fe_save/torch_save", r("fe_save", "torch_save"), 1.3, "<="),
                   ("fe_restore/torch_restore", r("fe_restore", "torch_restore"), 1.3, "<="),
@@ -433,14 +477,15 @@ def main(argv: list[str] | None = None) -> int:
                     for kind, m in bg_med.items()],
                   *[(f"{kind} (blocked + writer CPU) / memcopy",
                      (m["blocked_s"] + m["writer_cpu_s"]) / series["memcopy"].median, 1.0, "<=")
-                    for kind, m in bg_med.items() if kind == "fe_async"],
+                    for kind, m in bg_med.items() if kind in ("fe_async", "fe_thread")],
                   ("sync fe_save stall / memcopy", r("fe_save", "memcopy"), 1.0, "<=")]
         print(harness.ratio_table(checks))
         payload = {"benchmark": "checkpoint", "environment": harness.environment(threads, device),
                    "args": vars(args), "num_params": bench.num_params, "torch_save_bytes": bench.nbytes,
                    "fe_checkpoint_bytes": fe_bytes, "series": {k: s.to_json() for k, s in series.items()},
                    "peak_extra_rss_bytes": {k: max(v) for k, v in bench.peaks.items()},
-                   "background_write": {"runs": bg_runs, "median": bg_med, "lenet_step_s": step_s},
+                   "background_write": {"runs": bg_runs, "median": bg_med, "first_save": first_saves,
+                                        "lenet_step_s": step_s},
                    "ratios": {label: {"value": v, "target": t} for label, v, t, _ in checks}}
         path = harness.write_json("checkpoint" + ("_cuda" if device == "cuda" else "")
                                   + ("_quick" if args.quick else ""), payload, not args.no_save)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
@@ -12,6 +13,8 @@ from fe_ray.trace.essential import EvalEssential, TrainEssential
 from fe_ray.trace.logger import Logger
 from fe_ray.trace.trace import Data, Trace, sort_traces
 from fe_ray.util import filter_nones, to_list, to_set
+
+logger = logging.getLogger(__name__)
 
 FIT_MODES = ("train", "eval")
 
@@ -95,12 +98,14 @@ class Estimator:
             try:
                 self._start(FIT_MODES, eager)
                 break
-            except Exception as err:
+            except BaseException as err:
                 # fe_ray.distributed: a RayNetwork with max_failures may replace failed replicas; running the loop
                 # again then resumes from the latest checkpoint (the RestoreWizard restores it at on_begin).
                 recover = getattr(self.network, "recover", None)
-                if recover is None or not recover(err, self.system):
-                    raise
+                if isinstance(err, Exception) and recover is not None and recover(err, self.system):
+                    continue
+                self._abort(err)
+                raise
         return self.system.summary
 
     def test(self, summary: str | None = None, eager: bool = False) -> Summary:
@@ -279,6 +284,17 @@ class Estimator:
                 self._run_event("on_batch_end", traces, result)
                 if (steps is not None and system.batch_idx >= steps) or (system.stop_training and mode == "train"):
                     break
+
+    def _abort(self, error: BaseException) -> None:
+        """Tell every trace that fit is failing; a trace's own failure here is logged, never hides ``error``."""
+        for trace in get_current_items(self.traces_in_use):
+            on_abort = getattr(trace, "on_abort", None)  # duck-typed traces may lack it
+            if on_abort is None:
+                continue
+            try:
+                on_abort(error)
+            except Exception as err:  # noqa: BLE001 - the original error is the one to raise
+                logger.warning("fe_ray: %s.on_abort failed: %s", type(trace).__name__, err)
 
     def _run_event(self, event: str, traces: Sequence[Trace], batch: Any = None) -> None:
         data = self._data(batch)

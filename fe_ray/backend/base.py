@@ -121,6 +121,10 @@ class Backend(Protocol):
     def get_state(self, model: Any, copy: bool = True) -> dict[str, Any]:
         """A picklable numpy snapshot of weights and current optimizer state (``copy=False``: views allowed)."""
 
+    def state_is_view(self, model: Any) -> bool:
+        """Whether ``get_state(model, copy=False)`` returns views of live memory (which training changes) rather
+        than arrays of its own: a caller that copies the snapshot itself (into reused buffers) needs to know."""
+
     def set_state(self, model: Any, state: dict[str, Any], copy: bool = True) -> None:
         """Restore a :meth:`get_state` snapshot exactly.
 

@@ -23,6 +23,7 @@ from fe_ray.backend.tf_io import (
     load_weights,
     save_model,
     set_state,
+    state_is_view,
 )
 from fe_ray.backend.tf_losses import cross_entropy, mean_squared_error
 from fe_ray.backend.tf_step import new_step_fn, run_step
@@ -353,4 +354,5 @@ __all__ = ["accumulator_from_numpy", "accumulator_to_numpy", "add_model_losses",
            "init_accumulator", "known_lr", "load_model", "load_weights", "make_optimizer", "mean_squared_error",
            "merge_grad_update", "mixed_precision_policy", "move_model", "new_step_fn", "no_grad", "reduce_mean",
            "run_step", "save_model", "scale_loss", "set_lr", "set_mixed_precision_policy", "set_state", "stack",
-           "stop_gradient", "to_numpy", "to_tensor", "trainable_variables", "unscale_gradients", "update_model"]
+           "state_is_view", "stop_gradient", "to_numpy", "to_tensor", "trainable_variables", "unscale_gradients",
+           "update_model"]

@@ -130,6 +130,11 @@ def get_state(model: keras.Model, copy: bool = True) -> dict[str, Any]:
             "optimizer": _optimizer_arrays(optimizer) if optimizer is not None else None}
 
 
+def state_is_view(model: keras.Model) -> bool:
+    """Never: reading a TF variable yields a new array (see :func:`get_state`)."""
+    return False
+
+
 def set_state(model: keras.Model, state: dict[str, Any], copy: bool = True) -> None:
     """Restore a :func:`get_state` snapshot exactly (weights, and optimizer variables if both sides have them).
 

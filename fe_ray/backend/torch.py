@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from fe_ray.backend.torch_io import get_state, load_model, load_weights, save_model, set_state
+from fe_ray.backend.torch_io import get_state, load_model, load_weights, save_model, set_state, state_is_view
 from fe_ray.backend.torch_losses import cross_entropy, mean_squared_error
 from fe_ray.util import NonContext, map_nested
 
@@ -388,5 +388,5 @@ __all__ = ["accumulator_from_numpy", "accumulator_to_numpy", "add_model_losses",
            "get_state", "init_accumulator", "known_lr", "load_model", "load_weights", "make_optimizer",
            "mean_squared_error", "merge_grad_update", "mixed_precision_policy", "move_model", "no_grad",
            "reduce_mean", "run_step", "save_model", "scale_loss", "set_lr", "set_mixed_precision_policy",
-           "set_state", "stack", "stop_gradient", "to_numpy", "to_tensor", "trainable_variables",
+           "set_state", "stack", "state_is_view", "stop_gradient", "to_numpy", "to_tensor", "trainable_variables",
            "unscale_gradients", "update_model"]

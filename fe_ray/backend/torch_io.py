@@ -90,6 +90,17 @@ def get_state(model: torch.nn.Module, copy: bool = True) -> dict[str, Any]:
             "optimizer": _nested_to_numpy(_optimizer_payload(optimizer), copy) if optimizer is not None else None}
 
 
+def state_is_view(model: torch.nn.Module) -> bool:
+    """Whether :func:`get_state` with ``copy=False`` returns views of live tensors (any CPU tensor except bfloat16,
+    which is converted, hence copied); a model on a GPU yields host arrays of its own."""
+    tensors = list(model.state_dict().values())
+    optimizer = getattr(model, "current_optimizer", None)
+    if optimizer is not None:
+        tensors += [value for entry in optimizer.state.values() for value in entry.values()
+                    if isinstance(value, torch.Tensor)]
+    return any(t.device.type == "cpu" and t.dtype != torch.bfloat16 for t in tensors)
+
+
 def set_state(model: torch.nn.Module, state: dict[str, Any], copy: bool = True) -> None:
     """Restore a :func:`get_state` snapshot (weights, and optimizer state if both sides have an optimizer).
 

@@ -37,6 +37,7 @@ from typing import Any
 
 from fe_ray.backend import get_backend
 from fe_ray.backend.determinism import get_rng_state, set_rng_state
+from fe_ray.io.snapshot import SnapshotBuffers
 from fe_ray.io.state_files import read_checkpoint, write_checkpoint
 from fe_ray.schedule import get_current_items
 from fe_ray.summary.summary import Summary
@@ -188,7 +189,7 @@ class System:
         # Output-only traces (Logger, ProgressBar) opt out so that changing the logging setup keeps checkpoints valid.
         return [trace for trace in get_current_items(self.traces) if getattr(trace, "checkpointed", True)]
 
-    def capture_state(self, copy_models: bool = True) -> dict[str, Any]:
+    def capture_state(self, copy_models: bool = True, buffers: SnapshotBuffers | None = None) -> dict[str, Any]:
         """An in-memory, self-contained snapshot of the whole training state (see the module docstring).
 
         Args:
@@ -196,11 +197,19 @@ class System:
                 in another thread) right away. False lets model weights and optimizer state be views of the live
                 tensors, which saves one copy of the largest part of the state: only for a consumer that is done
                 with the snapshot before training continues (a synchronous write, or ``ray.put``).
+            buffers: With ``copy_models``, copy model states that would otherwise be views into these reused
+                buffers (several threads, no fresh memory); the previous snapshot taken into them changes.
         """
         self.sync_models()
         counters = {key: getattr(self, key) for key in RESTORED_COUNTERS + RECORDED_SETTINGS}
-        models = {_model_name(model): get_backend(model).get_state(model, copy=copy_models)
+        models = {_model_name(model): get_backend(model).get_state(model, copy=copy_models and buffers is None)
                   for model in self.network.models}
+        if copy_models and buffers is not None:
+            # One parallel copy of all models together, and only of the states that are views (TF and GPU states
+            # are host arrays of their own already).
+            views = {_model_name(model): models[_model_name(model)] for model in self.network.models
+                     if get_backend(model).state_is_view(model)}
+            models.update(buffers.copy(views))
         pipeline_state = self.pipeline.state_dict() if hasattr(self.pipeline, "state_dict") else None
         objects = {
             "network": self.network.state_dict(),

@@ -65,7 +65,8 @@ class Trace:
     """Base class of Estimator callbacks.
 
     The Estimator calls, in order: ``on_begin`` once; per epoch and mode ``on_epoch_begin``, then per batch
-    ``on_batch_begin`` / ``on_batch_end``, then ``on_epoch_end``; finally ``on_end``. Within an event, traces run
+    ``on_batch_begin`` / ``on_batch_end``, then ``on_epoch_end``; finally ``on_end`` (or, when fit fails,
+    ``on_abort``). Within an event, traces run
     sorted so that a trace reading a key runs after the trace writing it; traces reading ``"*"`` run after all
     others, then the checkpointing trace, then the Logger.
 
@@ -112,6 +113,10 @@ class Trace:
 
     def on_end(self, data: Data) -> None:
         """Runs once when fit()/test() finishes (not after an exception)."""
+
+    def on_abort(self, error: BaseException) -> None:
+        """Runs once when fit() is about to raise ``error`` instead of finishing: finish what must not be lost
+        (e.g. a checkpoint still being written). An fe_ray addition; FastEstimator has no such event."""
 
     def state_dict(self) -> dict[str, Any]:
         """The trace's mutable state (empty for stateless traces)."""

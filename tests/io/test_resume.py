@@ -45,13 +45,13 @@ class Interrupt(Trace):
 
 
 def _run(framework: str, directory: str | None, epochs: int = 3, interrupt: Interrupt | None = None,
-         steps: int | None = None) -> tuple[Any, Any]:
+         steps: int | None = None, background: bool = True) -> tuple[Any, Any]:
     fe.enable_deterministic(7)
     train, evaluation = digits_arrays(framework, n_train=96, n_eval=32)
     model = torch_mlp(seed=7) if framework == "torch" else tf_mlp(seed=7)
     traces: list[Any] = [Accuracy("y", "y_pred"), interrupt or Interrupt()]
     if directory is not None:
-        traces.append(RestoreWizard(directory, steps=steps))
+        traces.append(RestoreWizard(directory, steps=steps, background=background))
     estimator = fe.Estimator(ToyPipeline(train, evaluation, batch_size=16, seed=3), classifier_network(model),
                              epochs=epochs, traces=traces, log_steps=2)
     return estimator.fit(), model
@@ -86,16 +86,19 @@ def test_resume_after_epoch_boundary(tmp_path, framework: str) -> None:
     _assert_same(reference, resumed)
 
 
+@pytest.mark.parametrize("background", [True, False], ids=["background", "synchronous"])
 @pytest.mark.parametrize("stop_step, expected", [(5, (4, "train", 4)), (12, (8, "train", 2))])
-def test_resume_mid_epoch(tmp_path, stop_step: int, expected: tuple) -> None:
+def test_resume_mid_epoch(tmp_path, stop_step: int, expected: tuple, background: bool) -> None:
     # 6 steps per epoch, a checkpoint every 4 steps and after each epoch; the run stops before ``stop_step``.
+    # In the background case the last checkpoint is still being written when training fails: it must be
+    # committed (on_abort) before the exception reaches the caller.
     reference = _run("torch", None)
     directory = str(tmp_path / "ckpt")
     with pytest.raises(Interrupted):
-        _run("torch", directory, interrupt=Interrupt(step=stop_step), steps=4)
+        _run("torch", directory, interrupt=Interrupt(step=stop_step), steps=4, background=background)
     info = CheckpointStore(directory).manifest(CheckpointStore(directory).latest())["info"]
     assert (info["global_step"], info["mode"], info["batch_idx"]) == expected
-    resumed = _run("torch", directory, steps=4)
+    resumed = _run("torch", directory, steps=4, background=background)
     _assert_same(reference, resumed)
 
 

@@ -370,13 +370,15 @@ def test_disk_full_during_checkpoint_is_clear_and_loses_nothing(tmp_path: Path,
     assert read_checkpoint(store.latest())["system"]["global_step"] == 3
 
 
-def test_checkpoint_directory_under_a_file_is_a_clear_error(tmp_path: Path) -> None:
+@pytest.mark.parametrize("background, failed_at", [(False, 3), (True, 6)], ids=["synchronous", "background"])
+def test_checkpoint_directory_under_a_file_is_a_clear_error(tmp_path: Path, background: bool, failed_at: int) -> None:
+    # A synchronous save raises at once; a background write's error is raised by the next save (step 6).
     blocker = tmp_path / "not_a_dir"
     blocker.write_text("x")
-    estimator, model = build_run(traces=[RestoreWizard(str(blocker / "ckpt"), steps=3)])
+    estimator, model = build_run(traces=[RestoreWizard(str(blocker / "ckpt"), steps=3, background=background)])
     before = weights_of(model)
     with pytest.raises(NotADirectoryError, match=r"Could not write checkpoint .*not_a_dir/ckpt/ckpt-000001: Not a "
                                                  r"directory.*choose another checkpoint directory"):
         estimator.fit()
-    assert estimator.system.global_step == 3
+    assert estimator.system.global_step == failed_at
     assert any(not np.array_equal(a, b) for a, b in zip(weights_of(model), before))  # trained, and kept in memory

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Mapping
 from typing import Any
 
+from fe_ray.io.background_save import saver_for
 from fe_ray.io.checkpoint import CheckpointStore
 from fe_ray.io.state_files import write_checkpoint
 from fe_ray.trace.trace import Data, Trace
+
+logger = logging.getLogger(__name__)
 
 
 class RestoreWizard(Trace):
@@ -21,6 +26,12 @@ class RestoreWizard(Trace):
     Checkpoints go through a :class:`~fe_ray.io.checkpoint.CheckpointStore`, so a run killed while writing
     leaves the previous checkpoint as the one to resume from. ``directory`` may be any fsspec URL.
 
+    Training stops only while the state is copied in memory; the files are written in the background (by a
+    writer actor with ``num_replicas``, else by a thread of this process; ``background=False`` writes them before
+    training continues). Background writes are committed before ``fit`` returns, and their errors raised there.
+    An in-process background save keeps one extra copy of the model states in memory (reused from save to save,
+    freed when training ends).
+
     Checkpoints contain a pickle (``objects.pkl``): only resume from directories you wrote yourself.
 
     Args:
@@ -28,6 +39,7 @@ class RestoreWizard(Trace):
         frequency: Checkpoint every this many epochs.
         steps: Also checkpoint every this many training steps (None: only at epoch ends).
         keep: How many checkpoints to keep.
+        background: Write checkpoints while training goes on (True) or before it continues (False).
 
     Raises:
         ValueError: If ``frequency``, ``steps`` or ``keep`` is not a positive int.
@@ -35,20 +47,28 @@ class RestoreWizard(Trace):
 
     sort_rank = 1  # after every other "*" trace, so their writes of the same event are in the checkpoint
 
-    def __init__(self, directory: str, frequency: int = 1, steps: int | None = None, keep: int = 2) -> None:
+    def __init__(self, directory: str, frequency: int = 1, steps: int | None = None, keep: int = 2,
+                 background: bool = True) -> None:
         for name, value in (("frequency", frequency), ("steps", steps), ("keep", keep)):
             if value is None and name == "steps":
                 continue
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"RestoreWizard {name} must be a positive int, got {value!r}.")
+        if not isinstance(background, bool):
+            raise TypeError(f"RestoreWizard background must be True or False, got {background!r}.")
         super().__init__(inputs="*", mode=("train", "eval"))
         self.directory = str(directory)
         self.frequency = frequency
         self.steps = steps
+        self.background = background
         self.store = CheckpointStore(self.directory, keep=keep)
         self.last_checkpoint: str | None = None
 
     def on_begin(self, data: Data) -> None:
+        try:
+            saver_for(self.directory).wait()  # an earlier run in this process may still be writing its last one
+        except Exception as err:  # noqa: BLE001 - that run's failure was its own; resume from what is committed
+            logger.warning("fe_ray: the last background checkpoint write of an earlier run failed: %s", err)
         latest = self.store.latest()
         if latest is None:
             print(f"FastEstimator-RestoreWizard: Backing up to {self.directory}", flush=True)
@@ -75,17 +95,27 @@ class RestoreWizard(Trace):
     def save(self) -> str | None:
         """Capture the training state now and commit it as a new checkpoint.
 
-        A distributed network (one with ``save_checkpoint_async``) commits it from a background writer actor, so
-        training stalls only for the in-memory capture; otherwise it is written here, synchronously.
+        A distributed network (one with ``save_checkpoint_async``) commits it from a background writer actor; in
+        process, with ``background``, a writer thread does (after the previous write has finished); otherwise it
+        is written here, synchronously. Training stalls only for the in-memory capture in the first two cases.
 
         Returns:
             The committed checkpoint's URL, or None while a background write is still in flight.
+
+        Raises:
+            Exception: The error of the previous in-process background write, if it failed.
         """
+        save_async = getattr(self.system.network, "save_checkpoint_async", None)
+        if save_async is None and self.background:
+            saver = saver_for(self.directory)
+            saver.save(self.store, lambda buffers: self.system.capture_state(buffers=buffers),
+                       info=self._info(vars(self.system)))
+            self.last_checkpoint = None
+            return None
         # No copy of the weights: both paths are done with them before training continues (a synchronous write, or
         # AsyncCheckpointer's ray.put, which copies into the object store before it returns).
         payload = self.system.capture_state(copy_models=False)
-        info = {key: payload["system"][key] for key in ("epoch_idx", "mode", "batch_idx", "global_step")}
-        save_async = getattr(self.system.network, "save_checkpoint_async", None)
+        info = self._info(payload["system"])
         if save_async is not None:
             save_async(self.directory, payload, keep=self.store.keep, info=info)
             self.last_checkpoint = None
@@ -93,11 +123,29 @@ class RestoreWizard(Trace):
         self.last_checkpoint = self.store.save(lambda directory: write_checkpoint(payload, directory), info=info)
         return self.last_checkpoint
 
+    @staticmethod
+    def _info(counters: Mapping[str, Any]) -> dict[str, Any]:
+        return {key: counters[key] for key in ("epoch_idx", "mode", "batch_idx", "global_step")}
+
     def on_end(self, data: Data) -> None:
         # Background writes must be committed before fit returns (and their errors surface here).
         flush = getattr(self.system.network, "flush_checkpoints", None)
         if flush is not None:
             self.last_checkpoint = flush() or self.last_checkpoint
+        saver = saver_for(self.directory)
+        try:
+            self.last_checkpoint = saver.wait() or self.last_checkpoint
+        finally:
+            saver.close()  # frees the snapshot buffers (a full copy of the model states) once training is done
+
+    def on_abort(self, error: BaseException) -> None:
+        # Training failed: the checkpoint being written is the one a resume needs, so commit it now. (Ray's writer
+        # actor goes on by itself; the coordinator's shutdown waits for it.)
+        saver = saver_for(self.directory)
+        if saver.busy:
+            print("FastEstimator-RestoreWizard: Training stopped; finishing the checkpoint being written.",
+                  flush=True)
+        saver.close()  # logs a failed write: the error that stopped training is the one raised
 
     def state_dict(self) -> dict[str, Any]:
         return {}

@@ -1,0 +1,135 @@
+"""In-memory snapshots of model states into reusable buffers, copied by several threads.
+
+A checkpoint written in the background needs its own copy of the weights and optimizer state (training changes the
+live ones at the next step), and taking that copy is the part of the save that stops training. Two things make a
+naive copy (``tensor.numpy().copy()``, array by array) slower than it needs to be:
+
+* Fresh memory: every copy allocates the whole state anew, and the kernel maps and zeroes each new page on its
+  first touch. On the virtual machines measured that cost 0.2-3 s per GB, more than the copy itself (the checkpoint
+  benchmark's in-process "thread" save blocked training for 2.8 s on 1.2 GB where one warm copy takes 0.36 s).
+  :class:`SnapshotBuffers` keeps the buffers of the last snapshot and copies the next one into them.
+* One thread: a single memcpy does not saturate memory bandwidth. The copy is split into chunks spread over a few
+  threads (numpy releases the GIL while it copies), as Ray does for large ``ray.put`` calls.
+
+Buffers are reused only when the caller says the previous snapshot is no longer read (:meth:`SnapshotBuffers.copy`
+with ``reuse=True``), e.g. once the background write of the previous checkpoint has finished.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor, wait
+from typing import Any
+
+import numpy as np
+
+#: Bytes per copy task: large enough that a task's overhead (~10 us) is noise, small enough to balance threads.
+CHUNK_BYTES = 8 << 20
+#: At most this many copy threads: memory bandwidth, not cores, limits a copy beyond a few threads.
+MAX_THREADS = 4
+
+
+class SnapshotBuffers:
+    """Copies nested model states (dicts / lists / tuples of numpy arrays) into buffers kept between snapshots.
+
+    Args:
+        threads: Copy threads (None: the number of usable cores, at most :data:`MAX_THREADS`). 1 copies on the
+            calling thread.
+    """
+
+    def __init__(self, threads: int | None = None) -> None:
+        if threads is None:
+            threads = min(MAX_THREADS, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                          else (os.cpu_count() or 1))
+        if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
+            raise ValueError(f"SnapshotBuffers threads must be a positive int or None, got {threads!r}.")
+        self.threads = threads
+        self._buffers: list[np.ndarray] = []
+        self._executor: ThreadPoolExecutor | None = None
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the kept buffers."""
+        return sum(buffer.nbytes for buffer in self._buffers)
+
+    def copy(self, state: Any, reuse: bool = True) -> Any:
+        """A copy of ``state`` with every numpy array copied (other leaves are returned as they are).
+
+        Args:
+            state: Nested dicts / lists / tuples whose array leaves may be views of live memory.
+            reuse: Copy into the buffers of the previous snapshot (which then changes): only when nothing reads
+                that snapshot any more. False allocates new buffers (and keeps them for the next call).
+
+        Returns:
+            The same structure holding the copies.
+        """
+        old = self._buffers if reuse else []
+        new: list[np.ndarray] = []
+        pairs: list[tuple[np.ndarray, np.ndarray]] = []
+
+        def visit(node: Any) -> Any:
+            if isinstance(node, np.ndarray):
+                target = _matching(old, len(new), node)
+                new.append(target)
+                pairs.append((target, node))
+                return target
+            if isinstance(node, Mapping):
+                return {key: visit(value) for key, value in node.items()}
+            if isinstance(node, (list, tuple)):
+                return type(node)(visit(value) for value in node)
+            return node
+
+        result = visit(state)
+        self._run([task for target, source in pairs for task in _copy_tasks(target, source)])
+        self._buffers = new
+        return result
+
+    def clear(self) -> None:
+        """Free the kept buffers and stop the copy threads."""
+        self._buffers = []
+        if self._executor is not None:
+            self._executor.shutdown(wait=True)
+            self._executor = None
+
+    def _run(self, tasks: list[Callable[[], None]]) -> None:
+        if self.threads == 1 or len(tasks) < 2:
+            for task in tasks:
+                task()
+            return
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(self.threads, thread_name_prefix="fe_ray-snapshot")
+        futures = [self._executor.submit(task) for task in tasks]
+        wait(futures)  # all of them, even if one failed: no task may still write into a buffer afterwards
+        for future in futures:
+            future.result()
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Buffers and threads are a cache: a copy of this object starts empty.
+        return {"threads": self.threads}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["threads"])  # type: ignore[misc]
+
+
+def _matching(old: list[np.ndarray], index: int, source: np.ndarray) -> np.ndarray:
+    """The kept buffer at ``index`` if it fits ``source`` exactly, else a new one."""
+    if index < len(old):
+        buffer = old[index]
+        if buffer.shape == source.shape and buffer.dtype == source.dtype:
+            return buffer
+    return np.empty(source.shape, dtype=source.dtype)
+
+
+def _copy_tasks(target: np.ndarray, source: np.ndarray) -> list[Callable[[], None]]:
+    """Copy ``source`` into ``target`` as tasks of at most :data:`CHUNK_BYTES` each (one task if not contiguous)."""
+    if source.ndim == 0 or not source.flags.c_contiguous or source.nbytes <= CHUNK_BYTES:
+        return [lambda: np.copyto(target, source, casting="no")]
+    flat_target, flat_source = target.reshape(-1), source.reshape(-1)
+    step = max(1, CHUNK_BYTES // source.itemsize)
+    return [lambda start=start: np.copyto(flat_target[start:start + step], flat_source[start:start + step],
+                                          casting="no")
+            for start in range(0, flat_source.size, step)]
+
+
+__all__ = ["CHUNK_BYTES", "MAX_THREADS", "SnapshotBuffers"]

@@ -1,0 +1,144 @@
+"""BackgroundSaver: one write in flight, errors surfaced at the next save or wait, ordering, timeouts."""
+
+from __future__ import annotations
+
+import pickle
+import threading
+from typing import Any
+
+import numpy as np
+import pytest
+
+from fe_ray.io import background_save
+from fe_ray.io.background_save import BackgroundSaver, saver_for
+from fe_ray.io.checkpoint import CheckpointStore
+from fe_ray.io.state_files import read_checkpoint
+
+
+def _payload(value: float) -> dict[str, Any]:
+    return {"system": {"global_step": int(value)}, "config": {}, "models": {"m": {"w": np.full(4, value)}},
+            "note": f"v{value}"}
+
+
+def _capture(value: float, log: list | None = None):
+    def capture(buffers):
+        if log is not None:
+            log.append(("capture", value))
+        payload = _payload(value)
+        payload["models"] = buffers.copy(payload["models"])
+        return payload
+    return capture
+
+
+def test_saves_commit_in_order_and_wait_returns_the_last(tmp_path) -> None:
+    store = CheckpointStore(str(tmp_path), keep=None)
+    saver = BackgroundSaver()
+    first = saver.save(store, _capture(1.0), info={"n": 1})
+    second = saver.save(store, _capture(2.0), info={"n": 2})  # waits for the first write
+    assert first.done()
+    assert saver.wait() == second.result() == store.latest()
+    assert store.committed() == [first.result(), second.result()]
+    assert store.manifest(store.latest())["info"] == {"n": 2}
+    restored = read_checkpoint(store.latest())
+    np.testing.assert_array_equal(restored["models"]["m"]["w"], np.full(4, 2.0))
+    assert restored["note"] == "v2.0"
+    saver.close()
+    assert saver.wait() == second.result()  # nothing in flight: the last URL
+
+
+def test_next_save_waits_for_the_write_in_flight_before_capturing(tmp_path, monkeypatch) -> None:
+    release = threading.Event()
+    log: list = []
+    real_write = background_save.write_checkpoint
+
+    def slow_write(payload, directory):
+        log.append(("write starts", payload["note"]))
+        assert release.wait(30)
+        real_write(payload, directory)
+        log.append(("written", payload["note"]))
+    monkeypatch.setattr(background_save, "write_checkpoint", slow_write)
+    store = CheckpointStore(str(tmp_path), keep=None)
+    saver = BackgroundSaver()
+    saver.save(store, _capture(1.0, log))
+    assert saver.busy
+    second = threading.Thread(target=lambda: saver.save(store, _capture(2.0, log)))
+    second.start()
+    second.join(0.3)
+    assert second.is_alive(), "the second save must wait for the first write"
+    release.set()
+    second.join(30)
+    saver.wait()
+    # The second snapshot is taken into the same buffers only after the first write is done with them.
+    assert log == [("capture", 1.0), ("write starts", "v1.0"), ("written", "v1.0"), ("capture", 2.0),
+                   ("write starts", "v2.0"), ("written", "v2.0")]
+    assert [read_checkpoint(url)["models"]["m"]["w"][0] for url in store.committed()] == [1.0, 2.0]
+    saver.close()
+
+
+def test_a_failed_write_is_raised_once_at_the_next_save_and_that_save_is_not_taken(tmp_path, monkeypatch) -> None:
+    real_write = background_save.write_checkpoint
+    calls = []
+
+    def failing_once(payload, directory):
+        calls.append(payload["note"])
+        if len(calls) == 1:
+            raise OSError("disk full (simulated)")
+        real_write(payload, directory)
+    monkeypatch.setattr(background_save, "write_checkpoint", failing_once)
+    store = CheckpointStore(str(tmp_path), keep=None)
+    saver = BackgroundSaver()
+    saver.save(store, _capture(1.0))
+    with pytest.raises(OSError, match="disk full"):
+        saver.save(store, _capture(2.0))
+    assert calls == ["v1.0"] and store.latest() is None  # the failed one was never committed
+    saver.save(store, _capture(3.0))  # the error was raised once: the next save starts clean
+    assert saver.wait() == store.latest()
+    assert read_checkpoint(store.latest())["note"] == "v3.0"
+    saver.close()
+
+
+def test_wait_times_out_and_can_be_called_again(tmp_path, monkeypatch) -> None:
+    release = threading.Event()
+    real_write = background_save.write_checkpoint
+
+    def blocked_write(payload, directory):
+        assert release.wait(30)
+        real_write(payload, directory)
+    monkeypatch.setattr(background_save, "write_checkpoint", blocked_write)
+    store = CheckpointStore(str(tmp_path))
+    saver = BackgroundSaver(timeout_s=0.2)
+    saver.save(store, _capture(1.0))
+    with pytest.raises(TimeoutError, match="did not finish within 0.2s"):
+        saver.wait()
+    release.set()
+    assert saver.wait() == store.latest() is not None
+    saver.close()
+
+
+def test_close_logs_a_failed_write_instead_of_raising(tmp_path, monkeypatch, caplog) -> None:
+    def broken(payload, directory):
+        raise OSError("gone (simulated)")
+    monkeypatch.setattr(background_save, "write_checkpoint", broken)
+    saver = BackgroundSaver()
+    saver.save(CheckpointStore(str(tmp_path)), _capture(1.0))
+    saver.close()
+    assert "gone (simulated)" in caplog.text
+    assert saver.buffers.nbytes == 0 and not saver.busy
+
+
+@pytest.mark.parametrize("timeout_s", [0, -1, "5", True])
+def test_bad_timeout_is_rejected(timeout_s) -> None:
+    with pytest.raises(ValueError, match="timeout_s must be a positive number"):
+        BackgroundSaver(timeout_s=timeout_s)
+
+
+def test_one_saver_per_root_and_pickled_savers_start_idle(tmp_path) -> None:
+    assert saver_for(str(tmp_path / "a")) is saver_for(str(tmp_path / "a"))
+    assert saver_for(str(tmp_path / "a")) is not saver_for(str(tmp_path / "b"))
+    saver = BackgroundSaver(timeout_s=7.0, copy_threads=1)
+    saver.save(CheckpointStore(str(tmp_path / "c")), _capture(1.0))
+    saver.wait()
+    clone = pickle.loads(pickle.dumps(saver))
+    assert (clone.timeout_s, clone.buffers.threads, clone.last_committed) == (7.0, 1, saver.last_committed)
+    assert not clone.busy and clone.buffers.nbytes == 0
+    saver.close()
