@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pickle
 import threading
+import time
 from typing import Any
 
 import numpy as np
@@ -142,3 +143,32 @@ def test_one_saver_per_root_and_pickled_savers_start_idle(tmp_path) -> None:
     assert (clone.timeout_s, clone.buffers.threads, clone.last_committed) == (7.0, 1, saver.last_committed)
     assert not clone.busy and clone.buffers.nbytes == 0
     saver.close()
+
+
+def test_fit_that_raises_commits_the_checkpoint_still_being_written(tmp_path, monkeypatch) -> None:
+    import fe_ray as fe
+    from fe_ray.trace import RestoreWizard, Trace
+    from tests.estimator_helpers import ToyPipeline, classifier_network, digits_arrays, torch_mlp
+
+    real_write = background_save.write_checkpoint
+
+    def slow_write(payload, directory):
+        time.sleep(0.5)  # still writing when training fails right after the save
+        real_write(payload, directory)
+    monkeypatch.setattr(background_save, "write_checkpoint", slow_write)
+
+    class Fail(Trace):
+        def on_batch_begin(self, data):
+            if self.system.global_step == 4:  # right after the checkpoint of step 3 was handed to the writer
+                raise RuntimeError("training failed (simulated)")
+
+    train, evaluation = digits_arrays(n_train=64, n_eval=16)
+    directory = str(tmp_path / "ckpt")
+    estimator = fe.Estimator(ToyPipeline(train, evaluation, batch_size=16), classifier_network(torch_mlp()),
+                             epochs=1, traces=[RestoreWizard(directory, steps=3), Fail(mode="train")],
+                             log_steps=None)
+    with pytest.raises(RuntimeError, match="simulated"):
+        estimator.fit()
+    latest = CheckpointStore(directory).latest()
+    assert latest is not None, "the checkpoint of step 3 must be committed before fit's exception is raised"
+    assert CheckpointStore(directory).manifest(latest)["info"]["global_step"] == 3

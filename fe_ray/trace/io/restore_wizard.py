@@ -43,6 +43,7 @@ class RestoreWizard(Trace):
 
     Raises:
         ValueError: If ``frequency``, ``steps`` or ``keep`` is not a positive int.
+        TypeError: If ``background`` is not a bool.
     """
 
     sort_rank = 1  # after every other "*" trace, so their writes of the same event are in the checkpoint
@@ -95,9 +96,9 @@ class RestoreWizard(Trace):
     def save(self) -> str | None:
         """Capture the training state now and commit it as a new checkpoint.
 
-        A distributed network (one with ``save_checkpoint_async``) commits it from a background writer actor; in
-        process, with ``background``, a writer thread does (after the previous write has finished); otherwise it
-        is written here, synchronously. Training stalls only for the in-memory capture in the first two cases.
+        With ``background``, a distributed network (one with ``save_checkpoint_async``) commits it from its
+        writer actor, and in process a writer thread does (after the previous write has finished): training
+        stalls only for the in-memory capture. Otherwise it is written here, synchronously.
 
         Returns:
             The committed checkpoint's URL, or None while a background write is still in flight.
@@ -105,11 +106,10 @@ class RestoreWizard(Trace):
         Raises:
             Exception: The error of the previous in-process background write, if it failed.
         """
-        save_async = getattr(self.system.network, "save_checkpoint_async", None)
-        if save_async is None and self.background:
-            saver = saver_for(self.directory)
-            saver.save(self.store, lambda buffers: self.system.capture_state(buffers=buffers),
-                       info=self._info(vars(self.system)))
+        save_async = getattr(self.system.network, "save_checkpoint_async", None) if self.background else None
+        if self.background and save_async is None:
+            saver_for(self.directory).save(self.store, lambda buffers: self.system.capture_state(buffers=buffers),
+                                           info=self._info(vars(self.system)))
             self.last_checkpoint = None
             return None
         # No copy of the weights: both paths are done with them before training continues (a synchronous write, or
