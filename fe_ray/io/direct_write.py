@@ -4,7 +4,9 @@ A buffered write of a 1.2 GB checkpoint costs the writing process 0.5-3 s of ker
 copies, reclaim under memory pressure) on top of the disk time, and that CPU is taken from the training threads
 when the checkpoint is written in the background. With ``O_DIRECT`` the device reads the data straight from the
 process's memory; the only CPU left is one copy into a page-aligned staging buffer (``O_DIRECT`` needs aligned
-addresses, lengths and offsets). DeepSpeed's fast checkpoint writer uses the same technique.
+addresses, lengths and offsets), and not even that for data that is aligned already (the snapshot buffers of an
+in-process background save, whose arrays start at aligned file offsets: see ``save_npz``). DeepSpeed's fast
+checkpoint writer uses the same technique.
 
 Only for local disk filesystems on Linux (ext4, XFS, btrfs, ...): network and distributed filesystems (NFS,
 CIFS, FUSE mounts) implement ``O_DIRECT`` as uncached synchronous round trips, which can be slower than their own
@@ -37,6 +39,9 @@ class DirectFileWriter(io.RawIOBase):
 
     Bytes are gathered in two page-aligned staging buffers: while one I/O thread writes a full buffer to the device
     (``os.write`` releases the GIL), the caller fills the other, so copying and the device's transfer overlap.
+    Data that is already aligned (its address a multiple of :data:`ALIGN`, and everything before it filling whole
+    blocks of the file: see :attr:`alignment`) skips the staging copy: its aligned part is written from the caller's
+    memory before :meth:`write` returns.
     :meth:`close` writes the zero-padded tail and truncates the file to its true length. Not seekable: writers that
     would patch earlier bytes (``zipfile`` patches local headers) see that and write forward only (``zipfile`` then
     adds data descriptors, which every zip reader understands).
@@ -74,6 +79,14 @@ class DirectFileWriter(io.RawIOBase):
         self._io = ThreadPoolExecutor(1, thread_name_prefix="fe_ray-direct-write")
         self._in_flight: Future[None] | None = None
         self.direct = True
+        #: Bytes that went through the staging buffers / straight from the caller's memory.
+        self.bytes_staged = 0
+        self.bytes_direct = 0
+
+    @property
+    def alignment(self) -> int:
+        """Data written when :meth:`tell` is a multiple of this, from memory aligned to it, is not copied."""
+        return ALIGN
 
     # ------------------------------------------------------------------ io.RawIOBase
     def writable(self) -> bool:
@@ -93,7 +106,8 @@ class DirectFileWriter(io.RawIOBase):
         # same process is not held up while a background thread writes a checkpoint.
         source = np.frombuffer(memoryview(data).cast("B"), dtype=np.uint8)
         total = source.size
-        offset = 0
+        offset = self._write_aligned(source)
+        self.bytes_staged += total - offset
         while offset < total:
             count = min(self._chunk - self._fill, total - offset)
             np.copyto(self._staged[self._current][self._fill:self._fill + count], source[offset:offset + count])
@@ -131,6 +145,19 @@ class DirectFileWriter(io.RawIOBase):
         self.close()
 
     # ------------------------------------------------------------------ internals
+    def _write_aligned(self, source: np.ndarray) -> int:
+        """Write the largest aligned prefix of ``source`` without staging it, if the file and memory allow it;
+        returns the number of bytes written (0 when they do not)."""
+        length = source.size // ALIGN * ALIGN
+        if not length or self._fill % ALIGN or source.ctypes.data % ALIGN:
+            return 0
+        if self._fill:  # whole blocks are staged: they go first, to keep the file's bytes in order
+            self._submit(self._fill)
+        self._wait()
+        self._drain(memoryview(source[:length]))  # on this thread: the caller's memory is only ours until we return
+        self.bytes_direct += length
+        return length
+
     def _submit(self, length: int) -> None:
         """Hand the current buffer's first ``length`` bytes to the I/O thread and switch to the other buffer."""
         self._wait()  # one write in flight at a time keeps the file's writes in order

@@ -11,12 +11,16 @@ naive copy (``tensor.numpy().copy()``, array by array) slower than it needs to b
 * One thread: a single memcpy does not saturate memory bandwidth. The copy is split into chunks spread over a few
   threads (numpy releases the GIL while it copies), as Ray does for large ``ray.put`` calls.
 
+Large buffers start at a page boundary, so that a direct-I/O writer (:mod:`fe_ray.io.direct_write`) can write
+them to disk without copying them once more into its own aligned staging memory.
+
 Buffers are reused only when the caller says the previous snapshot is no longer read (:meth:`SnapshotBuffers.copy`
 with ``reuse=True``), e.g. once the background write of the previous checkpoint has finished.
 """
 
 from __future__ import annotations
 
+import mmap
 import os
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor, wait
@@ -28,6 +32,10 @@ import numpy as np
 CHUNK_BYTES = 8 << 20
 #: At most this many copy threads: memory bandwidth, not cores, limits a copy beyond a few threads.
 MAX_THREADS = 4
+#: Buffers of at least this many bytes start at a multiple of :data:`PAGE` (smaller ones: not worth the padding).
+ALIGNED_MIN_BYTES = 64 << 10
+#: Alignment of large buffers: the memory page, and at least the 4 KiB that direct I/O asks for.
+PAGE = max(mmap.PAGESIZE, 4096)
 
 
 class SnapshotBuffers:
@@ -118,7 +126,17 @@ def _matching(old: list[np.ndarray], index: int, source: np.ndarray) -> np.ndarr
         buffer = old[index]
         if buffer.shape == source.shape and buffer.dtype == source.dtype:
             return buffer
-    return np.empty(source.shape, dtype=source.dtype)
+    return _empty(source.shape, source.dtype)
+
+
+def _empty(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """An uninitialised array; large ones start at a page boundary (a view into a slightly larger allocation)."""
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    if nbytes < ALIGNED_MIN_BYTES:
+        return np.empty(shape, dtype=dtype)
+    raw = np.empty(nbytes + PAGE, dtype=np.uint8)
+    offset = -raw.ctypes.data % PAGE
+    return raw[offset:offset + nbytes].view(dtype).reshape(shape)
 
 
 def _copy_tasks(target: np.ndarray, source: np.ndarray) -> list[Callable[[], None]]:
@@ -132,4 +150,4 @@ def _copy_tasks(target: np.ndarray, source: np.ndarray) -> list[Callable[[], Non
             for start in range(0, flat_source.size, step)]
 
 
-__all__ = ["CHUNK_BYTES", "MAX_THREADS", "SnapshotBuffers"]
+__all__ = ["ALIGNED_MIN_BYTES", "CHUNK_BYTES", "MAX_THREADS", "PAGE", "SnapshotBuffers"]

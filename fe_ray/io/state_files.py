@@ -14,9 +14,11 @@ checkpoints that you (or software you trust) wrote. The model files are plain ar
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import pickle
+import struct
 import zipfile
 from collections.abc import Mapping
 from typing import Any
@@ -101,13 +103,39 @@ def _extension_dtype(name: str) -> np.dtype:
 
 
 # ---------------------------------------------------------------------- write / read
+#: Arrays at least this large start at an aligned offset in files that ask for it (smaller ones: not worth the
+#: padding, up to 4 KiB each).
+ALIGNED_ARRAY_BYTES = 1 << 20
+
+
+def _npy_header(array: np.ndarray, start: int | None, alignment: int) -> bytes:
+    """The ``.npy`` (version 2.0) header of ``array``; with ``start`` (the header's file offset) padded so that the
+    data after it begins at a multiple of ``alignment``."""
+    buffer = io.BytesIO()
+    np.lib.format.write_array_header_2_0(buffer, np.lib.format.header_data_from_array_1_0(array))
+    header = buffer.getvalue()
+    if start is None:
+        return header
+    padding = -(start + len(header)) % alignment
+    if not padding:
+        return header
+    # Layout: magic (6) + version (2) + little-endian uint32 length (4) + the dict text ending in "\n".
+    length = struct.unpack("<I", header[8:12])[0] + padding
+    return header[:8] + struct.pack("<I", length) + header[12:-1] + b" " * padding + b"\n"
+
+
 def save_npz(file: Any, arrays: Mapping[str, np.ndarray]) -> None:
     """Write ``arrays`` to ``file`` as an uncompressed ``.npz`` archive (what ``np.savez`` writes, same reader).
 
     ``np.savez`` copies every array into 16 MiB ``bytes`` chunks on its way into the zip member when the target is
     not a plain OS file (an fsspec file is not); here each array's memory goes to the member as it is, and the
     zip layer's CRC-32 is computed on it in place.
+
+    A target with an ``alignment`` (a :class:`~fe_ray.io.direct_write.DirectFileWriter`) gets the data of every
+    array of at least :data:`ALIGNED_ARRAY_BYTES` at a file offset that is a multiple of it (the ``.npy`` header
+    is padded with spaces, which the format allows), so that an array in aligned memory is written without a copy.
     """
+    alignment = getattr(file, "alignment", None)
     with zipfile.ZipFile(file, mode="w", compression=zipfile.ZIP_STORED, allowZip64=True) as archive:
         for key, array in arrays.items():
             array = np.asanyarray(array)
@@ -115,7 +143,8 @@ def save_npz(file: Any, arrays: Mapping[str, np.ndarray]) -> None:
                 raise TypeError(f"Array {key!r} holds Python objects ({array.dtype}); checkpoints store plain arrays.")
             contiguous = array if array.flags.c_contiguous else array.copy(order="C")  # rare: a non-contiguous view
             with archive.open(f"{key}.npy", mode="w", force_zip64=True) as member:
-                np.lib.format.write_array_header_2_0(member, np.lib.format.header_data_from_array_1_0(contiguous))
+                aligned = alignment is not None and contiguous.nbytes >= ALIGNED_ARRAY_BYTES
+                member.write(_npy_header(contiguous, file.tell() if aligned else None, alignment or 1))
                 if contiguous.size:
                     # As bytes: a uint8 view exports a buffer for every dtype (bfloat16 and other extension dtypes
                     # have no buffer-protocol format of their own).

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import pickle
 import threading
 import time
@@ -172,3 +173,21 @@ def test_fit_that_raises_commits_the_checkpoint_still_being_written(tmp_path, mo
     latest = CheckpointStore(directory).latest()
     assert latest is not None, "the checkpoint of step 3 must be committed before fit's exception is raised"
     assert CheckpointStore(directory).manifest(latest)["info"]["global_step"] == 3
+
+
+@pytest.mark.skipif(not hasattr(os, "getpriority") or not os.path.isdir("/proc/self/task"),
+                    reason="per-thread nice values are a Linux feature")
+def test_writer_thread_runs_at_lower_priority_than_training(tmp_path, monkeypatch) -> None:
+    seen = {}
+    real_write = background_save.write_checkpoint
+
+    def recording_write(payload, directory):
+        seen["writer"] = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+        real_write(payload, directory)
+    monkeypatch.setattr(background_save, "write_checkpoint", recording_write)
+    saver = BackgroundSaver()
+    saver.save(CheckpointStore(str(tmp_path)), _capture(1.0))
+    saver.wait()
+    saver.close()
+    training = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    assert seen["writer"] == min(training + background_save.WRITER_NICENESS, 19)
