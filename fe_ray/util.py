@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
@@ -108,3 +109,16 @@ class NonContext:
 
     def __exit__(self, *exc: Any) -> None:
         return None
+
+
+def lower_priority(niceness: int) -> None:
+    """Lower the calling thread's scheduling priority by ``niceness`` (and that of the threads it starts later).
+
+    For background work that shares the cores with training (checkpoint writers): at a lower priority it uses idle
+    time first instead of preempting an intra-op thread, which would stall a whole step. Linux keeps the nice
+    value per thread. Where that is unsupported or not permitted, nothing changes.
+    """
+    try:
+        os.nice(niceness)
+    except (AttributeError, OSError):  # not on this platform / not permitted: run at normal priority
+        pass

@@ -13,9 +13,10 @@ crash leaves no manifest, so the store never offers it for a restore.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Mapping
 from typing import Any
+
+from fe_ray.util import lower_priority
 
 logger = logging.getLogger(__name__)
 
@@ -38,12 +39,7 @@ class CheckpointWriter:
 
     def __init__(self, niceness: int = 10) -> None:
         self._stores: dict[tuple[str, int | None], Any] = {}
-        # The writer reserves no CPU and shares the cores with training: a lower scheduling priority makes it use
-        # idle time first instead of preempting the training threads (a preempted intra-op thread stalls a step).
-        try:
-            os.nice(niceness)
-        except (AttributeError, OSError):  # not on this platform / not permitted: run at normal priority
-            pass
+        lower_priority(niceness)  # it reserves no CPU: training threads go first
 
     def save(self, root: str, keep: int | None, payload: Mapping[str, Any], info: Mapping[str, Any] | None) -> str:
         """Write ``payload`` as the next checkpoint of the store at ``root``; returns its URL once committed."""

@@ -15,7 +15,6 @@ training) finishes the write in flight before it exits.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -26,6 +25,7 @@ from typing import Any
 from fe_ray.io.checkpoint import CheckpointStore
 from fe_ray.io.snapshot import SnapshotBuffers
 from fe_ray.io.state_files import write_checkpoint
+from fe_ray.util import lower_priority
 
 logger = logging.getLogger(__name__)
 
@@ -87,7 +87,7 @@ class BackgroundSaver:
         payload = capture(self.buffers)
         if self._executor is None:
             self._executor = ThreadPoolExecutor(1, thread_name_prefix="fe_ray-checkpoint-writer",
-                                                initializer=_lower_priority, initargs=(WRITER_NICENESS,))
+                                                initializer=lower_priority, initargs=(WRITER_NICENESS,))
         self._pending = self._executor.submit(
             store.save, lambda directory: write_checkpoint(payload, directory), info=dict(info or {}))
         return self._pending
@@ -131,15 +131,6 @@ class BackgroundSaver:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state["timeout_s"], state["copy_threads"])  # type: ignore[misc]
         self.last_committed = state["last_committed"]
-
-
-def _lower_priority(niceness: int) -> None:
-    # Linux keeps a nice value per thread (inherited by the threads it starts), so this lowers only the writer.
-    try:
-        tid = threading.get_native_id()
-        os.setpriority(os.PRIO_PROCESS, tid, min(os.getpriority(os.PRIO_PROCESS, tid) + niceness, 19))
-    except (AttributeError, OSError):  # not on this platform / not permitted: run at normal priority
-        pass
 
 
 _SAVERS: dict[str, BackgroundSaver] = {}
