@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import mmap
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
@@ -36,6 +36,21 @@ MAX_THREADS = 4
 ALIGNED_MIN_BYTES = 64 << 10
 #: Alignment of large buffers: the memory page, and at least the 4 KiB that direct I/O asks for.
 PAGE = max(mmap.PAGESIZE, 4096)
+#: A snapshot may allocate at most this fraction of the memory the system reports available.
+MAX_AVAILABLE_FRACTION = 0.5
+
+
+class SnapshotTooLargeError(MemoryError):
+    """Copying the snapshot would allocate more than :data:`MAX_AVAILABLE_FRACTION` of the available memory."""
+
+    def __init__(self, needed: int, available: int) -> None:
+        super().__init__(f"An in-memory snapshot needs {needed / 2**30:.2f} GiB of new buffers, but only "
+                         f"{available / 2**30:.2f} GiB of memory is available.")
+        self.needed = needed
+        self.available = available
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return type(self), (self.needed, self.available)
 
 
 class SnapshotBuffers:
@@ -71,27 +86,24 @@ class SnapshotBuffers:
 
         Returns:
             The same structure holding the copies.
+
+        Raises:
+            SnapshotTooLargeError: If the new buffers would take more than :data:`MAX_AVAILABLE_FRACTION` of the
+                memory the system reports available (nothing is allocated then).
         """
         old = self._buffers if reuse else []
-        new: list[np.ndarray] = []
-        pairs: list[tuple[np.ndarray, np.ndarray]] = []
-
-        def visit(node: Any) -> Any:
-            if isinstance(node, np.ndarray):
-                target = _matching(old, len(new), node)
-                new.append(target)
-                pairs.append((target, node))
-                return target
-            if isinstance(node, Mapping):
-                return {key: visit(value) for key, value in node.items()}
-            if isinstance(node, (list, tuple)):
-                return type(node)(visit(value) for value in node)
-            return node
-
-        result = visit(state)
-        self._run([task for target, source in pairs for task in _copy_tasks(target, source)])
+        sources = _arrays(state)
+        # Check before allocating anything: a snapshot that does not fit must fail here, not push the machine into
+        # swapping or the OOM killer halfway through a copy.
+        fresh = sum(source.nbytes for index, source in enumerate(sources) if not _fits(old, index, source))
+        available = available_memory()
+        if fresh and available is not None and fresh > MAX_AVAILABLE_FRACTION * available:
+            raise SnapshotTooLargeError(fresh, available)
+        new = [old[index] if _fits(old, index, source) else _empty(source.shape, source.dtype)
+               for index, source in enumerate(sources)]
+        self._run([task for target, source in zip(new, sources) for task in _copy_tasks(target, source)])
         self._buffers = new
-        return result
+        return _replace_arrays(state, iter(new))
 
     def clear(self) -> None:
         """Free the kept buffers and stop the copy threads."""
@@ -120,13 +132,43 @@ class SnapshotBuffers:
         self.__init__(state["threads"])  # type: ignore[misc]
 
 
-def _matching(old: list[np.ndarray], index: int, source: np.ndarray) -> np.ndarray:
-    """The kept buffer at ``index`` if it fits ``source`` exactly, else a new one."""
-    if index < len(old):
-        buffer = old[index]
-        if buffer.shape == source.shape and buffer.dtype == source.dtype:
-            return buffer
-    return _empty(source.shape, source.dtype)
+def _arrays(node: Any) -> list[np.ndarray]:
+    """The array leaves of a nested state, in a fixed order (the order :func:`_replace_arrays` fills them in)."""
+    if isinstance(node, np.ndarray):
+        return [node]
+    if isinstance(node, Mapping):
+        return [array for value in node.values() for array in _arrays(value)]
+    if isinstance(node, (list, tuple)):
+        return [array for value in node for array in _arrays(value)]
+    return []
+
+
+def _replace_arrays(node: Any, replacements: Iterator[np.ndarray]) -> Any:
+    """``node`` with its array leaves replaced, in :func:`_arrays` order, by the next items of ``replacements``."""
+    if isinstance(node, np.ndarray):
+        return next(replacements)
+    if isinstance(node, Mapping):
+        return {key: _replace_arrays(value, replacements) for key, value in node.items()}
+    if isinstance(node, (list, tuple)):
+        return type(node)(_replace_arrays(value, replacements) for value in node)
+    return node
+
+
+def _fits(old: list[np.ndarray], index: int, source: np.ndarray) -> bool:
+    """Whether the kept buffer at ``index`` has exactly ``source``'s shape and dtype (and can take its copy)."""
+    return index < len(old) and old[index].shape == source.shape and old[index].dtype == source.dtype
+
+
+def available_memory() -> int | None:
+    """Bytes of memory the system reports available (Linux ``MemAvailable``), or None where unknown."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as file:
+            for line in file:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
 
 
 def _empty(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
@@ -150,4 +192,5 @@ def _copy_tasks(target: np.ndarray, source: np.ndarray) -> list[Callable[[], Non
             for start in range(0, flat_source.size, step)]
 
 
-__all__ = ["ALIGNED_MIN_BYTES", "CHUNK_BYTES", "MAX_THREADS", "PAGE", "SnapshotBuffers"]
+__all__ = ["ALIGNED_MIN_BYTES", "CHUNK_BYTES", "MAX_AVAILABLE_FRACTION", "MAX_THREADS", "PAGE", "SnapshotBuffers",
+           "SnapshotTooLargeError", "available_memory"]

@@ -191,3 +191,23 @@ def test_writer_thread_runs_at_lower_priority_than_training(tmp_path, monkeypatc
     saver.close()
     training = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
     assert seen["writer"] == min(training + background_save.WRITER_NICENESS, 19)
+
+
+def test_restore_wizard_saves_synchronously_when_the_snapshot_does_not_fit(tmp_path, monkeypatch, capsys) -> None:
+    import fe_ray as fe
+    from fe_ray.io import snapshot
+    from fe_ray.trace import RestoreWizard
+    from tests.estimator_helpers import ToyPipeline, classifier_network, digits_arrays, torch_mlp
+
+    monkeypatch.setattr(snapshot, "available_memory", lambda: 1000)  # far less than the model's state
+    train, evaluation = digits_arrays(n_train=64, n_eval=16)
+    directory = str(tmp_path / "ckpt")
+    wizard = RestoreWizard(directory, steps=2, keep=10)
+    fe.Estimator(ToyPipeline(train, evaluation, batch_size=16), classifier_network(torch_mlp()), epochs=1,
+                 traces=[wizard], log_steps=None).fit()
+    out = capsys.readouterr().out
+    assert out.count("Saving synchronously instead") == 1  # said once, then every save is synchronous
+    steps = [CheckpointStore(directory).manifest(url)["info"]["global_step"]
+             for url in CheckpointStore(directory, keep=None).committed()]
+    assert steps == [2, 4, 4]  # steps 2 and 4, and the end of the epoch (step 4 again, after evaluation)
+    assert wizard.last_checkpoint == CheckpointStore(directory).latest()  # a synchronous save returns its URL

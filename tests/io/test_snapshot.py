@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import pickle
 
 import numpy as np
@@ -107,3 +108,30 @@ def test_pickled_buffers_start_empty() -> None:
     assert clone.threads == 2 and clone.nbytes == 0
     _assert_equal_copy(clone.copy(_state()), _state())
     buffers.clear()
+
+
+def test_a_snapshot_that_does_not_fit_in_memory_fails_before_allocating(monkeypatch) -> None:
+    buffers = SnapshotBuffers(1)
+    state = {"w": np.ones(1000), "v": np.ones(10)}  # 8,080 bytes of new buffers
+    monkeypatch.setattr(snapshot, "available_memory", lambda: 16_000)  # half of it: 8,000 < 8,080
+    with pytest.raises(snapshot.SnapshotTooLargeError, match="needs 0.00 GiB") as info:
+        buffers.copy(state)
+    assert (info.value.needed, info.value.available) == (8080, 16_000)
+    assert buffers.nbytes == 0  # nothing was allocated
+    restored = pickle.loads(pickle.dumps(info.value))
+    assert (restored.needed, restored.available) == (8080, 16_000)
+    monkeypatch.setattr(snapshot, "available_memory", lambda: 16_160)  # exactly twice the need: fits
+    first = buffers.copy(state)
+    # Reused buffers need no new memory, so the next copy fits even with almost nothing available.
+    monkeypatch.setattr(snapshot, "available_memory", lambda: 1)
+    assert np.shares_memory(buffers.copy(state)["w"], first["w"])
+    monkeypatch.setattr(snapshot, "available_memory", lambda: None)  # unknown (not Linux): no check
+    buffers.copy({"other": np.ones(5000)})
+
+
+def test_available_memory_is_read_from_the_kernel() -> None:
+    available = snapshot.available_memory()
+    if not os.path.exists("/proc/meminfo"):
+        assert available is None
+    else:
+        assert isinstance(available, int) and available > 0

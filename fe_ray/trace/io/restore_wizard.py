@@ -8,6 +8,7 @@ from typing import Any
 
 from fe_ray.io.background_save import saver_for
 from fe_ray.io.checkpoint import CheckpointStore
+from fe_ray.io.snapshot import SnapshotTooLargeError
 from fe_ray.io.state_files import write_checkpoint
 from fe_ray.trace.trace import Data, Trace
 
@@ -30,7 +31,8 @@ class RestoreWizard(Trace):
     writer actor with ``num_replicas``, else by a thread of this process; ``background=False`` writes them before
     training continues). Background writes are committed before ``fit`` returns, and their errors raised there.
     An in-process background save keeps one extra copy of the model states in memory (reused from save to save,
-    freed when training ends).
+    freed when training ends); where that copy would take more than half of the available memory, the run saves
+    synchronously instead (with a message).
 
     Checkpoints contain a pickle (``objects.pkl``): only resume from directories you wrote yourself.
 
@@ -64,8 +66,10 @@ class RestoreWizard(Trace):
         self.background = background
         self.store = CheckpointStore(self.directory, keep=keep)
         self.last_checkpoint: str | None = None
+        self._too_large = False  # the in-process snapshot did not fit in memory: synchronous saves this run
 
     def on_begin(self, data: Data) -> None:
+        self._too_large = False
         try:
             saver_for(self.directory).wait()  # an earlier run in this process may still be writing its last one
         except Exception as err:  # noqa: BLE001 - that run's failure was its own; resume from what is committed
@@ -107,11 +111,16 @@ class RestoreWizard(Trace):
             Exception: The error of the previous in-process background write, if it failed.
         """
         save_async = getattr(self.system.network, "save_checkpoint_async", None) if self.background else None
-        if self.background and save_async is None:
-            saver_for(self.directory).save(self.store, lambda buffers: self.system.capture_state(buffers=buffers),
-                                           info=self._info(vars(self.system)))
-            self.last_checkpoint = None
-            return None
+        if self.background and save_async is None and not self._too_large:
+            try:
+                saver_for(self.directory).save(self.store, lambda buffers: self.system.capture_state(buffers=buffers),
+                                               info=self._info(vars(self.system)))
+                self.last_checkpoint = None
+                return None
+            except SnapshotTooLargeError as err:
+                self._too_large = True  # for the rest of this run: the state will not shrink
+                print(f"FastEstimator-RestoreWizard: {err} Saving synchronously instead (no extra copy of the state "
+                      "in memory; training waits for each save).", flush=True)
         # No copy of the weights: both paths are done with them before training continues (a synchronous write, or
         # AsyncCheckpointer's ray.put, which copies into the object store before it returns).
         payload = self.system.capture_state(copy_models=False)
