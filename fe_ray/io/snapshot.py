@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import mmap
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
 import numpy as np
+
+from fe_ray.util import map_nested
 
 #: Bytes per copy task: large enough that a task's overhead (~10 us) is noise, small enough to balance threads.
 CHUNK_BYTES = 8 << 20
@@ -92,7 +94,8 @@ class SnapshotBuffers:
                 memory the system reports available (nothing is allocated then).
         """
         old = self._buffers if reuse else []
-        sources = _arrays(state)
+        sources: list[np.ndarray] = []
+        map_nested(lambda leaf: sources.append(leaf) if isinstance(leaf, np.ndarray) else None, state)
         # Check before allocating anything: a snapshot that does not fit must fail here, not push the machine into
         # swapping or the OOM killer halfway through a copy.
         fresh = sum(source.nbytes for index, source in enumerate(sources) if not _fits(old, index, source))
@@ -103,7 +106,8 @@ class SnapshotBuffers:
                for index, source in enumerate(sources)]
         self._run([task for target, source in zip(new, sources) for task in _copy_tasks(target, source)])
         self._buffers = new
-        return _replace_arrays(state, iter(new))
+        copies = iter(new)  # map_nested visits the leaves in the same order again
+        return map_nested(lambda leaf: next(copies) if isinstance(leaf, np.ndarray) else leaf, state)
 
     def clear(self) -> None:
         """Free the kept buffers and stop the copy threads."""
@@ -130,28 +134,6 @@ class SnapshotBuffers:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state["threads"])  # type: ignore[misc]
-
-
-def _arrays(node: Any) -> list[np.ndarray]:
-    """The array leaves of a nested state, in a fixed order (the order :func:`_replace_arrays` fills them in)."""
-    if isinstance(node, np.ndarray):
-        return [node]
-    if isinstance(node, Mapping):
-        return [array for value in node.values() for array in _arrays(value)]
-    if isinstance(node, (list, tuple)):
-        return [array for value in node for array in _arrays(value)]
-    return []
-
-
-def _replace_arrays(node: Any, replacements: Iterator[np.ndarray]) -> Any:
-    """``node`` with its array leaves replaced, in :func:`_arrays` order, by the next items of ``replacements``."""
-    if isinstance(node, np.ndarray):
-        return next(replacements)
-    if isinstance(node, Mapping):
-        return {key: _replace_arrays(value, replacements) for key, value in node.items()}
-    if isinstance(node, (list, tuple)):
-        return type(node)(_replace_arrays(value, replacements) for value in node)
-    return node
 
 
 def _fits(old: list[np.ndarray], index: int, source: np.ndarray) -> bool:
