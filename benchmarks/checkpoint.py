@@ -281,9 +281,6 @@ class Bench:
         (for fe_thread: its writer thread's): on a machine whose cores training keeps busy, that CPU is what the
         write takes from training.
         """
-        from fe_ray.io.checkpoint import CheckpointStore
-        from fe_ray.io.state_files import write_checkpoint
-
         # Re-measure the undisturbed step right before this save: on a shared machine a baseline taken once
         # drifts, and the slowdown estimate goes negative.
         times = []
@@ -292,31 +289,67 @@ class Bench:
             step_fn()
             times.append(time.perf_counter() - t0)
         baseline_step_s = statistics.median(times)
-        cpu_before = self.saver_thread_cpu_s() if kind == "fe_thread" else float("nan")  # outside the timing
+        cpu_before = self.writer_cpu(kind)  # outside the timing
         start = time.perf_counter()
+        done = self.start_save(kind)
+        blocked = time.perf_counter() - start
+        return self._train_during_write(kind, step_fn, start, blocked, done, baseline_step_s, cpu_before)
+
+    def start_save(self, kind: str) -> Callable[[], bool]:
+        """Start a background save of ``kind`` (see :meth:`background`); returns once training may go on, with a
+        predicate telling whether the write has finished."""
+        from fe_ray.io.checkpoint import CheckpointStore
+        from fe_ray.io.state_files import write_checkpoint
+
         if kind == "fe_thread":
-            saver = self.background_saver()
-            future = saver.save(CheckpointStore(str(self.fe_root), keep=1),
-                                lambda buffers: self.system.capture_state(buffers=buffers))
-            done: Callable[[], bool] = future.done
-            blocked = time.perf_counter() - start
-            return self._train_during_write(kind, step_fn, start, blocked, done, baseline_step_s, cpu_before)
+            future = self.background_saver().save(CheckpointStore(str(self.fe_root), keep=1),
+                                                  lambda buffers: self.system.capture_state(buffers=buffers))
+            return future.done
         # The thread writes while training goes on, so it needs its own copy; ray.put copies by itself.
         payload = self.system.capture_state(copy_models=kind == "thread")
         if kind == "thread":
             store = CheckpointStore(str(self.fe_root), keep=1)
             writer = threading.Thread(target=lambda: store.save(lambda d: write_checkpoint(payload, d)))
             writer.start()
-            done = lambda: not writer.is_alive()  # noqa: E731
-        else:
-            import ray
+            return lambda: not writer.is_alive()
+        import ray
 
-            cpu_before = self.writer_cpu_s()
-            ref = self.async_checkpointer().save(str(self.fe_root), payload, keep=1)
-            del payload
-            done = lambda: bool(ray.wait([ref], timeout=0)[0])  # noqa: E731
-        blocked = time.perf_counter() - start
-        return self._train_during_write(kind, step_fn, start, blocked, done, baseline_step_s, cpu_before)
+        ref = self.async_checkpointer().save(str(self.fe_root), payload, keep=1)  # the payload is freed on return
+        return lambda: bool(ray.wait([ref], timeout=0)[0])
+
+    def paired_stall(self, kind: str, step_fn: Callable[[], None], window_steps: int, save_first: bool,
+                     lead_steps: int = 5) -> dict[str, float]:
+        """The stall of one save as a paired difference: ``window_steps`` training steps with a save started after
+        ``lead_steps`` of them, against the same number of steps without one, run back to back (in the order
+        ``save_first`` says). The window is sized to outlast the write, so blocking, contention and the writer's
+        CPU all land inside it; no per-step baseline is needed."""
+        def window(with_save: bool) -> tuple[float, bool]:
+            done: Callable[[], bool] = lambda: True  # noqa: E731
+            start = time.perf_counter()
+            for index in range(window_steps):
+                if with_save and index == lead_steps:
+                    done = self.start_save(kind)
+                step_fn()
+            seconds = time.perf_counter() - start
+            finished = done()
+            while not done():  # not counted: the window was too short (reported)
+                time.sleep(0.01)
+            return seconds, finished
+
+        arms = {}
+        for with_save in ((True, False) if save_first else (False, True)):
+            arms[with_save] = window(with_save)
+        drop_cache(self.fe_root)
+        return {"stall_s": arms[True][0] - arms[False][0], "window_s": arms[False][0],
+                "write_inside_window": float(arms[True][1])}
+
+    def writer_cpu(self, kind: str) -> float:
+        """CPU seconds used so far by the writer of ``kind`` (NaN where it is not measured)."""
+        if kind == "fe_thread":
+            return self.saver_thread_cpu_s()
+        if kind == "fe_async":
+            return self.writer_cpu_s()
+        return float("nan")
 
     def _train_during_write(self, kind: str, step_fn: Callable[[], None], start: float, blocked: float,
                             done: Callable[[], bool], baseline_step_s: float, cpu_before: float) -> dict[str, float]:
@@ -325,8 +358,7 @@ class Bench:
             step_fn()
             steps += 1
         total = time.perf_counter() - start
-        writer_cpu = {"fe_async": self.writer_cpu_s, "fe_thread": self.saver_thread_cpu_s}.get(
-            kind, lambda: float("nan"))() - cpu_before
+        writer_cpu = self.writer_cpu(kind) - cpu_before
         drop_cache(self.fe_root)
         lost = total - blocked - steps * baseline_step_s
         return {"blocked_s": blocked, "write_wall_s": total, "steps_during_write": steps,
@@ -353,13 +385,15 @@ class Bench:
         return self._saver
 
     def saver_thread_cpu_s(self) -> float:
-        """CPU seconds the BackgroundSaver's writer thread has used so far (NaN before its first save)."""
+        """CPU seconds the BackgroundSaver's writer thread has used so far (NaN before its first save), plus those of
+        every thread of this process that has ended: the direct-I/O thread of each file it wrote (one per file,
+        gone once the file is closed, so a difference over a write counts exactly the ones it started)."""
         saver = self.background_saver()
         if saver._executor is None:
             return float("nan")
         if not hasattr(self, "_saver_tid"):
             self._saver_tid = saver._executor.submit(threading.get_native_id).result(timeout=60)
-        return _proc_cpu_s(f"/proc/self/task/{self._saver_tid}/stat")
+        return _proc_cpu_s(f"/proc/self/task/{self._saver_tid}/stat") + _ended_threads_cpu_s()
 
     def async_checkpointer(self) -> Any:
         if not hasattr(self, "_async"):
@@ -374,6 +408,17 @@ def _proc_cpu_s(stat_path: str) -> float:
     """User + system CPU seconds from a /proc stat file (a process's, or a thread's under /proc/self/task)."""
     fields = Path(stat_path).read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _ended_threads_cpu_s() -> float:
+    """CPU seconds of this process's threads that have ended: the process total minus its live threads' sum."""
+    live = 0.0
+    for task in Path("/proc/self/task").iterdir():
+        try:
+            live += _proc_cpu_s(str(task / "stat"))
+        except OSError:  # ended while we looked: its time is in the process total, as it should be
+            pass
+    return _proc_cpu_s("/proc/self/stat") - live
 
 
 def small_trainer(device: str = "cpu") -> tuple[Callable[[], None], float]:
@@ -402,6 +447,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = harness.base_parser(__doc__.splitlines()[0])
     parser.add_argument("--params", type=float, default=100e6, help="model size in parameters (default 100e6)")
     parser.add_argument("--dir", default="", help="directory to write into (default: a temp dir under /tmp)")
+    parser.add_argument("--paired-repeats", type=int, default=0,
+                        help="repeats of the paired-window stall per path (default: max(repeats, 5))")
     args = parser.parse_args(argv)
     params = 2e6 if args.quick else args.params
     repeats = args.repeats or (2 if args.quick else 3)
@@ -466,6 +513,21 @@ def main(argv: list[str] | None = None) -> int:
         print(harness.format_table([[kind, m["blocked_s"], m["slowdown_s"], m["stall_s"], m["write_wall_s"]]
                                     for kind, m in first_saves.items()],
                                    ["path", "blocked s", "slowdown s", "stall s", "write wall s"]))
+        # The same stall as paired windows (with a save / without), sized from the longest write seen above.
+        paired: dict[str, list[dict[str, float]]] = {}
+        for kind in kinds:
+            longest = max(r["write_wall_s"] for r in bg_runs[kind])
+            window_steps = max(200, int(2 * longest / step_s) + 5)
+            paired[kind] = [bench.paired_stall(kind, step_fn, window_steps, save_first=rep % 2 == 0)
+                            for rep in range(args.paired_repeats or max(repeats, 5))]
+        paired_med = {kind: {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+                      for kind, runs in paired.items()}
+        print("paired windows (training steps with one save against as many without, back to back; medians):")
+        print(harness.format_table([[kind, m["stall_s"], min(r["stall_s"] for r in paired[kind]),
+                                     max(r["stall_s"] for r in paired[kind]), m["window_s"],
+                                     f"{sum(r['write_inside_window'] for r in paired[kind]):.0f}/{len(paired[kind])}"]
+                                    for kind, m in paired_med.items()],
+                                   ["path", "stall s", "min", "max", "window s", "write inside"]))
         r = lambda a, b: harness.ratio(series, a, b)  # noqa: E731
         checks = [("fe_save/torch_save", r("fe_save", "torch_save"), 1.3, "<="),
                   ("fe_restore/torch_restore", r("fe_restore", "torch_restore"), 1.3, "<="),
@@ -478,6 +540,10 @@ def main(argv: list[str] | None = None) -> int:
                   *[(f"{kind} (blocked + writer CPU) / memcopy",
                      (m["blocked_s"] + m["writer_cpu_s"]) / series["memcopy"].median, 1.0, "<=")
                     for kind, m in bg_med.items() if kind in ("fe_async", "fe_thread")],
+                  # Only where every write ended inside its window; otherwise part of the write was not counted.
+                  *[(f"{kind} paired stall / memcopy", m["stall_s"] / series["memcopy"].median
+                     if all(r["write_inside_window"] for r in paired[kind]) else None, 1.0, "<=")
+                    for kind, m in paired_med.items()],
                   ("sync fe_save stall / memcopy", r("fe_save", "memcopy"), 1.0, "<=")]
         print(harness.ratio_table(checks))
         payload = {"benchmark": "checkpoint", "environment": harness.environment(threads, device),
@@ -485,7 +551,7 @@ def main(argv: list[str] | None = None) -> int:
                    "fe_checkpoint_bytes": fe_bytes, "series": {k: s.to_json() for k, s in series.items()},
                    "peak_extra_rss_bytes": {k: max(v) for k, v in bench.peaks.items()},
                    "background_write": {"runs": bg_runs, "median": bg_med, "first_save": first_saves,
-                                        "lenet_step_s": step_s},
+                                        "paired": {"runs": paired, "median": paired_med}, "lenet_step_s": step_s},
                    "ratios": {label: {"value": v, "target": t} for label, v, t, _ in checks}}
         path = harness.write_json("checkpoint" + ("_cuda" if device == "cuda" else "")
                                   + ("_quick" if args.quick else ""), payload, not args.no_save)

@@ -67,3 +67,23 @@ def test_tf_data_parallel_rank_trains_like_the_plain_tf_loop() -> None:
     assert all(np.isfinite(losses))
     for ours, ref in zip(rank.model.trainable_variables, plain.model.trainable_variables, strict=True):
         np.testing.assert_allclose(np.asarray(ours), np.asarray(ref), rtol=1e-4, atol=1e-6)
+
+
+def test_paired_stall_is_the_extra_time_of_the_window_with_the_save(tmp_path) -> None:
+    import time
+    from types import SimpleNamespace
+
+    from benchmarks.checkpoint import Bench
+
+    started = []
+
+    def start_save(kind: str):  # noqa: ANN202 - blocks 50 ms, then the "write" is done at once
+        started.append(kind)
+        time.sleep(0.05)
+        return lambda: True
+
+    fake = SimpleNamespace(start_save=start_save, fe_root=tmp_path)
+    result = Bench.paired_stall(fake, "fe_thread", lambda: time.sleep(0.001), window_steps=40, save_first=True)
+    assert started == ["fe_thread"]  # one save, in the window that has it
+    assert 0.04 <= result["stall_s"] <= 0.2 and result["write_inside_window"] == 1.0
+    assert result["window_s"] >= 0.04
