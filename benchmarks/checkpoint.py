@@ -14,14 +14,15 @@ Side by side, alternating, in one run (seconds; lower is better):
     torch_restore    cold torch.load + model/optimizer load_state_dict
     fe_restore       cold fe_ray read_checkpoint + System.restore_state
 
-Background saves, outside the alternation (they need a training loop running meanwhile): ``fe_async`` is fe_ray's
-AsyncCheckpointer as RestoreWizard drives it (capture_state(copy_models=False), ray.put of the payload, a
-CheckpointWriter actor commits it);
-``fe_thread`` is fe_ray's in-process one as RestoreWizard drives it without Ray (BackgroundSaver: a parallel copy
-into snapshot buffers reused from save to save, a writer thread); ``thread`` measures the obvious in-process one
-(a fresh copying capture_state on the training thread, written by a new thread). All time training steps of a
-small model running concurrently, so contention with the writer counts as stall too. Each kind is run once
-before the repeats (Ray and writer start, first touch of the buffers); that first save is reported separately.
+Background saves, outside the alternation (they need a training loop running meanwhile): ``fe_replica`` is a
+distributed run's save, ``RestoreWizard.save()`` on a one-replica RayNetwork whose replica holds the same model
+and state and keeps training a LeNet (see benchmarks/replica_save.py: replica rank 0 copies its state into reused
+buffers and its writer thread writes it); ``fe_thread`` is fe_ray's in-process one as RestoreWizard drives it
+without Ray (BackgroundSaver: a parallel copy into snapshot buffers reused from save to save, a writer thread);
+``thread`` measures the obvious in-process one (a fresh copying capture_state on the training thread, written by a
+new thread). All time training steps of a small model running concurrently (in this process, or on the replica),
+so contention with the writer counts as stall too. Each kind is run once before the repeats (Ray and replica
+start, first touch of the buffers); that first save is reported separately.
 
 Peak extra resident memory of each operation (sampled every 5 ms) is reported too: 100M fp32 parameters are
 400 MB of weights and 800 MB of Adam moments, and every extra copy costs 1.2 GB.
@@ -131,14 +132,16 @@ def dir_bytes(root: str | Path) -> int:
 class Bench:
     """Holds the model, the fe_ray System and the paths; each method is one timed operation (seconds)."""
 
-    def __init__(self, params: float, workdir: Path, device: str = "cpu") -> None:
+    def __init__(self, params: float, workdir: Path, device: str = "cpu", threads: int | None = None) -> None:
         import torch
 
         import fe_ray as fe
 
         self.torch = torch
+        self.params = params
         self.workdir = workdir
         self.device = device
+        self.threads = threads or harness.available_cores()
         self.model = fe.build(model_fn=big_model_fn(params), optimizer_fn="adam", model_name="big")
         if device == "cuda":
             self.model.to(device)  # before the first optimizer step, so the Adam moments live on the GPU too
@@ -271,15 +274,14 @@ class Bench:
 
         kind "thread": capture_state on the training thread, CheckpointStore.save(write_checkpoint) in a thread.
         kind "fe_thread": fe_ray's BackgroundSaver (capture_state into reused buffers, its writer thread writes).
-        kind "fe_async": fe_ray's AsyncCheckpointer (capture_state, ray.put, a CheckpointWriter actor writes).
+        kind "fe_replica": RestoreWizard.save() of a distributed run (replica rank 0 copies and writes its state).
 
         ``blocked_s`` is the time before training can resume; ``slowdown_s`` the extra time the training steps
         run meanwhile took over their undisturbed median (CPU/memory-bandwidth contention with the writer);
         ``stall_s`` = blocked + slowdown, the training time lost to the save. The slowdown is a small difference of
-        two large times (a 1 ms error in the median step is 1.5 s over a 15 s write), so for fe_async the writer
-        process's own CPU time (``writer_cpu_s``, user + system of all its threads, from /proc) is recorded too
-        (for fe_thread: its writer thread's): on a machine whose cores training keeps busy, that CPU is what the
-        write takes from training.
+        two large times (a 1 ms error in the median step is 1.5 s over a 15 s write), so the writer's own CPU time
+        (``writer_cpu_s``: its writer thread's and the direct-I/O threads', from /proc) is recorded too: on a
+        machine whose cores training keeps busy, that CPU is what the write takes from training.
         """
         # Re-measure the undisturbed step right before this save: on a shared machine a baseline taken once
         # drifts, and the slowdown estimate goes negative.
@@ -301,21 +303,18 @@ class Bench:
         from fe_ray.io.checkpoint import CheckpointStore
         from fe_ray.io.state_files import write_checkpoint
 
+        if kind == "fe_replica":
+            return self.replica_save().start_save()
         if kind == "fe_thread":
             future = self.background_saver().save(CheckpointStore(str(self.fe_root), keep=1),
                                                   lambda buffers: self.system.capture_state(buffers=buffers))
             return future.done
-        # The thread writes while training goes on, so it needs its own copy; ray.put copies by itself.
-        payload = self.system.capture_state(copy_models=kind == "thread")
-        if kind == "thread":
-            store = CheckpointStore(str(self.fe_root), keep=1)
-            writer = threading.Thread(target=lambda: store.save(lambda d: write_checkpoint(payload, d)))
-            writer.start()
-            return lambda: not writer.is_alive()
-        import ray
-
-        ref = self.async_checkpointer().save(str(self.fe_root), payload, keep=1)  # the payload is freed on return
-        return lambda: bool(ray.wait([ref], timeout=0)[0])
+        # The thread writes while training goes on, so it needs its own copy.
+        payload = self.system.capture_state()
+        store = CheckpointStore(str(self.fe_root), keep=1)
+        writer = threading.Thread(target=lambda: store.save(lambda d: write_checkpoint(payload, d)))
+        writer.start()
+        return lambda: not writer.is_alive()
 
     def paired_stall(self, kind: str, step_fn: Callable[[], None], window_steps: int, save_first: bool,
                      lead_steps: int = 5) -> dict[str, float]:
@@ -347,8 +346,8 @@ class Bench:
         """CPU seconds used so far by the writer of ``kind`` (NaN where it is not measured)."""
         if kind == "fe_thread":
             return self.saver_thread_cpu_s()
-        if kind == "fe_async":
-            return self.writer_cpu_s()
+        if kind == "fe_replica":
+            return self.replica_save().writer_cpu_s()
         return float("nan")
 
     def _train_during_write(self, kind: str, step_fn: Callable[[], None], start: float, blocked: float,
@@ -364,18 +363,6 @@ class Bench:
         return {"blocked_s": blocked, "write_wall_s": total, "steps_during_write": steps,
                 "baseline_step_s": baseline_step_s, "slowdown_s": lost, "stall_s": blocked + max(lost, 0.0),
                 "writer_cpu_s": writer_cpu}
-
-    def writer_cpu_s(self) -> float:
-        """CPU seconds (user + system, every thread) the AsyncCheckpointer's writer process has used so far."""
-        import ray
-
-        checkpointer = self.async_checkpointer()
-        if checkpointer._actor is None:  # started by its first save: ping it up now so its pid can be read
-            checkpointer.save(str(self.workdir / "warm"), {"system": {}, "config": {}, "models": {}}, keep=1)
-            checkpointer.flush()
-        if not hasattr(self, "_writer_pid"):
-            self._writer_pid = ray.get(checkpointer._actor.__ray_call__.remote(lambda _: os.getpid()), timeout=60)
-        return _proc_cpu_s(f"/proc/{self._writer_pid}/stat")
 
     def background_saver(self) -> Any:
         if not hasattr(self, "_saver"):
@@ -393,32 +380,15 @@ class Bench:
             return float("nan")
         if not hasattr(self, "_saver_tid"):
             self._saver_tid = saver._executor.submit(threading.get_native_id).result(timeout=60)
-        return _proc_cpu_s(f"/proc/self/task/{self._saver_tid}/stat") + _ended_threads_cpu_s()
+        return harness.proc_cpu_s(f"/proc/self/task/{self._saver_tid}/stat") + harness.ended_threads_cpu_s()
 
-    def async_checkpointer(self) -> Any:
-        if not hasattr(self, "_async"):
-            from fe_ray.distributed.system_actor import AsyncCheckpointer
+    def replica_save(self) -> Any:
+        """The ``fe_replica`` path's one-replica RayNetwork (built on first use; see benchmarks/replica_save.py)."""
+        if not hasattr(self, "_replica"):
+            from benchmarks.replica_save import ReplicaSave
 
-            harness.init_ray(harness.available_cores())
-            self._async = AsyncCheckpointer()
-        return self._async
-
-
-def _proc_cpu_s(stat_path: str) -> float:
-    """User + system CPU seconds from a /proc stat file (a process's, or a thread's under /proc/self/task)."""
-    fields = Path(stat_path).read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _ended_threads_cpu_s() -> float:
-    """CPU seconds of this process's threads that have ended: the process total minus its live threads' sum."""
-    live = 0.0
-    for task in Path("/proc/self/task").iterdir():
-        try:
-            live += _proc_cpu_s(str(task / "stat"))
-        except OSError:  # ended while we looked: its time is in the process total, as it should be
-            pass
-    return _proc_cpu_s("/proc/self/stat") - live
+            self._replica = ReplicaSave(big_model_fn(self.params), self.workdir / "fe_replica", self.threads)
+        return self._replica
 
 
 def small_trainer(device: str = "cpu") -> tuple[Callable[[], None], float]:
@@ -447,6 +417,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = harness.base_parser(__doc__.splitlines()[0])
     parser.add_argument("--params", type=float, default=100e6, help="model size in parameters (default 100e6)")
     parser.add_argument("--dir", default="", help="directory to write into (default: a temp dir under /tmp)")
+    parser.add_argument("--paths", default="",
+                        help="background save paths to run, comma-separated (default: all of thread, fe_thread, "
+                             "fe_replica)")
     parser.add_argument("--paired-repeats", type=int, default=0,
                         help="repeats of the paired-window stall per path (default: max(repeats, 5))")
     args = parser.parse_args(argv)
@@ -460,8 +433,9 @@ def main(argv: list[str] | None = None) -> int:
     if device == "cuda":
         print("NOTE: model and Adam state live on the GPU; every save includes the device -> host copy.")
     workdir = Path(tempfile.mkdtemp(prefix="fe_ray_ckpt_bench_", dir=args.dir or None))
+    bench: Bench | None = None
     try:
-        bench = Bench(params, workdir, device)
+        bench = Bench(params, workdir, device, threads)
         gib = bench.nbytes / 2**30
         print(f"model: {bench.num_params:,} params + Adam state; torch.save file {bench.nbytes:,} bytes "
               f"({gib:.2f} GiB); dir {workdir}; threads={threads}; repeats={repeats}")
@@ -483,28 +457,36 @@ def main(argv: list[str] | None = None) -> int:
         print(harness.format_table(rates, ["operation", "MB/s (of the torch.save byte count)"]))
         # Background writes: stall and interference, measured separately (they need a concurrent training loop).
         step_fn, step_s = small_trainer(device)
-        kinds = ["thread", "fe_thread"]
-        try:
-            import fe_ray.distributed.system_actor  # noqa: F401
-
-            kinds.append("fe_async")
-        except ImportError:
-            print("fe_ray has no AsyncCheckpointer: fe_async not run")
+        kinds = ["thread", "fe_thread", "fe_replica"]
+        if args.paths:
+            wanted = [kind.strip() for kind in args.paths.split(",") if kind.strip()]
+            unknown = sorted(set(wanted) - set(kinds))
+            if unknown:
+                parser.error(f"--paths: unknown or unavailable path(s) {unknown}; choose from {kinds}")
+            kinds = [kind for kind in kinds if kind in wanted]
+        # Each path's training: a LeNet loop in this process, except fe_replica, whose replica trains one.
+        steppers: dict[str, tuple[Callable[[], None], float]] = {kind: (step_fn, step_s) for kind in kinds}
         bg_runs: dict[str, list[dict[str, float]]] = {k: [] for k in kinds}
         first_saves: dict[str, dict[str, float]] = {}
         for kind in list(kinds):  # warm-up: Ray start, writer actor start, first-touch of buffers
             try:
-                first_saves[kind] = bench.background(kind, step_fn, step_s)
+                if kind == "fe_replica" and device == "cpu":
+                    replica = bench.replica_save()
+                    steppers[kind] = (replica.step, replica.undisturbed_step_s())
+                elif kind == "fe_replica":
+                    raise RuntimeError("the replica path runs on the CPU only")
+                first_saves[kind] = bench.background(kind, *steppers[kind])
             except Exception as err:  # noqa: BLE001 - e.g. no Ray on this machine
                 print(f"background path {kind} not run: {type(err).__name__}: {err}")
                 kinds.remove(kind)
                 bg_runs.pop(kind)
         for rep in range(repeats):
             for kind in kinds[rep % len(kinds):] + kinds[:rep % len(kinds)]:
-                bg_runs[kind].append(bench.background(kind, step_fn, step_s))
+                bg_runs[kind].append(bench.background(kind, *steppers[kind]))
         bg_med = {kind: {k: statistics.median(r[k] for r in runs) for k in runs[0]} for kind, runs in bg_runs.items()}
-        print(f"background saves (LeNet training steps of {step_s * 1e3:.1f} ms run during the write), medians of "
-              f"{repeats}:")
+        print(f"background saves (LeNet training steps of {step_s * 1e3:.1f} ms run during the write; fe_replica: "
+              f"{steppers.get('fe_replica', (None, float('nan')))[1] * 1e3:.1f} ms steps on the replica), medians "
+              f"of {repeats}:")
         print(harness.format_table([[kind, m["blocked_s"], m["slowdown_s"], m["stall_s"], m["writer_cpu_s"],
                                      m["write_wall_s"], m["steps_during_write"]] for kind, m in bg_med.items()],
                                    ["path", "blocked s", "slowdown s", "stall s", "writer CPU s", "write wall s",
@@ -517,8 +499,9 @@ def main(argv: list[str] | None = None) -> int:
         paired: dict[str, list[dict[str, float]]] = {}
         for kind in kinds:
             longest = max(r["write_wall_s"] for r in bg_runs[kind])
-            window_steps = max(200, int(2 * longest / step_s) + 5)
-            paired[kind] = [bench.paired_stall(kind, step_fn, window_steps, save_first=rep % 2 == 0)
+            kind_step_fn, kind_step_s = steppers[kind]
+            window_steps = max(200, int(2 * longest / kind_step_s) + 5)
+            paired[kind] = [bench.paired_stall(kind, kind_step_fn, window_steps, save_first=rep % 2 == 0)
                             for rep in range(args.paired_repeats or max(repeats, 5))]
         paired_med = {kind: {k: statistics.median(r[k] for r in runs) for k in runs[0]}
                       for kind, runs in paired.items()}
@@ -539,7 +522,7 @@ def main(argv: list[str] | None = None) -> int:
                     for kind, m in bg_med.items()],
                   *[(f"{kind} (blocked + writer CPU) / memcopy",
                      (m["blocked_s"] + m["writer_cpu_s"]) / series["memcopy"].median, 1.0, "<=")
-                    for kind, m in bg_med.items() if kind in ("fe_async", "fe_thread")],
+                    for kind, m in bg_med.items() if kind in ("fe_replica", "fe_thread")],
                   # Only where every write ended inside its window; otherwise part of the write was not counted.
                   *[(f"{kind} paired stall / memcopy", m["stall_s"] / series["memcopy"].median
                      if all(r["write_inside_window"] for r in paired[kind]) else None, 1.0, "<=")
@@ -558,6 +541,8 @@ def main(argv: list[str] | None = None) -> int:
         if path:
             print(f"wrote {path}")
     finally:
+        if bench is not None and hasattr(bench, "_replica"):
+            bench._replica.close()
         shutil.rmtree(workdir, ignore_errors=True)
     return 0
 

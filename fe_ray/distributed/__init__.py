@@ -4,10 +4,10 @@ Modules, one concern each: :mod:`.errors` (exceptions that carry remote tracebac
 connection, placement groups, the one place replica actors are created), :mod:`.serialization` (shipping ops and
 models), :mod:`.collective` (all-reduce and gradient reducers), :mod:`.replica` (the worker), :mod:`.supervisor`
 (the replica group, timeouts, failure detection), :mod:`.coordinator` (the driver-side RayNetwork) and
-:mod:`.system_actor` (background checkpoint writing).
+:mod:`.checkpointing` (background checkpoints, written by replica rank 0).
 
-Ray is imported only by the modules that talk to it (cluster, supervisor, coordinator, system_actor), and only
-when they are first used: ``errors``, ``collective``, ``serialization`` and ``replica`` work without Ray.
+Ray is imported only by the modules that talk to it (cluster, supervisor, coordinator), and only when they are first
+used: ``errors``, ``collective``, ``serialization``, ``checkpointing`` and ``replica`` work without Ray.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from fe_ray.distributed.checkpointing import CheckpointWriterError
 from fe_ray.distributed.errors import (
     CollectiveError,
     DistributedError,
@@ -32,5 +33,5 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'fe_ray.distributed' has no attribute {name!r}")
 
 
-__all__ = ["CollectiveError", "DistributedError", "PlacementError", "RayNetwork", "ReplicaDiedError",
-           "ReplicaError", "ReplicaTimeoutError", "SourceMismatchError"]
+__all__ = ["CheckpointWriterError", "CollectiveError", "DistributedError", "PlacementError", "RayNetwork",
+           "ReplicaDiedError", "ReplicaError", "ReplicaTimeoutError", "SourceMismatchError"]

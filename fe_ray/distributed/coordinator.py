@@ -33,13 +33,13 @@ from fe_ray.backend import get_backend
 from fe_ray.backend.determinism import last_seed
 from fe_ray.distributed import cluster
 from fe_ray.distributed.batching import batch_size_of, merge_outputs, slice_nbytes, split_for_replicas
+from fe_ray.distributed.checkpointing import ReplicaCheckpoints
 from fe_ray.distributed.errors import is_replica_failure
 from fe_ray.distributed.lr_mirror import LrMirror
 from fe_ray.distributed.options import check_options
 from fe_ray.distributed.replica import writable
 from fe_ray.distributed.serialization import check_picklable
 from fe_ray.distributed.supervisor import GroupHolder, ReplicaGroup
-from fe_ray.distributed.system_actor import AsyncCheckpointer
 from fe_ray.network import BaseNetwork, OpsArg, detect_framework
 
 logger = logging.getLogger(__name__)
@@ -131,7 +131,9 @@ class RayNetwork(BaseNetwork):
         self._lrs = LrMirror()
         self._prefetched: tuple[Any, list[Any], list[int], int] | None = None
         self._lookahead: Mapping[str, Any] | None = None
-        self._checkpointer: AsyncCheckpointer | None = None
+        self._checkpoints = ReplicaCheckpoints()
+        # A checkpoint write may take long on slow storage: waiting for one gets at least ten minutes.
+        self._checkpoint_timeout_s = max(self.step_timeout_s, 600.0)
         self._pending_exit: list[Any] = []
         self._pending_rng: list[Any] | None = None  # replica generator states to apply when replicas start
 
@@ -211,15 +213,20 @@ class RayNetwork(BaseNetwork):
         return "gloo" if 0 < gpus < 1 else None  # fractional GPUs: ranks may share a device, which NCCL refuses
 
     def shutdown(self) -> None:
-        """Kill the replicas and release their resources (the driver's models keep the last synced state); pending
-        background checkpoint writes are finished first."""
+        """Kill the replicas and release their resources (the driver's models keep the last synced state); a
+        background checkpoint write in flight is finished first."""
         self._stop_replicas()
-        if self._checkpointer is not None:
-            self._checkpointer.shutdown()
-            self._checkpointer = None
 
     def _stop_replicas(self) -> None:
         self._prefetched = None
+        group = self._holder.group
+        if group is not None and self._checkpoints.pending:
+            # Rank 0 is writing a checkpoint (also when a peer failed: recovery resumes from that checkpoint).
+            try:
+                self._checkpoints.finish(group, self._checkpoint_timeout_s)
+            except Exception as err:  # noqa: BLE001 - stopping anyway; the store never offers an uncommitted write
+                logger.warning("fe_ray: the checkpoint being written when the replicas stopped was not committed: "
+                               "%s", err)
         self._holder.stop()
 
     close = shutdown
@@ -240,7 +247,7 @@ class RayNetwork(BaseNetwork):
         """Tear a group with a failed member down; the next use starts fresh replicas from the driver's models."""
         self.failures += 1
         logger.error("fe_ray: replica failure #%d (%s); stopping all replicas.", self.failures, type(err).__name__)
-        self._stop_replicas()  # not the checkpoint writer: its pending writes are what recovery resumes from
+        self._stop_replicas()  # after rank 0's checkpoint write in flight, which recovery may resume from
 
     def recover(self, error: BaseException, system: Any = None) -> bool:
         """Decide whether a failed run may resume, and prepare it: the Estimator calls this when fit() fails.
@@ -272,34 +279,61 @@ class RayNetwork(BaseNetwork):
             logger.error("fe_ray: cannot recover: no RestoreWizard(directory=%r) trace writes the checkpoints that "
                          "recovery resumes from.", self.checkpoint_dir)
             return False
-        if self._checkpointer is not None:
-            self._checkpointer.flush()  # checkpoints still being written in the background count
+        self._stop_replicas()  # a checkpoint rank 0 is still writing counts: it is finished first
         latest = CheckpointStore(self.checkpoint_dir, keep=None).latest()
         if latest is None:
             logger.error("fe_ray: cannot recover: no committed checkpoint in %r yet.", self.checkpoint_dir)
             return False
         self.recoveries += 1
-        self._stop_replicas()
         logger.warning("fe_ray: replica failure (%s); recovery %d/%d from %s with fresh replicas.",
                        type(error).__name__, self.recoveries, self.max_failures, latest)
         return True
 
     # ------------------------------------------------------------------ background checkpoints
     def save_checkpoint_async(self, root: str, payload: Mapping[str, Any], keep: int | None = 2,
-                              info: Mapping[str, Any] | None = None) -> Any:
-        """Commit ``payload`` (a ``System.capture_state()`` snapshot) as the next checkpoint under ``root`` in the
-        background (see :mod:`fe_ray.distributed.system_actor`); training continues once it is in the object store.
+                              info: Mapping[str, Any] | None = None) -> None:
+        """Commit ``payload`` plus replica rank 0's model states as the next checkpoint under ``root``, written in
+        the background by rank 0 (see :mod:`fe_ray.distributed.checkpointing`); returns once rank 0 has copied its
+        state. Needs replicas (started here if they are not running yet).
 
-        Returns:
-            An ObjectRef resolving to the committed checkpoint's URL.
+        Args:
+            root: The checkpoint directory (path or fsspec URL), reachable from rank 0's node.
+            payload: ``System.capture_state(models=False)``: everything but the models.
+            keep: How many committed checkpoints to keep.
+            info: Extra manifest entries.
+
+        Raises:
+            ValueError: If ``payload`` holds model states (rank 0 adds its own, the live ones).
+            Exception: The error of the previous background write, if it failed.
         """
-        if self._checkpointer is None:
-            self._checkpointer = AsyncCheckpointer(timeout_s=max(self.step_timeout_s, 600.0))
-        return self._checkpointer.save(root, payload, keep=keep, info=info)
+        if "models" in payload:
+            raise ValueError("save_checkpoint_async takes a snapshot without model states "
+                             "(System.capture_state(models=False)): replica rank 0 adds its own.")
+        group = self._group()
+        try:
+            self._checkpoints.save(group, root, payload, keep, info, self._checkpoint_timeout_s)
+        except BaseException as err:
+            if not group.alive:  # rank 0 died or hung (a failed write leaves the replicas running)
+                self._failed(err)
+            raise
 
     def flush_checkpoints(self) -> str | None:
-        """Wait for background checkpoint writes; returns the URL of the last committed one (None if none)."""
-        return self._checkpointer.flush() if self._checkpointer is not None else None
+        """Wait for the background checkpoint write in flight; returns the URL of the newest committed checkpoint
+        (None if none).
+
+        Raises:
+            CheckpointWriterError: Rank 0 died before committing it.
+            Exception: The write's own error.
+        """
+        group = self._holder.group
+        if group is None:  # stopped: _stop_replicas already finished the write
+            return self._checkpoints.last_committed
+        try:
+            return self._checkpoints.finish(group, self._checkpoint_timeout_s)
+        except BaseException as err:
+            if not group.alive:
+                self._failed(err)
+            raise
 
     def replica_info(self) -> list[dict[str, Any]]:
         """Rank, pid, node IP, device (torch: also intra-op CPU threads) of every replica, starting them if needed."""

@@ -72,6 +72,8 @@ class Replica:
         self._produced: set[str] = set()
         self._in_context = False
         self._peers: list[Any] = []
+        self._saver: Any = None  # the checkpoint writer (rank 0; see fe_ray.distributed.checkpointing)
+        self._stores: dict[tuple[str, int | None], Any] = {}
         self._server: Any = None
         if step_transport == "stream":
             from fe_ray.distributed.step_stream import StepServer
@@ -141,6 +143,8 @@ class Replica:
     def shutdown(self) -> bool:
         """Leave the current context and the collective."""
         self._exit()
+        if self._saver is not None:
+            self._saver.close()  # finishes the checkpoint being written
         if self.collective is not None:
             self.collective.close()
             self.collective = None
@@ -273,6 +277,56 @@ class Replica:
         if state.get("network") is not None:
             self.network.load_state_dict(state["network"])
         return True
+
+    # ------------------------------------------------------------------ checkpoints
+    @_guarded
+    def save_checkpoint(self, root: str, keep: int | None, payload: Mapping[str, Any],
+                        info: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Commit this replica's models with ``payload`` (a System snapshot without models) as the next checkpoint
+        under ``root``, written by a background thread (see :mod:`fe_ray.distributed.checkpointing`).
+
+        Waits for the previous write, then copies the model states into reused buffers: only that copy holds up
+        training.
+
+        Returns:
+            ``{"committed": URL or None}`` (the newest checkpoint committed so far), or ``{"error": RemoteFailure}``
+            when the previous write failed or the snapshot does not fit in memory (no snapshot is taken then). Such
+            errors come back as data, not as a failure of this replica, which is healthy.
+        """
+        from fe_ray.io.background_save import BackgroundSaver
+        from fe_ray.io.checkpoint import CheckpointStore
+        from fe_ray.summary.system import snapshot_models
+
+        if self._saver is None:
+            self._saver = BackgroundSaver()
+        key = (root, keep)
+        if key not in self._stores:
+            self._stores[key] = CheckpointStore(root, keep=keep)
+        models = self.network.models
+        try:
+            self._saver.save(self._stores[key],
+                             lambda buffers: {**payload, "models": snapshot_models(models, buffers=buffers)}, info)
+        except Exception as exc:  # noqa: BLE001 - the write's error, for the driver to raise
+            return {"error": _failure_of(self, exc)}
+        return {"committed": self._saver.last_committed}
+
+    def finish_checkpoint(self) -> dict[str, Any]:
+        """Wait for the checkpoint write in flight, then free the writer's thread and snapshot buffers (a copy of
+        the model states; the next save starts afresh). Returns ``{"committed": URL or None}`` or
+        ``{"error": ...}``.
+
+        Not handed to the step thread like the guarded methods: it must answer while that thread is stuck (in an
+        all-reduce whose peer died, say), since the driver lets the write finish before it stops the group.
+        """
+        saver, self._saver = self._saver, None
+        if saver is None:
+            return {"committed": None}
+        try:
+            return {"committed": saver.wait()}
+        except BaseException as exc:  # noqa: BLE001 - the write's error, for the driver to raise
+            return {"error": _failure_of(self, exc)}
+        finally:
+            saver.close()
 
     # ------------------------------------------------------------------ random state
     @_guarded

@@ -1,15 +1,16 @@
-"""In-process background checkpoint writes: one writer thread, training stops only for the in-memory snapshot.
+"""Background checkpoint writes: one writer thread, training stops only for the in-memory snapshot.
 
-The counterpart of :mod:`fe_ray.distributed.system_actor` for runs without Ray (``num_replicas`` unset). A save
-takes a snapshot of the System into :class:`~fe_ray.io.snapshot.SnapshotBuffers` (reused between saves, copied by
-several threads) and hands it to one writer thread, which writes it through a
-:class:`~fe_ray.io.checkpoint.CheckpointStore` while training continues. At most one write is in flight: the next
-save first waits for it, which bounds the extra memory to one snapshot and lets that snapshot's buffers be reused.
+RestoreWizard uses it in the training process for runs without Ray (``num_replicas`` unset), and replica rank 0 uses
+it for distributed runs (:mod:`fe_ray.distributed.checkpointing`). A save takes a snapshot of the System into
+:class:`~fe_ray.io.snapshot.SnapshotBuffers` (reused between saves, copied by several threads) and hands it to one
+writer thread, which writes it through a :class:`~fe_ray.io.checkpoint.CheckpointStore` while training continues. At
+most one write is in flight: the next save first waits for it, which bounds the extra memory to one snapshot and
+lets that snapshot's buffers be reused.
 
-Failure semantics match the Ray writer's: a failed write raises its error at the next save or at :meth:`wait`
-(RestoreWizard calls it at the end of training); a write cut short by a crash has no manifest, so the store never
-offers it for a restore. The writer thread is not a daemon, so a process that ends (normally or by an exception in
-training) finishes the write in flight before it exits.
+A failed write raises its error at the next save or at :meth:`wait` (RestoreWizard calls it at the end of training);
+a write cut short by a crash has no manifest, so the store never offers it for a restore. The writer thread is not a
+daemon, so a process that ends (normally or by an exception in training) finishes the write in flight before it
+exits.
 """
 
 from __future__ import annotations

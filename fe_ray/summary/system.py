@@ -189,27 +189,24 @@ class System:
         # Output-only traces (Logger, ProgressBar) opt out so that changing the logging setup keeps checkpoints valid.
         return [trace for trace in get_current_items(self.traces) if getattr(trace, "checkpointed", True)]
 
-    def capture_state(self, copy_models: bool = True, buffers: SnapshotBuffers | None = None) -> dict[str, Any]:
+    def capture_state(self, copy_models: bool = True, buffers: SnapshotBuffers | None = None,
+                      models: bool = True) -> dict[str, Any]:
         """An in-memory, self-contained snapshot of the whole training state (see the module docstring).
 
         Args:
             copy_models: True (default) copies everything, so training may continue (and the snapshot be written
                 in another thread) right away. False lets model weights and optimizer state be views of the live
                 tensors, which saves one copy of the largest part of the state: only for a consumer that is done
-                with the snapshot before training continues (a synchronous write, or ``ray.put``).
+                with the snapshot before training continues (a synchronous write).
             buffers: With ``copy_models``, copy model states that would otherwise be views into these reused
                 buffers (several threads, no fresh memory); the previous snapshot taken into them changes.
+            models: False leaves the model states out (no ``"models"`` key, and a distributed network's replicas
+                are not asked for them): for a distributed save, where replica rank 0 adds its own.
         """
-        self.sync_models()
+        if models:
+            self.sync_models()
         counters = {key: getattr(self, key) for key in RESTORED_COUNTERS + RECORDED_SETTINGS}
-        models = {_model_name(model): get_backend(model).get_state(model, copy=copy_models and buffers is None)
-                  for model in self.network.models}
-        if copy_models and buffers is not None:
-            # One parallel copy of all models together, and only of the states that are views (TF and GPU states
-            # are host arrays of their own already).
-            views = {_model_name(model): models[_model_name(model)] for model in self.network.models
-                     if get_backend(model).state_is_view(model)}
-            models.update(buffers.copy(views))
+        model_states = {"models": snapshot_models(self.network.models, copy_models, buffers)} if models else {}
         pipeline_state = self.pipeline.state_dict() if hasattr(self.pipeline, "state_dict") else None
         objects = {
             "network": self.network.state_dict(),
@@ -221,8 +218,7 @@ class System:
                               for name, graphs in self.custom_graphs.items()},
             "rng": _capture_rng(self.network),
         }
-        return {"system": counters, "config": self.config_fingerprint(), "models": models,
-                **copy.deepcopy(objects)}
+        return {"system": counters, "config": self.config_fingerprint(), **model_states, **copy.deepcopy(objects)}
 
     def restore_state(self, payload: Mapping[str, Any], source: str = "the checkpoint", copy: bool = True) -> None:
         """Apply a :meth:`capture_state` snapshot to this System and the objects it references.
@@ -293,6 +289,26 @@ class System:
         """
         # The payload read from disk is ours alone: the optimizers may keep its arrays (no second copy in memory).
         self.restore_state(read_checkpoint(load_dir), source=f"checkpoint {load_dir}", copy=False)
+
+
+def snapshot_models(models: Sequence[Any], copy: bool = True,
+                    buffers: SnapshotBuffers | None = None) -> dict[str, Any]:
+    """Every model's state (weights + optimizer, numpy only) keyed by model name, as checkpoints hold them.
+
+    Args:
+        models: The models (built with :func:`fe_ray.build`).
+        copy: False returns views of live CPU tensors where the backend can (see ``get_state``).
+        buffers: With ``copy``, copy the states that would otherwise be views into these reused buffers (one
+            parallel copy of all models together); states that are host arrays of their own already (TF, GPU
+            models) are taken as they are.
+    """
+    states = {_model_name(model): get_backend(model).get_state(model, copy=copy and buffers is None)
+              for model in models}
+    if copy and buffers is not None:
+        views = {_model_name(model): states[_model_name(model)] for model in models
+                 if get_backend(model).state_is_view(model)}
+        states.update(buffers.copy(views))
+    return states
 
 
 def _model_name(model: Any) -> str:

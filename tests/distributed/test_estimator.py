@@ -50,13 +50,17 @@ def test_fit_matches_in_process(ray_session: None, framework: str, tmp_path: Any
     try:
         estimator = fe.Estimator(pipeline, dist, epochs=2, traces=Accuracy("y", "y_pred"), log_steps=None)
         got = estimator.fit()
-        # Background checkpoint: the System's snapshot is committed by the writer actor while the driver goes on.
-        payload = estimator.system.capture_state()
+        # Background checkpoint: rank 0 adds its models to the System's snapshot and commits it while the driver
+        # goes on.
+        payload = estimator.system.capture_state(models=False)
+        with pytest.raises(ValueError, match="without model states"):
+            dist.save_checkpoint_async(str(tmp_path), {**payload, "models": {}})
         dist.save_checkpoint_async(str(tmp_path), payload, info={"global_step": 26})
         url = dist.flush_checkpoints()
         assert url is not None and CheckpointStore(str(tmp_path)).latest() == url
         restored = read_checkpoint(url)
-        for name, state in payload["models"].items():
+        assert restored["system"] == payload["system"] and restored["summary"] == payload["summary"]
+        for name, state in estimator.system.capture_state()["models"].items():  # rank 0's state, pulled
             saved = restored["models"][name]["model"]
             for key in (state["model"] if isinstance(state["model"], dict) else range(len(state["model"]))):
                 np.testing.assert_array_equal(saved[key], state["model"][key])
@@ -167,3 +171,47 @@ def test_checkpoint_resumes_across_replica_counts(ray_session: None, tmp_path: A
                                list(expected.history["eval"]["accuracy"].values()), atol=1e-6)
     for mine, theirs in zip(model_weights(trained), model_weights(model)):
         np.testing.assert_allclose(mine, theirs, atol=1e-5)
+
+
+class SlowState(Trace):
+    """A trace whose checkpointed state takes ``seconds`` to pickle in the checkpoint writer (rank 0's process)."""
+
+    def __init__(self, seconds: float, marker: str) -> None:
+        super().__init__(mode="train")
+        self.seconds, self.marker = seconds, marker
+
+    def state_dict(self) -> dict[str, Any]:
+        from tests.reliability.helpers import SlowToPickle
+
+        return {"slow": SlowToPickle(os.getpid(), self.marker, self.seconds)}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        pass
+
+
+class FailAt(Trace):
+    def __init__(self, step: int) -> None:
+        super().__init__(mode="train")
+        self.step = step
+
+    def on_batch_begin(self, data: Any) -> None:
+        if self.system.global_step == self.step:
+            raise RuntimeError("training failed (simulated)")
+
+
+@pytest.mark.timeout(180)
+def test_fit_that_raises_commits_the_checkpoint_rank0_is_writing(ray_session: None, tmp_path: Any) -> None:
+    pipeline, network, _ = setup("torch", num_replicas=2)
+    directory = str(tmp_path / "ckpt")
+    # The checkpoint of step 3 takes 2 s to write; training fails at step 4, while it is still being written.
+    traces = [SlowState(2.0, str(tmp_path / "writer.pid")), RestoreWizard(directory, steps=3), FailAt(step=4)]
+    estimator = fe.Estimator(pipeline, network, epochs=1, traces=traces, log_steps=None)
+    try:
+        with pytest.raises(RuntimeError, match="simulated"):
+            estimator.fit()
+        assert int((tmp_path / "writer.pid").read_text()) == network.replica_info()[0]["pid"]  # rank 0 wrote it
+        latest = CheckpointStore(directory).latest()
+        assert latest is not None, "the checkpoint of step 3 must be committed before fit's exception is raised"
+        assert CheckpointStore(directory).manifest(latest)["info"]["global_step"] == 3
+    finally:
+        network.shutdown()

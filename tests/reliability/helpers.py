@@ -85,16 +85,16 @@ class HangReplica(Trace):
 
 class SlowToPickle:
     """Pickles instantly in the process that made it, but in any other process (the checkpoint writer) it first
-    writes that process's pid to ``marker`` and then blocks: a checkpoint write that is still in progress."""
+    writes that process's pid to ``marker`` and then blocks for ``seconds``: a checkpoint write in progress."""
 
-    def __init__(self, owner_pid: int, marker: str) -> None:
-        self.owner_pid, self.marker = owner_pid, marker
+    def __init__(self, owner_pid: int, marker: str, seconds: float = 3600.0) -> None:
+        self.owner_pid, self.marker, self.seconds = owner_pid, marker, seconds
 
     def __reduce__(self) -> tuple[Any, ...]:
         if os.getpid() != self.owner_pid:
             Path(self.marker).write_text(str(os.getpid()))
-            time.sleep(3600)
-        return (SlowToPickle, (self.owner_pid, self.marker))
+            time.sleep(self.seconds)
+        return (SlowToPickle, (self.owner_pid, self.marker, self.seconds))
 
 
 def wait_for(predicate: Any, timeout_s: float, what: str) -> None:

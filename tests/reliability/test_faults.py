@@ -1,4 +1,5 @@
-"""Faults during distributed training: killed replicas, a killed checkpoint writer and driver, hung replicas,
+"""Faults during distributed training: killed replicas (also while rank 0 writes a checkpoint), a killed driver, hung
+replicas,
 user-op errors, a full or unusable checkpoint disk, and NaN losses on one replica.
 
 Every test runs on the module's local Ray session (4 CPUs) with a 12-step digits MLP (see helpers.build_run).
@@ -24,7 +25,7 @@ import pytest
 import fe_ray as fe
 from fe_ray.backend import get_backend
 from fe_ray.distributed import ReplicaDiedError, ReplicaTimeoutError
-from fe_ray.distributed.system_actor import AsyncCheckpointer, CheckpointWriterError
+from fe_ray.distributed.checkpointing import CheckpointWriterError
 from fe_ray.io.checkpoint import CheckpointStore
 from fe_ray.io.state_files import read_checkpoint
 from fe_ray.op.tensorop.loss import MeanSquaredError
@@ -209,37 +210,97 @@ def test_nan_loss_on_one_replica_is_reported_and_reduced_nan_aware(ray_session: 
 
 
 # ------------------------------------------------------------------------------------------- checkpoint writer
-@pytest.mark.timeout(120)
-def test_checkpoint_writer_sigkill_mid_write_keeps_previous_checkpoint(ray_session: None, tmp_path: Path,
-                                                                       capsys: pytest.CaptureFixture) -> None:
-    ckpt = str(tmp_path / "ckpt")
-    estimator, _ = build_run(traces=[RestoreWizard(ckpt)])
+def _first_epoch_checkpointed(ckpt: str) -> tuple[Any, str]:
+    """A 2-replica run trained for one epoch whose RestoreWizard committed ckpt-000001; (estimator, its URL)."""
+    estimator, _ = build_run(traces=[RestoreWizard(ckpt)], num_replicas=2)
     estimator.system.total_epochs = 1
-    estimator.fit()  # epoch 1, committed synchronously as ckpt-000001
-    store = CheckpointStore(ckpt, keep=None)
-    first = store.latest()
+    estimator.fit()
+    first = CheckpointStore(ckpt, keep=None).latest()
     assert first is not None and first.endswith("ckpt-000001")
-    payload = estimator.system.capture_state()
-    marker = tmp_path / "writer.pid"
-    writer = AsyncCheckpointer(timeout_s=60)
+    return estimator, first
+
+
+@pytest.mark.timeout(150)
+def test_rank0_sigkill_mid_checkpoint_write_keeps_previous_checkpoint(ray_session: None, tmp_path: Path) -> None:
+    ckpt = str(tmp_path / "ckpt")
+    estimator, first = _first_epoch_checkpointed(ckpt)
+    network = estimator.network
     try:
-        writer.save(ckpt, {**payload, "zz_slow": SlowToPickle(os.getpid(), str(marker))})
-        wait_for(marker.exists, 60, "the writer to start writing")
+        payload = estimator.system.capture_state(models=False)
+        marker = tmp_path / "writer.pid"
+        # Rank 0 writes the model files, then blocks while pickling objects.pkl: killed mid-write.
+        network.save_checkpoint_async(ckpt, {**payload, "zz_slow": SlowToPickle(os.getpid(), str(marker))})
+        wait_for(marker.exists, 60, "rank 0 to start writing")
+        assert int(marker.read_text()) == network.replica_info()[0]["pid"]
         wait_for(lambda: bool(staging_dirs(ckpt)), 10, "the partial checkpoint")
         os.kill(int(marker.read_text()), signal.SIGKILL)
-        with pytest.raises(CheckpointWriterError, match="died while writing") as info:
-            writer.flush()
+        with pytest.raises(CheckpointWriterError, match="died before committing it") as info:
+            network.flush_checkpoints()
         assert info.value.latest == first and str(first) in str(info.value)
+        assert isinstance(info.value.__cause__, ReplicaDiedError)
         # The partial write is on disk but never offered for a restore.
+        store = CheckpointStore(ckpt, keep=None)
         assert staging_dirs(ckpt) and store.committed() == [first] and store.latest() == first
         read_checkpoint(first)
-        # A fresh writer takes over on the next save.
-        writer.save(ckpt, payload)
-        assert writer.flush().endswith("ckpt-000002")
+        # Fresh replicas take over on the next save (from the driver's models, synced at the end of fit).
+        network.save_checkpoint_async(ckpt, payload)
+        assert network.flush_checkpoints().endswith("ckpt-000002")
+        assert not network.started or int(marker.read_text()) not in [i["pid"] for i in network.replica_info()]
     finally:
-        writer.shutdown()
+        network.shutdown()
     assert not staging_dirs(ckpt)  # the leftovers were deleted by that save
     assert not pid_alive(int(marker.read_text()))
+
+
+@pytest.mark.timeout(150)
+def test_peer_death_lets_rank0_commit_the_checkpoint_it_is_writing(ray_session: None, tmp_path: Path) -> None:
+    ckpt = str(tmp_path / "ckpt")
+    estimator, first = _first_epoch_checkpointed(ckpt)
+    network = estimator.network
+    try:
+        payload = estimator.system.capture_state(models=False)
+        marker = tmp_path / "writer.pid"
+        # A write that takes 3 s: rank 1 dies while it is in flight.
+        network.save_checkpoint_async(ckpt, {**payload, "zz_slow": SlowToPickle(os.getpid(), str(marker), 3.0)})
+        wait_for(marker.exists, 60, "rank 0 to start writing")
+        os.kill(network.replica_info()[1]["pid"], signal.SIGKILL)
+        batch = {key: value[:10] for key, value in estimator.pipeline.data["train"][""].items()}
+        with pytest.raises(ReplicaDiedError), network(mode="train", epoch=2, ds_id="", desired_output_keys=None,
+                                                     warmup=False, eager=False):
+            network.run_step(batch)
+        assert not network.started
+        # The group was stopped only after rank 0 had committed the write in flight: recovery may resume from it.
+        latest = CheckpointStore(ckpt, keep=None).latest()
+        assert latest is not None and latest.endswith("ckpt-000002") and not staging_dirs(ckpt)
+        assert read_checkpoint(latest)["system"] == payload["system"]
+    finally:
+        network.shutdown()
+
+
+@pytest.mark.timeout(150)
+def test_failed_background_write_on_replicas_is_raised_and_replicas_keep_running(ray_session: None,
+                                                                                  tmp_path: Path) -> None:
+    blocker = tmp_path / "not_a_dir"
+    blocker.write_text("x")
+    estimator, model = build_run(traces=[RestoreWizard(str(blocker / "ckpt"), steps=3)], num_replicas=2)
+    network = estimator.network
+    try:
+        # Rank 0's write of step 3 fails in the background; the save of step 6 raises its error, original type.
+        with pytest.raises(NotADirectoryError, match=r"Could not write checkpoint .*not_a_dir/ckpt/ckpt-000001: Not "
+                                                     r"a directory.*choose another checkpoint directory") as info:
+            estimator.fit()
+        assert estimator.system.global_step == 6
+        assert getattr(info.value, "replica_rank", None) == 0
+        # Not a replica failure: the replicas still run, with the state of step 6.
+        assert network.started and network.failures == 0
+        network.sync_models_to_driver()
+        reference, reference_model = build_run()  # the same 6 steps (one epoch) in process
+        reference.system.total_epochs = 1
+        reference.fit()
+        for mine, theirs in zip(weights_of(model), weights_of(reference_model), strict=True):
+            np.testing.assert_allclose(mine, theirs, atol=1e-5, rtol=0)
+    finally:
+        network.shutdown()
 
 
 # ------------------------------------------------------------------------------------------- driver SIGKILL
@@ -254,7 +315,7 @@ DRIVER = textwrap.dedent("""
     estimator.fit()                       # ckpt-000001, committed synchronously
     network = estimator.network
     pids = [info["pid"] for info in network.replica_info()]
-    payload = estimator.system.capture_state()
+    payload = estimator.system.capture_state(models=False)
     network.save_checkpoint_async(ckpt, {**payload, "zz_slow": SlowToPickle(os.getpid(), marker)})
     with open(info_file + ".tmp", "w") as f:
         json.dump({"replicas": pids, "job": ray.get_runtime_context().get_job_id()}, f)
@@ -281,7 +342,8 @@ def test_driver_sigkill_mid_checkpoint_write_leaves_no_orphans_and_resumes(ray_s
                  "the driver to start a background checkpoint write")
         assert driver.poll() is None, driver.stderr.read().decode()[-3000:] if driver.stderr else ""
         info = json.loads(info_file.read_text())
-        actor_pids = [*info["replicas"], int(marker.read_text())]
+        actor_pids = info["replicas"]
+        assert int(marker.read_text()) == actor_pids[0]  # rank 0 writes the checkpoint
         assert all(pid_alive(pid) for pid in actor_pids)
         driver.send_signal(signal.SIGKILL)  # mid-write: no finalizer, no atexit hook runs
         driver.wait(10)
@@ -294,7 +356,7 @@ def test_driver_sigkill_mid_checkpoint_write_leaves_no_orphans_and_resumes(ray_s
     assert {a["State"] for a in actors} == {"DEAD"}, actors
     # (Ray's compiled step graph adds a helper actor of its own, CompiledDAG.DAGDriverProxyActor: dead too.)
     ours = sorted(a["ActorClassName"] for a in actors if not a["ActorClassName"].startswith("CompiledDAG."))
-    assert ours == ["CheckpointWriter", "Replica", "Replica"], actors
+    assert ours == ["Replica", "Replica"], actors
     # The interrupted write left a partial checkpoint that is never picked up.
     store = CheckpointStore(ckpt, keep=None)
     assert staging_dirs(ckpt) and [Path(url).name for url in store.committed()] == ["ckpt-000001"]

@@ -27,12 +27,13 @@ class RestoreWizard(Trace):
     Checkpoints go through a :class:`~fe_ray.io.checkpoint.CheckpointStore`, so a run killed while writing
     leaves the previous checkpoint as the one to resume from. ``directory`` may be any fsspec URL.
 
-    Training stops only while the state is copied in memory; the files are written in the background (by a
-    writer actor with ``num_replicas``, else by a thread of this process; ``background=False`` writes them before
-    training continues). Background writes are committed before ``fit`` returns, and their errors raised there.
-    An in-process background save keeps one extra copy of the model states in memory (reused from save to save,
-    freed when training ends); where that copy would take more than half of the available memory, the run saves
-    synchronously instead (with a message).
+    Training stops only while the model states are copied in memory; the files are written in the background (by
+    replica rank 0 with ``num_replicas``, which holds the states, else by a thread of this process;
+    ``background=False`` writes them before training continues). Background writes are committed before ``fit``
+    returns, and their errors raised there. A background save keeps one extra copy of the model states in memory
+    (in rank 0's process with ``num_replicas``; reused from save to save, freed when training ends); where that copy
+    would take more than half of the available memory, the run saves synchronously instead (with a message). With
+    ``num_replicas``, ``directory`` must be reachable from rank 0's node (a shared filesystem or an fsspec URL).
 
     Checkpoints contain a pickle (``objects.pkl``): only resume from directories you wrote yourself.
 
@@ -100,37 +101,39 @@ class RestoreWizard(Trace):
     def save(self) -> str | None:
         """Capture the training state now and commit it as a new checkpoint.
 
-        With ``background``, a distributed network (one with ``save_checkpoint_async``) commits it from its
-        writer actor, and in process a writer thread does (after the previous write has finished): training
-        stalls only for the in-memory capture. Otherwise it is written here, synchronously.
+        With ``background``, training stalls only for an in-memory copy of the model states: a distributed network
+        (one with ``save_checkpoint_async``) has replica rank 0 copy and write its own, in process a writer thread
+        writes (after the previous write has finished). Otherwise it is written here, synchronously.
 
         Returns:
             The committed checkpoint's URL, or None while a background write is still in flight.
 
         Raises:
-            Exception: The error of the previous in-process background write, if it failed.
+            Exception: The error of the previous background write, if it failed.
         """
-        save_async = getattr(self.system.network, "save_checkpoint_async", None) if self.background else None
-        if self.background and save_async is None and not self._too_large:
+        if self.background and not self._too_large:
             try:
-                saver_for(self.directory).save(self.store, lambda buffers: self.system.capture_state(buffers=buffers),
-                                               info=self._info(vars(self.system)))
+                self._save_in_background()
                 self.last_checkpoint = None
                 return None
             except SnapshotTooLargeError as err:
                 self._too_large = True  # for the rest of this run: the state will not shrink
                 print(f"FastEstimator-RestoreWizard: {err} Saving synchronously instead (no extra copy of the state "
                       "in memory; training waits for each save).", flush=True)
-        # No copy of the weights: both paths are done with them before training continues (a synchronous write, or
-        # AsyncCheckpointer's ray.put, which copies into the object store before it returns).
+        # No copy of the weights: the write is done with them before training continues.
         payload = self.system.capture_state(copy_models=False)
-        info = self._info(payload["system"])
-        if save_async is not None:
-            save_async(self.directory, payload, keep=self.store.keep, info=info)
-            self.last_checkpoint = None
-            return None
-        self.last_checkpoint = self.store.save(lambda directory: write_checkpoint(payload, directory), info=info)
+        self.last_checkpoint = self.store.save(lambda directory: write_checkpoint(payload, directory),
+                                               info=self._info(payload["system"]))
         return self.last_checkpoint
+
+    def _save_in_background(self) -> None:
+        save_async = getattr(self.system.network, "save_checkpoint_async", None)
+        if save_async is not None:
+            payload = self.system.capture_state(models=False)  # rank 0 adds its models' states itself
+            save_async(self.directory, payload, keep=self.store.keep, info=self._info(payload["system"]))
+        else:
+            saver_for(self.directory).save(self.store, lambda buffers: self.system.capture_state(buffers=buffers),
+                                           info=self._info(vars(self.system)))
 
     @staticmethod
     def _info(counters: Mapping[str, Any]) -> dict[str, Any]:
@@ -148,8 +151,13 @@ class RestoreWizard(Trace):
             saver.close()  # frees the snapshot buffers (a full copy of the model states) once training is done
 
     def on_abort(self, error: BaseException) -> None:
-        # Training failed: the checkpoint being written is the one a resume needs, so commit it now. (Ray's writer
-        # actor goes on by itself; the coordinator's shutdown waits for it.)
+        # Training failed: the checkpoint being written is the one a resume needs, so commit it now.
+        flush = getattr(self.system.network, "flush_checkpoints", None)
+        if flush is not None:
+            try:
+                flush()
+            except Exception as err:  # noqa: BLE001 - the error that stopped training is the one raised
+                logger.warning("fe_ray: the checkpoint being written when training failed was not committed: %s", err)
         saver = saver_for(self.directory)
         if saver.busy:
             print("FastEstimator-RestoreWizard: Training stopped; finishing the checkpoint being written.",
