@@ -23,10 +23,11 @@ exact state into them (the Estimator calls it before saving, and RayNetwork afte
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import weakref
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from fe_ray.backend import get_backend
@@ -170,9 +171,8 @@ class RayNetwork(BaseNetwork):
     def _start_rng(self) -> None:
         """Give fresh replicas their random state: a restored checkpoint's, else distinct seeds per rank derived
         from ``fe.enable_deterministic``'s seed (so random ops differ across slices but repeat across runs)."""
-        group = self._group()
         states, self._pending_rng = self._pending_rng, None
-        try:
+        with self._replicas() as group:
             if states is not None and len(states) == self.num_replicas:
                 group.call("set_rng", per_rank_args=[(state,) for state in states],
                            timeout_s=self._control_timeout_s, what="restoring random state")
@@ -186,19 +186,13 @@ class RayNetwork(BaseNetwork):
             seeds = [((base + 1) * 1_000_003 + rank) % 2**63 for rank in range(self.num_replicas)]
             group.call("seed_rng", per_rank_args=[(seed,) for seed in seeds], timeout_s=self._control_timeout_s,
                        what="seeding")
-        except BaseException as err:
-            self._failed(err)
-            raise
 
     def replica_rng_states(self) -> list[Any] | None:
         """Every replica's generator states, for checkpoints (None when no replicas run and none are pending)."""
         if not self.started:
             return self._pending_rng
-        try:
-            return self._group().call("get_rng", timeout_s=self._control_timeout_s, what="sending random state")
-        except BaseException as err:
-            self._failed(err)
-            raise
+        with self._replicas() as group:
+            return group.call("get_rng", timeout_s=self._control_timeout_s, what="sending random state")
 
     def load_replica_rng_states(self, states: list[Any]) -> None:
         """Restore :meth:`replica_rng_states` now, or when the replicas start (a different count: fresh seeds)."""
@@ -242,6 +236,16 @@ class RayNetwork(BaseNetwork):
         group = self._holder.group
         assert group is not None
         return group
+
+    @contextlib.contextmanager
+    def _replicas(self) -> Iterator[ReplicaGroup]:
+        """The running group (started if needed) for calls whose failure tears it down (see :meth:`_failed`)."""
+        group = self._group()  # a group that fails to start has stopped itself already
+        try:
+            yield group
+        except BaseException as err:
+            self._failed(err)
+            raise
 
     def _failed(self, err: BaseException) -> None:
         """Tear a group with a failed member down; the next use starts fresh replicas from the driver's models."""
@@ -337,29 +341,24 @@ class RayNetwork(BaseNetwork):
 
     def replica_info(self) -> list[dict[str, Any]]:
         """Rank, pid, node IP, device (torch: also intra-op CPU threads) of every replica, starting them if needed."""
-        group = self._group()
-        try:
+        with self._replicas() as group:
             group.infos = group.call("info", timeout_s=self._control_timeout_s)
-        except BaseException as err:
-            self._failed(err)
-            raise
         return [dict(info) for info in group.infos]
 
     # ------------------------------------------------------------------ contexts
     def _enter_context(self) -> None:
-        group = self._group()
+        self._group()  # started before the rates are compared: fresh replicas get the driver's rates with its models
         state = self.ctx_state
         desired = set(self.ctx_outputs)
         args = (state["mode"], state["epoch"], state["ds_id"], desired, state["warmup"], state["eager"],
                 self._lrs.changes(self.models))
         try:
-            group.wait(self._pending_exit, self._control_timeout_s, "leaving the previous context")
+            with self._replicas() as group:
+                group.wait(self._pending_exit, self._control_timeout_s, "leaving the previous context")
+                self._pending_exit = []
+                group.call("configure", args=args, timeout_s=self._control_timeout_s, what="configuring")
+        finally:
             self._pending_exit = []
-            group.call("configure", args=args, timeout_s=self._control_timeout_s, what="configuring")
-        except BaseException as err:
-            self._pending_exit = []
-            self._failed(err)
-            raise
 
     def _exit_context(self) -> None:
         self._prefetched = None
@@ -371,11 +370,7 @@ class RayNetwork(BaseNetwork):
             self._pending_exit = group.submit("exit_context")
             if mode == "train" and not self.ctx_state.get("warmup"):
                 # Keep the driver's models current at epoch ends (traces such as BestModelSaver read them).
-                try:
-                    self._lrs.keep_unsent(self.models, self.sync_models_to_driver)
-                except BaseException as err:
-                    self._failed(err)
-                    raise
+                self._lrs.keep_unsent(self.models, self.sync_models_to_driver)
 
     # ------------------------------------------------------------------ steps
     def prefetch(self, batch: Mapping[str, Any]) -> None:
@@ -404,7 +399,6 @@ class RayNetwork(BaseNetwork):
 
     def _run_step(self, batch: Mapping[str, Any]) -> dict[str, Any]:
         """Run one (mini)batch on the replicas and merge their outputs (BaseNetwork.run_step does the rest)."""
-        group = self._group()
         if self._prefetched is not None and self._prefetched[0] is batch:
             _, refs, n_local, n_total = self._prefetched
         else:
@@ -415,11 +409,8 @@ class RayNetwork(BaseNetwork):
         following, self._lookahead = self._lookahead, None
         # The following batch's slices are put while the replicas compute this one.
         overlap = None if following is None else lambda: self.prefetch(following)
-        try:
+        with self._replicas() as group:
             results = group.run_steps(per_rank, self.step_timeout_s, overlap=overlap)
-        except BaseException as err:
-            self._failed(err)
-            raise
         outputs, self.replica_outputs = merge_outputs(results, n_local)
         return outputs
 
@@ -441,12 +432,8 @@ class RayNetwork(BaseNetwork):
         """Copy rank 0's exact model / optimizer / op state into the driver's objects (no-op if not started)."""
         if not self.started:
             return
-        group = self._group()
-        try:
+        with self._replicas() as group:
             state = group.call_one(0, "get_state", timeout_s=self._control_timeout_s, what="sending its state")
-        except BaseException as err:
-            self._failed(err)
-            raise
         backend = get_backend(self.target_type)
         state = writable(state)  # owned arrays from here on, so the optimizers may keep them (copy=False)
         for model in self.models:
@@ -465,22 +452,16 @@ class RayNetwork(BaseNetwork):
         import ray
 
         ref = ray.put(state)
-        try:
-            self._group().call("set_state", args=(ref,), timeout_s=self._control_timeout_s, what="loading state")
-        except BaseException as err:
-            self._failed(err)
-            raise
+        with self._replicas() as group:
+            group.call("set_state", args=(ref,), timeout_s=self._control_timeout_s, what="loading state")
         self._lrs.assume_synced(self.models)
 
     def state_dict(self) -> dict[str, Any]:
         """Op / slicer / pop states, taken from rank 0 when the replicas run (they own the live op states)."""
         if self.started and not self.ctx_lock.locked():
-            try:
-                state = self._group().call_one(0, "get_state", args=(False,), timeout_s=self._control_timeout_s,
-                                               what="sending its op states")
-            except BaseException as err:
-                self._failed(err)
-                raise
+            with self._replicas() as group:
+                state = group.call_one(0, "get_state", args=(False,), timeout_s=self._control_timeout_s,
+                                       what="sending its op states")
             self._load_op_states(writable(state["network"]))
         return BaseNetwork.state_dict(self)
 
@@ -488,12 +469,9 @@ class RayNetwork(BaseNetwork):
         """Restore op / slicer / pop states on the driver and on every replica."""
         BaseNetwork.load_state_dict(self, state)
         if self.started:
-            try:
-                self._group().call("set_state", args=({"network": self._op_states()},),
-                                   timeout_s=self._control_timeout_s, what="loading op states")
-            except BaseException as err:
-                self._failed(err)
-                raise
+            with self._replicas() as group:
+                group.call("set_state", args=({"network": self._op_states()},), timeout_s=self._control_timeout_s,
+                           what="loading op states")
 
     def _op_states(self) -> dict[str, Any]:
         """The part of the network state that replicas hold: their ops (slicers and pops live on the driver)."""
