@@ -339,26 +339,17 @@ def proc_cpu_s(stat_path: str | os.PathLike[str]) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def thread_cpu_s(pid: int | str = "self", name_prefix: str = "") -> tuple[float, float]:
-    """(CPU seconds of the live threads of process ``pid`` whose name starts with ``name_prefix``, CPU seconds of
-    its threads that have ended: the process total minus the sum over its live threads). A difference of the
-    second over some work counts exactly the threads that work started and ended (e.g. one per file written)."""
-    named = live = 0.0
+def ended_threads_cpu_s(pid: int | str = "self") -> float:
+    """CPU seconds of the threads of process ``pid`` that have ended: the process total minus the sum over its live
+    threads. A difference over some work counts exactly the threads that work started and ended (e.g. one per file
+    written)."""
+    live = 0.0
     for task in Path(f"/proc/{pid}/task").iterdir():
         try:
-            seconds = proc_cpu_s(task / "stat")
-            name = (task / "comm").read_text().strip()
+            live += proc_cpu_s(task / "stat")
         except OSError:  # ended while we looked: its time is in the process total, as it should be
-            continue
-        live += seconds
-        if name_prefix and name.startswith(name_prefix):
-            named += seconds
-    return named, proc_cpu_s(f"/proc/{pid}/stat") - live
-
-
-def ended_threads_cpu_s(pid: int | str = "self") -> float:
-    """CPU seconds of the threads of process ``pid`` that have ended (see :func:`thread_cpu_s`)."""
-    return thread_cpu_s(pid)[1]
+            pass
+    return proc_cpu_s(f"/proc/{pid}/stat") - live
 
 
 def init_ray(num_cpus: int) -> Any:

@@ -20,10 +20,6 @@ import numpy as np
 
 from benchmarks import harness
 
-#: Threads whose CPU time counts as the writer's: the checkpoint writer thread (names are cut to 15 characters in
-#: /proc, so this is a prefix) and, through the ended-threads total, the direct-I/O thread of each file it wrote.
-WRITER_THREAD_PREFIX = "fe_ray-checkpoi"
-
 
 class ReplicaSave:
     """A one-replica RayNetwork holding the big model (+ Adam) and a LeNet that it trains, and a RestoreWizard.
@@ -75,6 +71,7 @@ class ReplicaSave:
         self.wizard = RestoreWizard(str(root), keep=1)
         self.wizard.system = self.system
         self.pid = int(self.network.replica_info()[0]["pid"])
+        self._writer_tid: int | None = None
         self.step()
 
     def step(self) -> None:
@@ -100,13 +97,30 @@ class ReplicaSave:
 
     def writer_cpu_s(self) -> float:
         """CPU seconds of the replica's checkpoint writer thread, plus those of the replica's threads that have
-        ended (its direct-I/O threads end with each file; see :func:`benchmarks.harness.thread_cpu_s`)."""
-        writer, ended = harness.thread_cpu_s(self.pid, WRITER_THREAD_PREFIX)
-        return writer + ended
+        ended (its direct-I/O threads end with each file); NaN before the first save started the writer."""
+        if self._writer_tid is None:
+            import ray
+
+            rank0 = self.network._holder.group.actors[0]
+            self._writer_tid = ray.get(rank0.__ray_call__.remote(_writer_thread_id), timeout=60)
+            if self._writer_tid is None:
+                return float("nan")
+        return (harness.proc_cpu_s(f"/proc/{self.pid}/task/{self._writer_tid}/stat")
+                + harness.ended_threads_cpu_s(self.pid))
 
     def close(self) -> None:
         self._context.__exit__(None, None, None)
         self.network.shutdown()
+
+
+def _writer_thread_id(replica: Any) -> int | None:
+    """(Run inside the replica actor) the native thread id of its checkpoint writer thread, None if it has none."""
+    import threading
+
+    saver = replica._saver
+    if saver is None or saver._executor is None:
+        return None
+    return saver._executor.submit(threading.get_native_id).result(timeout=60)
 
 
 __all__ = ["ReplicaSave"]
