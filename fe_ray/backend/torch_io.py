@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Any
 
 import numpy as np
@@ -106,15 +107,74 @@ def set_state(model: torch.nn.Module, state: dict[str, Any], copy: bool = True) 
 
     Args:
         model: The model.
-        state: The snapshot.
-        copy: False lets the optimizer adopt the snapshot's writable arrays as its state (torch's
-            ``load_state_dict`` keeps the tensors it is given), saving a copy and its memory; the caller must not
-            use the snapshot afterwards. Weights are always copied into the model's own parameters.
+        state: The snapshot; with ``copy`` its arrays may be read-only (e.g. views of Ray's object store).
+        copy: True copies the snapshot, into the optimizer's own state tensors when it already holds a state of
+            the same layout (same parameters, keys, shapes and dtypes, CPU: e.g. from the previous sync), so no
+            memory is allocated, else into new ones. False lets the optimizer adopt the snapshot's writable
+            arrays as its state (torch's ``load_state_dict`` keeps the tensors it is given), saving a copy and its
+            memory; the caller must not use the snapshot afterwards. Weights are always copied into the model's
+            own parameters.
     """
-    model.load_state_dict({key: torch.as_tensor(value) for key, value in state["model"].items()})
+    model.load_state_dict({key: _tensor_to_read(value) for key, value in state["model"].items()})
     optimizer = getattr(model, "current_optimizer", None)
-    if optimizer is not None and state.get("optimizer") is not None:
-        _load_optimizer_payload(optimizer, _nested_to_torch(state["optimizer"], copy))
+    if optimizer is None or state.get("optimizer") is None:
+        return
+    if copy and _load_optimizer_in_place(optimizer, state["optimizer"]):
+        return
+    _load_optimizer_payload(optimizer, _nested_to_torch(state["optimizer"], copy))
+
+
+def _tensor_to_read(value: Any) -> Any:
+    """A tensor over ``value``'s memory that is only read (``load_state_dict`` copies from it), so a read-only
+    array needs no copy and no warning."""
+    if not isinstance(value, np.ndarray) or value.flags.writeable:
+        return torch.as_tensor(value)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+        return torch.as_tensor(value)
+
+
+def _load_optimizer_in_place(optimizer: torch.optim.Optimizer, payload: dict[str, Any]) -> bool:
+    """Copy a snapshot's optimizer state into the optimizer's existing state tensors (warm memory: a fresh copy of a
+    large state costs more in page faults than in copying on some machines). Only when every state tensor has a
+    counterpart of the same shape and dtype on the CPU; returns False, having changed nothing, otherwise."""
+    saved = payload["optimizer"]
+    groups = optimizer.param_groups
+    if len(saved["param_groups"]) != len(groups):
+        return False
+    params = [param for group in groups for param in group["params"]]
+    indices = [index for group in saved["param_groups"] for index in group["params"]]
+    if len(indices) != len(params) or len(saved["state"]) != len(optimizer.state):
+        return False
+    by_index = dict(zip(indices, params))
+    copies: list[tuple[torch.Tensor, np.ndarray]] = []
+    for index, entry in saved["state"].items():
+        live = optimizer.state.get(by_index.get(index))  # type: ignore[arg-type]
+        if not live or live.keys() != entry.keys():
+            return False
+        for key, value in entry.items():
+            target = live[key]
+            if isinstance(target, torch.Tensor) != isinstance(value, np.ndarray):
+                return False
+            if isinstance(target, torch.Tensor):
+                if (target.device.type != "cpu" or target.dtype == torch.bfloat16 or tuple(target.shape) != value.shape
+                        or target.numpy().dtype != value.dtype):
+                    return False
+                copies.append((target, value))
+    # Everything matches: copy the tensors, then set what load_state_dict would set besides them.
+    for target, value in copies:
+        np.copyto(target.numpy(), value, casting="no")
+    for index, entry in saved["state"].items():
+        live = optimizer.state[by_index[index]]
+        for key, value in entry.items():
+            if not isinstance(value, np.ndarray):
+                live[key] = value
+    for group, saved_group in zip(groups, saved["param_groups"]):
+        group.update({key: _nested_to_torch(value) for key, value in saved_group.items() if key != "params"})
+    scaler = getattr(optimizer, "scaler", None)
+    if scaler is not None and payload.get("scaler"):
+        scaler.load_state_dict(payload["scaler"])
+    return True
 
 
 def _to_numpy(tensor: torch.Tensor, copy: bool = True) -> np.ndarray:

@@ -435,10 +435,11 @@ class RayNetwork(BaseNetwork):
         with self._replicas() as group:
             state = group.call_one(0, "get_state", timeout_s=self._control_timeout_s, what="sending its state")
         backend = get_backend(self.target_type)
-        state = writable(state)  # owned arrays from here on, so the optimizers may keep them (copy=False)
         for model in self.models:
-            backend.set_state(model, state["models"][model.model_name], copy=False)
-        self._load_op_states(state["network"])
+            # Copied from the object store's read-only views straight into the driver's own tensors (warm memory)
+            # where the layouts match, as they do from the second sync on: no fresh copy of the whole state.
+            backend.set_state(model, state["models"][model.model_name], copy=True)
+        self._load_op_states(writable(state["network"]))
         self._lrs.assume_synced(self.models)
 
     def load_models_from_driver(self) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import warnings
 from typing import Any
 
 import numpy as np
@@ -300,6 +301,54 @@ def test_torch_set_state_without_copy_adopts_owned_arrays_only() -> None:
         adam_step("torch", target, (3.0, 3.0, 3.0))  # updates its state in place; a read-only array would raise
     np.testing.assert_array_equal(moments[1], saved)
     assert not np.array_equal(moments[0], saved)  # adopted: the optimizer's step changed the snapshot's array
+
+
+def test_torch_set_state_copies_into_the_optimizers_own_tensors_when_layouts_match() -> None:
+    backend = get_backend("torch")
+    source = model_of("torch", "adam")
+    adam_step("torch", source, (1.0, -1.0, 2.0))
+    source.current_optimizer.param_groups[0]["lr"] = 0.25
+    snapshot = pickle.loads(pickle.dumps(backend.get_state(source)))
+    for array in _arrays(snapshot):
+        array.flags.writeable = False  # object-store views are read-only
+    target = model_of("torch", "adam", weights=(9.0, 9.0, 9.0))
+    adam_step("torch", target, (3.0, 3.0, 3.0))  # the same layout of state: moments and step counts
+    live = {key: value for key, value in next(iter(target.current_optimizer.state.values())).items()}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "NumPy array is not writable" warning either
+        backend.set_state(target, snapshot)
+    state = next(iter(target.current_optimizer.state.values()))
+    assert all(state[key] is tensor for key, tensor in live.items())  # the same tensors, overwritten
+    np.testing.assert_array_equal(weights(target), weights(source))
+    for got, want in zip(optimizer_state(target), optimizer_state(source), strict=True):
+        np.testing.assert_array_equal(got, want)
+    assert target.current_optimizer.param_groups[0]["lr"] == 0.25
+    # The copy is the optimizer's own: training on does not touch the snapshot, and matches the source's step.
+    adam_step("torch", target, (0.5, 0.5, 0.5))
+    adam_step("torch", source, (0.5, 0.5, 0.5))
+    np.testing.assert_array_equal(weights(target), weights(source))
+    # An optimizer without state (another layout) gets new tensors instead.
+    fresh = model_of("torch", "adam")
+    backend.set_state(fresh, snapshot)
+    for got, want in zip(optimizer_state(fresh), _opt_arrays(snapshot), strict=True):
+        np.testing.assert_array_equal(got, want)
+    exp_avg = next(iter(fresh.current_optimizer.state.values()))["exp_avg"].numpy()
+    assert not any(np.shares_memory(exp_avg, array) for array in _arrays(snapshot))
+
+
+def _arrays(data: Any) -> list[np.ndarray]:
+    if isinstance(data, np.ndarray):
+        return [data]
+    if isinstance(data, dict):
+        return [a for value in data.values() for a in _arrays(value)]
+    if isinstance(data, (list, tuple)):
+        return [a for value in data for a in _arrays(value)]
+    return []
+
+
+def _opt_arrays(snapshot: dict[str, Any]) -> list[np.ndarray]:
+    state = snapshot["optimizer"]["optimizer"]["state"]
+    return [np.asarray(v) for idx in sorted(state) for _, v in sorted(state[idx].items())]
 
 
 def test_tf_set_state_rejects_other_architecture() -> None:
