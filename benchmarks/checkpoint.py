@@ -13,6 +13,8 @@ Side by side, alternating, in one run (seconds; lower is better):
     raw_read         cold read of the torch.save file (page cache dropped with posix_fadvise) (disk speed)
     torch_restore    cold torch.load + model/optimizer load_state_dict
     fe_restore       cold fe_ray read_checkpoint + System.restore_state
+    fe_sync          (CPU, with Ray) what a distributed fit does at every epoch end: rank 0's state pulled into the
+                     driver's models (RayNetwork.sync_models_to_driver of the fe_replica path's replica, below)
 
 Background saves, outside the alternation (they need a training loop running meanwhile): ``fe_replica`` is a
 distributed run's save, ``RestoreWizard.save()`` on a one-replica RayNetwork whose replica holds the same model
@@ -256,6 +258,12 @@ class Bench:
             self.optimizer.load_state_dict(state["optimizer"])
         return self._peak("torch_restore", run)
 
+    def fe_sync(self) -> float:
+        """The epoch-end pull of a distributed fit: rank 0's state into the driver's models (sync_models_to_driver)
+        of the ``fe_replica`` path's one-replica network, which holds the same model and state."""
+        network = self.replica_save().network
+        return self._peak("fe_sync", network.sync_models_to_driver)
+
     def fe_restore(self) -> float:
         from fe_ray.io.checkpoint import CheckpointStore
 
@@ -442,6 +450,12 @@ def main(argv: list[str] | None = None) -> int:
         ops = {"raw_write": bench.raw_write, "torch_save": bench.torch_save, "fe_save": bench.fe_save,
                "memcopy": bench.memcopy, "fe_capture": bench.fe_capture, "raw_read": bench.raw_read,
                "torch_restore": bench.torch_restore, "fe_restore": bench.fe_restore}
+        if device == "cpu" and "fe_replica" in (args.paths or "fe_replica"):
+            try:
+                bench.fe_sync()  # warm-up: starts Ray and the replica; the driver's optimizer gets its state
+                ops["fe_sync"] = bench.fe_sync
+            except Exception as err:  # noqa: BLE001 - e.g. no Ray on this machine
+                print(f"fe_sync not run: {type(err).__name__}: {err}")
         bench.fe_save()  # warm-up: creates the fe checkpoint that fe_restore reads
         for name in ops:
             bench.peaks.pop(name, None)
@@ -516,6 +530,7 @@ def main(argv: list[str] | None = None) -> int:
                   ("fe_restore/torch_restore", r("fe_restore", "torch_restore"), 1.3, "<="),
                   ("torch_save/raw_write", r("torch_save", "raw_write"), None, "<="),
                   ("fe_capture/memcopy", r("fe_capture", "memcopy"), None, "<="),
+                  ("fe_sync/memcopy", r("fe_sync", "memcopy") if "fe_sync" in series else None, None, "<="),
                   *[(f"{kind} stall / memcopy", m["stall_s"] / series["memcopy"].median, 1.0, "<=")
                     for kind, m in bg_med.items()],
                   *[(f"{kind} blocked / memcopy", m["blocked_s"] / series["memcopy"].median, None, "<=")
