@@ -22,6 +22,7 @@ from fe_ray.io.state_files import read_checkpoint
 from fe_ray.op.tensorop.loss import CrossEntropy
 from fe_ray.op.tensorop.model import ModelOp, UpdateOp
 from tests.estimator_helpers import digits_arrays, torch_mlp
+from tests.helpers.state import assert_same_state
 
 
 class LocalGroup:
@@ -59,19 +60,6 @@ def trained_replica() -> tuple[Replica, dict[str, np.ndarray]]:
     return replica, train
 
 
-def assert_same(a: Any, b: Any) -> None:
-    if isinstance(a, dict):
-        assert a.keys() == b.keys()
-        for key in a:
-            assert_same(a[key], b[key])
-    elif isinstance(a, (list, tuple)):
-        assert len(a) == len(b)
-        for x, y in zip(a, b):
-            assert_same(x, y)
-    else:
-        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
-
-
 PAYLOAD = {"system": {"global_step": 2}, "config": {"models": ["mlp"]}, "network": {"ops": []}, "rng": {}}
 
 
@@ -87,7 +75,7 @@ def test_rank0_commits_its_own_models_with_the_drivers_payload(tmp_path: Path) -
     assert not checkpoints.pending and url == checkpoints.last_committed == CheckpointStore(str(tmp_path)).latest()
     saved = read_checkpoint(url)
     assert saved["system"] == PAYLOAD["system"] and saved["network"] == PAYLOAD["network"]
-    assert_same(saved["models"], expected)
+    assert_same_state(saved["models"], expected)
     assert CheckpointStore(str(tmp_path)).manifest(url)["info"] == {"global_step": 2}
     assert replica._saver is None  # finishing frees the writer thread and its copy of the state
     assert checkpoints.finish(group, timeout_s=60) == url and group.calls.count("finish_checkpoint") == 1

@@ -7,6 +7,7 @@ Every test runs on the module's local Ray session (4 CPUs) with a 12-step digits
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import logging
@@ -16,7 +17,9 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -32,6 +35,7 @@ from fe_ray.op.tensorop.loss import MeanSquaredError
 from fe_ray.op.tensorop.model import ModelOp, UpdateOp
 from fe_ray.trace import Trace
 from tests.helpers.models import linear
+from tests.helpers.state import assert_same_state
 from tests.reliability.helpers import (
     HangReplica,
     KillReplica,
@@ -210,30 +214,38 @@ def test_nan_loss_on_one_replica_is_reported_and_reduced_nan_aware(ray_session: 
 
 
 # ------------------------------------------------------------------------------------------- checkpoint writer
-def _first_epoch_checkpointed(ckpt: str) -> tuple[Any, str]:
-    """A 2-replica run trained for one epoch whose RestoreWizard committed ckpt-000001; (estimator, its URL)."""
+@contextlib.contextmanager
+def rank0_writing(tmp_path: Path, seconds: float = 3600.0) -> Iterator[SimpleNamespace]:
+    """A 2-replica run trained for one epoch (its RestoreWizard committed ckpt-000001) whose rank 0 is writing a
+    second checkpoint: it wrote the model files and blocks for ``seconds`` while pickling objects.pkl. Yields
+    ``network``, ``ckpt``, ``first`` (the committed URL), ``payload`` (the snapshot without the slow object) and
+    ``marker`` (the file holding the writer's pid); the network is shut down on exit."""
+    ckpt = str(tmp_path / "ckpt")
     estimator, _ = build_run(traces=[RestoreWizard(ckpt)], num_replicas=2)
     estimator.system.total_epochs = 1
-    estimator.fit()
-    first = CheckpointStore(ckpt, keep=None).latest()
-    assert first is not None and first.endswith("ckpt-000001")
-    return estimator, first
+    network = estimator.network
+    try:
+        estimator.fit()
+        first = CheckpointStore(ckpt, keep=None).latest()
+        assert first is not None and first.endswith("ckpt-000001")
+        payload = estimator.system.capture_state(models=False)
+        marker = tmp_path / "writer.pid"
+        network.save_checkpoint_async(ckpt, {**payload, "zz_slow": SlowToPickle(os.getpid(), str(marker), seconds)})
+        wait_for(marker.exists, 60, "rank 0 to start writing")
+        yield SimpleNamespace(network=network, ckpt=ckpt, first=first, payload=payload, marker=marker,
+                              estimator=estimator)
+    finally:
+        network.shutdown()
 
 
 @pytest.mark.timeout(150)
 def test_rank0_sigkill_mid_checkpoint_write_keeps_previous_checkpoint(ray_session: None, tmp_path: Path) -> None:
-    ckpt = str(tmp_path / "ckpt")
-    estimator, first = _first_epoch_checkpointed(ckpt)
-    network = estimator.network
-    try:
-        payload = estimator.system.capture_state(models=False)
-        marker = tmp_path / "writer.pid"
-        # Rank 0 writes the model files, then blocks while pickling objects.pkl: killed mid-write.
-        network.save_checkpoint_async(ckpt, {**payload, "zz_slow": SlowToPickle(os.getpid(), str(marker))})
-        wait_for(marker.exists, 60, "rank 0 to start writing")
-        assert int(marker.read_text()) == network.replica_info()[0]["pid"]
+    with rank0_writing(tmp_path) as run:
+        network, ckpt, first = run.network, run.ckpt, run.first
+        writer = int(run.marker.read_text())
+        assert writer == network.replica_info()[0]["pid"]
         wait_for(lambda: bool(staging_dirs(ckpt)), 10, "the partial checkpoint")
-        os.kill(int(marker.read_text()), signal.SIGKILL)
+        os.kill(writer, signal.SIGKILL)
         with pytest.raises(CheckpointWriterError, match="died before committing it") as info:
             network.flush_checkpoints()
         assert info.value.latest == first and str(first) in str(info.value)
@@ -243,38 +255,27 @@ def test_rank0_sigkill_mid_checkpoint_write_keeps_previous_checkpoint(ray_sessio
         assert staging_dirs(ckpt) and store.committed() == [first] and store.latest() == first
         read_checkpoint(first)
         # Fresh replicas take over on the next save (from the driver's models, synced at the end of fit).
-        network.save_checkpoint_async(ckpt, payload)
+        network.save_checkpoint_async(ckpt, run.payload)
         assert network.flush_checkpoints().endswith("ckpt-000002")
-        assert not network.started or int(marker.read_text()) not in [i["pid"] for i in network.replica_info()]
-    finally:
-        network.shutdown()
+        assert writer not in [info["pid"] for info in network.replica_info()]
     assert not staging_dirs(ckpt)  # the leftovers were deleted by that save
-    assert not pid_alive(int(marker.read_text()))
+    assert not pid_alive(writer)
 
 
 @pytest.mark.timeout(150)
 def test_peer_death_lets_rank0_commit_the_checkpoint_it_is_writing(ray_session: None, tmp_path: Path) -> None:
-    ckpt = str(tmp_path / "ckpt")
-    estimator, first = _first_epoch_checkpointed(ckpt)
-    network = estimator.network
-    try:
-        payload = estimator.system.capture_state(models=False)
-        marker = tmp_path / "writer.pid"
-        # A write that takes 3 s: rank 1 dies while it is in flight.
-        network.save_checkpoint_async(ckpt, {**payload, "zz_slow": SlowToPickle(os.getpid(), str(marker), 3.0)})
-        wait_for(marker.exists, 60, "rank 0 to start writing")
+    with rank0_writing(tmp_path, seconds=3.0) as run:  # rank 1 dies while the 3 s write is in flight
+        network = run.network
         os.kill(network.replica_info()[1]["pid"], signal.SIGKILL)
-        batch = {key: value[:10] for key, value in estimator.pipeline.data["train"][""].items()}
+        batch = {key: value[:10] for key, value in run.estimator.pipeline.data["train"][""].items()}
         with pytest.raises(ReplicaDiedError), network(mode="train", epoch=2, ds_id="", desired_output_keys=None,
                                                      warmup=False, eager=False):
             network.run_step(batch)
         assert not network.started
         # The group was stopped only after rank 0 had committed the write in flight: recovery may resume from it.
-        latest = CheckpointStore(ckpt, keep=None).latest()
-        assert latest is not None and latest.endswith("ckpt-000002") and not staging_dirs(ckpt)
-        assert read_checkpoint(latest)["system"] == payload["system"]
-    finally:
-        network.shutdown()
+        latest = CheckpointStore(run.ckpt, keep=None).latest()
+        assert latest is not None and latest.endswith("ckpt-000002") and not staging_dirs(run.ckpt)
+        assert read_checkpoint(latest)["system"] == run.payload["system"]
 
 
 @pytest.mark.timeout(150)
@@ -388,19 +389,6 @@ class Snapshot(Trace):
             self.state = get_backend(self.model).get_state(self.model)
 
 
-def _assert_same_state(a: Any, b: Any) -> None:
-    if isinstance(a, dict):
-        assert a.keys() == b.keys()
-        for key in a:
-            _assert_same_state(a[key], b[key])
-    elif isinstance(a, (list, tuple)):
-        assert len(a) == len(b)
-        for x, y in zip(a, b):
-            _assert_same_state(x, y)
-    else:
-        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
-
-
 @pytest.mark.timeout(60)
 def test_disk_full_during_checkpoint_is_clear_and_loses_nothing(tmp_path: Path,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
@@ -426,7 +414,7 @@ def test_disk_full_during_checkpoint_is_clear_and_loses_nothing(tmp_path: Path,
         estimator.fit()
     assert info.value.errno == errno.ENOSPC
     assert "ckpt-000001 is intact" in str(info.value) and "Free disk space" in str(info.value)
-    _assert_same_state(get_backend(model).get_state(model), snapshot.state)  # memory untouched by the failed save
+    assert_same_state(get_backend(model).get_state(model), snapshot.state)  # memory untouched by the failed save
     store = CheckpointStore(ckpt, keep=None)
     assert [Path(url).name for url in store.committed()] == ["ckpt-000001"] and not staging_dirs(ckpt)
     assert read_checkpoint(store.latest())["system"]["global_step"] == 3
