@@ -238,13 +238,18 @@ class RayNetwork(BaseNetwork):
         return group
 
     @contextlib.contextmanager
-    def _replicas(self) -> Iterator[ReplicaGroup]:
-        """The running group (started if needed) for calls whose failure tears it down (see :meth:`_failed`)."""
+    def _replicas(self, keep_if_alive: bool = False) -> Iterator[ReplicaGroup]:
+        """The running group (started if needed) for calls whose failure tears it down (see :meth:`_failed`).
+
+        With ``keep_if_alive`` only a failure of the replicas themselves does (the group marks itself dead): an error
+        they report as data, such as a failed checkpoint write, leaves the healthy replicas running.
+        """
         group = self._group()  # a group that fails to start has stopped itself already
         try:
             yield group
         except BaseException as err:
-            self._failed(err)
+            if not (keep_if_alive and group.alive):
+                self._failed(err)
             raise
 
     def _failed(self, err: BaseException) -> None:
@@ -313,13 +318,8 @@ class RayNetwork(BaseNetwork):
         if "models" in payload:
             raise ValueError("save_checkpoint_async takes a snapshot without model states "
                              "(System.capture_state(models=False)): replica rank 0 adds its own.")
-        group = self._group()
-        try:
+        with self._replicas(keep_if_alive=True) as group:
             self._checkpoints.save(group, root, payload, keep, info, self._checkpoint_timeout_s)
-        except BaseException as err:
-            if not group.alive:  # rank 0 died or hung (a failed write leaves the replicas running)
-                self._failed(err)
-            raise
 
     def flush_checkpoints(self) -> str | None:
         """Wait for the background checkpoint write in flight; returns the URL of the newest committed checkpoint
@@ -329,15 +329,10 @@ class RayNetwork(BaseNetwork):
             CheckpointWriterError: Rank 0 died before committing it.
             Exception: The write's own error.
         """
-        group = self._holder.group
-        if group is None:  # stopped: _stop_replicas already finished the write
+        if not self.started:  # stopped: _stop_replicas finished the write in flight first
             return self._checkpoints.last_committed
-        try:
+        with self._replicas(keep_if_alive=True) as group:
             return self._checkpoints.finish(group, self._checkpoint_timeout_s)
-        except BaseException as err:
-            if not group.alive:
-                self._failed(err)
-            raise
 
     def replica_info(self) -> list[dict[str, Any]]:
         """Rank, pid, node IP, device (torch: also intra-op CPU threads) of every replica, starting them if needed."""

@@ -127,3 +127,16 @@ def test_rank0_death_mid_write_names_the_latest_committed_checkpoint(tmp_path: P
     assert (str(clone), clone.root, clone.latest) == (str(info.value), info.value.root, info.value.latest)
     assert not checkpoints.pending
     replica.finish_checkpoint()  # (the write itself went on: let it end before tmp_path goes)
+
+
+def test_a_snapshot_that_does_not_fit_is_raised_with_its_type(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from fe_ray.io import snapshot
+
+    replica, _ = trained_replica()
+    group, checkpoints = LocalGroup(replica), ReplicaCheckpoints()
+    monkeypatch.setattr(snapshot, "available_memory", lambda: 1000)  # far less than the model's state
+    # RestoreWizard catches this type and saves synchronously from then on.
+    with pytest.raises(snapshot.SnapshotTooLargeError, match="needs .* GiB of new buffers") as info:
+        checkpoints.save(group, str(tmp_path), PAYLOAD, keep=2, info=None, timeout_s=60)
+    assert info.value.replica_rank == 0 and not checkpoints.pending
+    assert CheckpointStore(str(tmp_path)).latest() is None
