@@ -11,6 +11,9 @@ Variants (torch):
         step, the default before fe_ray had step streams)
     c_compiled, d_compiled  (informational) c and d with ``step_transport="compiled"`` (a Ray Compiled Graph)
     e   hand-written 2-rank gloo data-parallel loop on Ray actors, batches sent from the driver each step
+    b_ops, c_ops  (informational) b and c with a per-sample Pipeline op (``Minmax`` on x, as the MNIST examples
+        use) made on the driver's thread: in-process it adds to every step, with replicas the Pipeline makes the
+        next batch while the replicas compute (compare c_ops/c with b_ops/b)
     e_local  (informational) the same ranks training on data generated inside the actors: no driver round trip
 
 ``--framework tf``: the same letters with an ``_tf`` suffix: a plain ``tf.function`` loop (a_tf), fe_ray in-process
@@ -29,7 +32,8 @@ import statistics
 import sys
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
 from benchmarks import harness
@@ -45,6 +49,8 @@ LABELS = {
     "c": "(c) fe_ray num_replicas=1", "d": "(d) fe_ray num_replicas=2", "e": "(e) hand-written gloo DP x2",
     "c_compiled": "(c_compiled) c, compiled graph", "d_compiled": "(d_compiled) d, compiled graph",
     "c_compiled_tf": "(c_compiled) TF c, compiled graph", "d_compiled_tf": "(d_compiled) TF d, compiled graph",
+    "b_ops": "(b_ops) b + per-sample Pipeline op", "c_ops": "(c_ops) c + per-sample Pipeline op",
+    "b_ops_tf": "(b_ops) TF b + per-sample Pipeline op", "c_ops_tf": "(c_ops) TF c + per-sample Pipeline op",
     "c_calls": "(c_calls) c, actor calls", "d_calls": "(d_calls) d, actor calls",
     "c_calls_tf": "(c_calls) TF c, actor calls", "d_calls_tf": "(d_calls) TF d, actor calls",
     "e_local": "(e_local) gloo DP x2, actor-local data",
@@ -251,11 +257,12 @@ class FeEstimator(Variant):
     """(b)/(c)/(d): Estimator.fit for WARMUP_STEPS + steps steps; timed between batch WARMUP_STEPS and the last."""
 
     def __init__(self, key: str, cfg: dict[str, Any], framework: str, num_replicas: int | None = None,
-                 transport: str | None = None) -> None:
+                 transport: str | None = None, pipeline_ops: bool = False) -> None:
         super().__init__(key, cfg)
         self.framework = framework
         self.num_replicas = num_replicas
         self.transport = transport
+        self.pipeline_ops = pipeline_ops
 
     def prepare(self) -> None:
         import fe_ray as fe
@@ -267,10 +274,17 @@ class FeEstimator(Variant):
         data = cfg["data"] if self.framework == "torch" else cfg["data_tf"]
         n = (WARMUP_STEPS + cfg["steps"]) * cfg["batch_size"]
         self.dataset = make_dataset({k: v[:n] for k, v in data.items()})
-        self.pipeline = fe.Pipeline(train_data=self.dataset, batch_size=cfg["batch_size"])
+        ops = []
+        if self.pipeline_ops:
+            from fe_ray.op.numpyop.univariate import Minmax
+
+            ops = [Minmax(inputs="x", outputs="x")]
+        self.pipeline = fe.Pipeline(train_data=self.dataset, batch_size=cfg["batch_size"], ops=ops)
         self.fit_walls: list[float] = []
+        self.driver_gaps: list[float] = []
         self.fit()  # warm-up run (first-call costs: actor start, tracing, allocator)
         self.fit_walls.clear()
+        self.driver_gaps.clear()
 
     def fit(self) -> float:
         import fe_ray as fe
@@ -278,9 +292,14 @@ class FeEstimator(Variant):
         timer = make_timing_trace(WARMUP_STEPS)
         estimator = fe.Estimator(pipeline=self.pipeline, network=self.network, epochs=1, traces=[timer],
                                  log_steps=None)
+        gaps: list[float] = []
+        probe = driver_gaps(gaps) if self.num_replicas and self.transport in (None, "stream") else nullcontext()
         start = time.perf_counter()
-        estimator.fit()
+        with probe:
+            estimator.fit()
         self.fit_walls.append(time.perf_counter() - start)
+        if gaps:
+            self.driver_gaps.append(statistics.median(gaps))
         return timer.samples_per_second(self.cfg["batch_size"])
 
     def measure(self) -> float:
@@ -290,6 +309,32 @@ class FeEstimator(Variant):
         shutdown = getattr(self.network, "shutdown", None)
         if callable(shutdown):
             shutdown()
+
+
+@contextmanager
+def driver_gaps(gaps: list[float]) -> Iterator[None]:
+    """Record, for each step but the first, how long the driver took from the previous step's answers to sending
+    this one (traces, the Estimator's bookkeeping, merging, the Pipeline's batch unless it was made during the
+    step): the time the replicas wait for the driver. Wraps ``StepStream.run``, the default transport's step."""
+    from fe_ray.distributed.step_stream import StepStream
+
+    original = StepStream.run
+    answered: list[float] = []
+
+    def run(stream: Any, *args: Any, **kwargs: Any) -> Any:
+        called = time.perf_counter()
+        if answered:
+            gaps.append(called - answered[-1])
+        try:
+            return original(stream, *args, **kwargs)
+        finally:
+            answered.append(time.perf_counter())
+
+    StepStream.run = run
+    try:
+        yield
+    finally:
+        StepStream.run = original
 
 
 def make_dataset(data: dict[str, Any]) -> Any:
@@ -392,6 +437,9 @@ def build_variants(cfg: dict[str, Any], framework: str, only: set[str] | None,
         add("b", lambda: FeEstimator("b", cfg, "torch"), est_ok, est_reason)
         add("c", lambda: FeEstimator("c", cfg, "torch", 1), est_ok and dist_ok, est_reason or avail["distributed"])
         add("d", lambda: FeEstimator("d", cfg, "torch", 2), est_ok and dist_ok, est_reason or avail["distributed"])
+        add("b_ops", lambda: FeEstimator("b_ops", cfg, "torch", pipeline_ops=True), est_ok, est_reason)
+        add("c_ops", lambda: FeEstimator("c_ops", cfg, "torch", 1, pipeline_ops=True), est_ok and dist_ok,
+            est_reason or avail["distributed"])
         for transport in ("calls", "compiled"):
             for letter, replicas in (("c", 1), ("d", 2)):
                 key = f"{letter}_{transport}"
@@ -407,6 +455,8 @@ def build_variants(cfg: dict[str, Any], framework: str, only: set[str] | None,
         reason = est_reason or avail["distributed"] or "fe_ray's distributed path does not run TF (yet)"
         add("c_tf", lambda: FeEstimator("c_tf", cfg, "tf", 1), est_ok and tf_dist, reason)
         add("d_tf", lambda: FeEstimator("d_tf", cfg, "tf", 2), est_ok and tf_dist, reason)
+        add("b_ops_tf", lambda: FeEstimator("b_ops_tf", cfg, "tf", pipeline_ops=True), est_ok, est_reason)
+        add("c_ops_tf", lambda: FeEstimator("c_ops_tf", cfg, "tf", 1, pipeline_ops=True), est_ok and tf_dist, reason)
         for transport in ("calls", "compiled"):
             for letter, replicas in (("c", 1), ("d", 2)):
                 key = f"{letter}_{transport}_tf"
@@ -463,11 +513,15 @@ def run_model(model: str, args: Any, device: str, threads: int, avail: dict[str,
             fixed[key] = {"fit_wall_s": wall,
                           "fixed_s": wall - total_steps * batch_size / series[key].median}
             series[key].extra["fit_wall_s"] = variant.fit_walls
+        if getattr(variant, "driver_gaps", None) and key in series:
+            fixed.setdefault(key, {})["driver_us_per_step"] = 1e6 * statistics.median(variant.driver_gaps)
+            series[key].extra["driver_gap_s"] = variant.driver_gaps
         if getattr(variant, "context_costs", None) and key in series:
             fixed[key] = {"first_step_of_context_s": statistics.median(variant.context_costs)}
             series[key].extra["first_step_of_context_s"] = variant.context_costs
     if fixed:
-        print("Per-epoch fixed costs (outside the steady-state figures above), medians:")
+        print("Per-epoch fixed costs (outside the steady-state figures above) and, with replicas, the driver's part "
+              "of each step (driver_us_per_step: previous step's answers -> next step sent), medians:")
         for key, info in fixed.items():
             print(f"  {LABELS[key]}: " + ", ".join(f"{k}={v:.3f}" for k, v in info.items()))
     checks = []
@@ -481,7 +535,8 @@ def run_model(model: str, args: Any, device: str, threads: int, avail: dict[str,
              ("c_compiled/a", "c_compiled", "a"), ("d_compiled/e", "d_compiled", "e"),
              ("c_compiled_tf/a_tf", "c_compiled_tf", "a_tf"), ("d_compiled_tf/e_tf", "d_compiled_tf", "e_tf"),
              ("d_tf/c_tf", "d_tf", "c_tf"), ("e_tf/a_tf", "e_tf", "a_tf"),
-             ("b0_tf/a_tf", "b0_tf", "a_tf")]
+             ("b0_tf/a_tf", "b0_tf", "a_tf"), ("b_ops/b", "b_ops", "b"), ("c_ops/c", "c_ops", "c"),
+             ("b_ops_tf/b_tf", "b_ops_tf", "b_tf"), ("c_ops_tf/c_tf", "c_ops_tf", "c_tf")]
     for label, num, den in extra:
         if num in series and den in series:
             checks.append((label, harness.ratio(series, num, den), None, ">="))

@@ -306,14 +306,15 @@ _END = object()
 
 
 def _with_lookahead(loader: Any, set_lookahead: Any) -> Iterator[Any]:
-    """Iterate ``loader``, telling a distributed network the following batch while the current one runs.
+    """Iterate ``loader``, offering a distributed network the following batch while the current one runs.
 
-    Peeking one batch ahead lets the network move the next step's data into the object store while the replicas
-    compute (step pipelining). The Pipeline records its position when a batch is handed out, so a checkpoint
-    taken in between would count the peeked batch as consumed and a resume would skip it. The Loader's
-    ``on_batch`` report is therefore intercepted and replayed only when each batch actually starts: positions
-    stay exactly what they are without lookahead. Loaders without ``on_batch`` and networks without
-    ``set_lookahead`` are iterated plainly.
+    The network gets a ``peek`` callable for the batch after the current one and calls it once the step was sent:
+    the Pipeline then prepares that batch, and the network puts its slices into the object store, while the replicas
+    compute (step pipelining). A network that does not call it leaves the fetch to this loop, after the step. The
+    Pipeline records its position when a batch is handed out, so a checkpoint taken in between would count the
+    fetched batch as consumed and a resume would skip it. The Loader's ``on_batch`` report is therefore intercepted
+    and replayed only when each batch actually starts: positions stay exactly what they are without lookahead.
+    Loaders without ``on_batch`` and networks without ``set_lookahead`` are iterated plainly.
     """
     record = getattr(loader, "on_batch", None)
     if set_lookahead is None or record is None:
@@ -325,16 +326,50 @@ def _with_lookahead(loader: Any, set_lookahead: Any) -> Iterator[Any]:
         batches = iter(loader)
         current = next(batches, _END)
         while current is not _END:
-            count = handed_out.pop(0) if handed_out else None
-            following = next(batches, _END)
-            if count is not None:
-                record(count)
-            set_lookahead(None if following is _END else following)
+            if handed_out:  # the current batch's report (a following one's arrives only once it is fetched)
+                record(handed_out.pop(0))
+            following = _Following(batches)
+            set_lookahead(following.peek)
             yield current
-            current = following
+            current = following.take()
     finally:
         loader.on_batch = record
         set_lookahead(None)
+
+
+class _Following:
+    """The batch after the current one, fetched at most once: by the network during the step, else after it.
+
+    An error fetching it is kept and raised by :meth:`take`, where the loop would have met it without lookahead: a
+    Pipeline error must not surface inside the replicas' step (the coordinator would tear the replicas down).
+    """
+
+    def __init__(self, batches: Iterator[Any]) -> None:
+        self._batches = batches
+        self._fetched = False
+        self._batch: Any = _END
+        self._error: Exception | None = None
+
+    def peek(self) -> Any:
+        """The following batch, or None at the end of the loader (also when fetching it failed)."""
+        self._fetch()
+        return None if self._batch is _END else self._batch
+
+    def take(self) -> Any:
+        """The following batch, or ``_END``; raises the error fetching it met."""
+        self._fetch()
+        if self._error is not None:
+            raise self._error
+        return self._batch
+
+    def _fetch(self) -> None:
+        if self._fetched:
+            return
+        self._fetched = True
+        try:
+            self._batch = next(self._batches, _END)
+        except Exception as err:  # noqa: BLE001 - re-raised by take()
+            self._error = err
 
 
 def _check_positive(name: str, value: Any) -> None:

@@ -180,3 +180,60 @@ def test_multiple_eval_datasets_and_progress_output(capsys) -> None:
     out = capsys.readouterr()
     assert "FastEstimator-Eval: step: 4; progress: 1/?;" in out.out
     assert "train epoch 1" in out.out + out.err  # the tqdm bar
+
+
+def _lookahead_run(peek: bool, seen: list[Any], peeked: list[Any], fail_at: int | None = None) -> None:
+    """Iterate a 5-batch train epoch through ``_with_lookahead`` as the Estimator does, the 'network' calling the
+    offered peek during each step (or not). Appends to ``seen`` per batch: its first value, the recorded position
+    and how many samples the Pipeline had made by then; to ``peeked``: every peeked batch's first value or None."""
+    from fe_ray.dataset import NumpyDataset
+    from fe_ray.estimator import _with_lookahead
+    from fe_ray.op.numpyop import LambdaOp
+
+    made: list[int] = []
+
+    def make(x: np.ndarray) -> np.ndarray:
+        if fail_at is not None and int(x[0]) == fail_at:
+            raise RuntimeError(f"bad sample {fail_at}")
+        made.append(int(x[0]))
+        return x
+
+    def position() -> int | None:
+        return pipeline.state_dict()["positions"].get("train", {}).get("", {}).get("batches")
+
+    pipeline = fe.Pipeline(train_data=NumpyDataset({"x": np.arange(10).reshape(10, 1)}), batch_size=2,
+                           ops=[LambdaOp(fn=make, inputs="x", outputs="x")])
+    offered: list[Any] = []
+    try:
+        with pipeline(mode="train", epoch=1, shuffle=False, track=True) as loader:
+            for batch in _with_lookahead(loader, offered.append):
+                seen.append((int(batch["x"][0, 0]), position(), len(made)))
+                if peek:
+                    following = offered[-1]()
+                    assert offered[-1]() is following  # fetched once
+                    peeked.append(None if following is None else int(following["x"][0, 0]))
+                    assert position() == seen[-1][1]  # the peeked batch has not started: not counted yet
+    finally:
+        assert offered[-1] is None  # cleared when the loop ends, also when it raises
+
+
+@pytest.mark.parametrize("peek", [True, False], ids=["network-peeks", "loop-fetches"])
+def test_lookahead_offers_the_following_batch_and_records_each_position_when_its_batch_starts(peek: bool) -> None:
+    seen: list[Any] = []
+    peeked: list[Any] = []
+    _lookahead_run(peek, seen, peeked)
+    # Batches in order, each counted as handed out (1..4) when it starts; the last one ends the epoch's position.
+    # The following batch is made only when the network peeks (during the step) or after the step: never before
+    # the current batch's step starts, so the Pipeline's work is not on the replicas' critical path.
+    assert seen == [(0, 1, 2), (2, 2, 4), (4, 3, 6), (6, 4, 8), (8, None, 10)]
+    assert peeked == ([2, 4, 6, 8, None] if peek else [])
+
+
+def test_lookahead_raises_a_pipeline_error_after_the_step_not_inside_it() -> None:
+    # Batch 3 (samples 6, 7) fails while the network peeks during batch 2's step: the peek answers None (a Pipeline
+    # error must not break the replicas' step) and the loop raises the error once that step is over.
+    seen: list[Any] = []
+    peeked: list[Any] = []
+    with pytest.raises(RuntimeError, match="bad sample 6"):
+        _lookahead_run(True, seen, peeked, fail_at=6)
+    assert [first for first, _, _ in seen] == [0, 2, 4] and peeked == [2, 4, None]

@@ -27,7 +27,7 @@ import contextlib
 import logging
 import os
 import weakref
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from fe_ray.backend import get_backend
@@ -131,7 +131,7 @@ class RayNetwork(BaseNetwork):
         self._finalizer = weakref.finalize(self, self._holder.stop)
         self._lrs = LrMirror()
         self._prefetched: tuple[Any, list[Any], list[int], int] | None = None
-        self._lookahead: Mapping[str, Any] | None = None
+        self._lookahead: Callable[[], Mapping[str, Any] | None] | None = None
         self._checkpoints = ReplicaCheckpoints()
         # A checkpoint write may take long on slow storage: waiting for one gets at least ten minutes.
         self._checkpoint_timeout_s = max(self.step_timeout_s, 600.0)
@@ -376,10 +376,11 @@ class RayNetwork(BaseNetwork):
         refs, n_local, n_total = self._put_slices(batch)
         self._prefetched = (batch, refs, n_local, n_total)
 
-    def set_lookahead(self, batch: Mapping[str, Any] | None) -> None:
-        """Name the batch the *following* step will run: the next ``run_step`` puts its slices into the object
-        store while the replicas compute, so the transfer overlaps the step (used by :meth:`transform`)."""
-        self._lookahead = batch
+    def set_lookahead(self, peek: Callable[[], Mapping[str, Any] | None] | None) -> None:
+        """Offer the batch the *following* step will run: ``peek()`` returns it (None after the last batch). The next
+        ``run_step`` calls it once its step was sent, so making that batch and putting its slices into the object
+        store overlap the replicas' compute (the Estimator and :meth:`transform` use this)."""
+        self._lookahead = peek
 
     def _put_slices(self, batch: Mapping[str, Any]) -> tuple[list[Any], list[int], int]:
         import ray
@@ -401,13 +402,18 @@ class RayNetwork(BaseNetwork):
         self._prefetched = None
         lrs = self._lrs.changes(self.models, read=False)
         per_rank = [(refs[rank], n_local[rank], n_total, lrs) for rank in range(self.num_replicas)]
-        following, self._lookahead = self._lookahead, None
-        # The following batch's slices are put while the replicas compute this one.
-        overlap = None if following is None else lambda: self.prefetch(following)
+        peek, self._lookahead = self._lookahead, None
+        # While the replicas compute this batch, the following one is made and its slices are put.
+        overlap = None if peek is None else lambda: self._prefetch_following(peek)
         with self._replicas() as group:
             results = group.run_steps(per_rank, self.step_timeout_s, overlap=overlap)
         outputs, self.replica_outputs = merge_outputs(results, n_local)
         return outputs
+
+    def _prefetch_following(self, peek: Callable[[], Mapping[str, Any] | None]) -> None:
+        following = peek()
+        if following is not None:
+            self.prefetch(following)
 
     def transform(self, data: Mapping[str, Any] | Iterable[Mapping[str, Any]], mode: str, epoch: int = 1,
                   ds_id: str = "") -> dict[str, Any] | list[dict[str, Any]]:
@@ -418,7 +424,7 @@ class RayNetwork(BaseNetwork):
         results: list[dict[str, Any]] = []
         with self(mode=mode, epoch=epoch, ds_id=ds_id, warmup=False, eager=False):
             for pos, batch in enumerate(batches):
-                self.set_lookahead(batches[pos + 1] if pos + 1 < len(batches) else None)
+                self.set_lookahead((lambda following=batches[pos + 1]: following) if pos + 1 < len(batches) else None)
                 results.append(self.run_step(batch))
         return results
 

@@ -86,10 +86,10 @@ class StepGraph:
             ray.exceptions.RayError: A replica died, or the graph was torn down.
         """
         assert len(per_rank_args) == self.num_replicas, "one argument per replica"
-        deadline = time.monotonic() + timeout_s
         refs = self._graph.execute(*per_rank_args)
         if overlap is not None:
             overlap()
+        deadline = time.monotonic() + timeout_s  # counted from here: the overlap's work is the driver's, not theirs
         results = []
         for ref in refs:
             # Results are read in rank order whatever the order they complete in (see the module docstring).

@@ -279,7 +279,6 @@ class StepStream:
             StepStreamError: A replica's stream closed or broke (it died, or its thread ended).
         """
         assert len(per_rank_args) == len(self._conns), "one argument per replica"
-        deadline = time.monotonic() + timeout_s
         for rank, (conn, args) in enumerate(zip(self._conns, per_rank_args)):
             conn.settimeout(timeout_s)
             try:
@@ -290,6 +289,7 @@ class StepStream:
                 raise StepStreamError(rank, f"step stream of rank {rank} broke while sending: {err}") from err
         if overlap is not None:
             overlap()
+        deadline = time.monotonic() + timeout_s  # counted from here: the overlap's work is the driver's, not theirs
         results: dict[int, Any] = {}
         while len(results) < len(self._conns):
             remaining = deadline - time.monotonic()
