@@ -215,3 +215,38 @@ def test_fit_that_raises_commits_the_checkpoint_rank0_is_writing(ray_session: No
         assert CheckpointStore(directory).manifest(latest)["info"]["global_step"] == 3
     finally:
         network.shutdown()
+
+
+@pytest.mark.timeout(120)
+def test_the_pipeline_makes_the_next_batch_while_the_replica_computes(ray_session: None) -> None:
+    from fe_ray.dataset import NumpyDataset
+    from fe_ray.op.numpyop import LambdaOp as NumpyLambdaOp
+
+    train, _ = digits_arrays("torch", n_train=40, n_eval=0)
+    made: list[int] = []
+
+    def make(x: np.ndarray) -> np.ndarray:
+        made.append(1)
+        return x
+
+    class Made(Trace):
+        def __init__(self) -> None:
+            super().__init__(mode="train")
+            self.at_end: list[int] = []
+
+        def on_epoch_begin(self, data: Any) -> None:
+            made.clear()  # (the Estimator's warm-up made a batch)
+
+        def on_batch_end(self, data: Any) -> None:
+            self.at_end.append(len(made))
+
+    _, network, _ = setup("torch", num_replicas=1)
+    pipeline = fe.Pipeline(train_data=NumpyDataset(train), batch_size=10,
+                           ops=[NumpyLambdaOp(fn=make, inputs="x", outputs="x")])
+    trace = Made()
+    try:
+        fe.Estimator(pipeline, network, epochs=1, traces=trace, log_steps=None).fit()
+    finally:
+        network.shutdown()
+    # When step k ends, batch k+1 is already made (during step k), not only after it: 20 samples after step 1.
+    assert trace.at_end == [20, 30, 40, 40]
