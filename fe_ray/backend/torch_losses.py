@@ -22,6 +22,8 @@ def cross_entropy(y_pred: torch.Tensor, y_true: torch.Tensor, form: str, from_lo
             (classes not listed weigh 1).
         average: Return the mean over samples (a scalar) instead of the per-sample losses.
     """
+    # The sparse and categorical forms run on a (samples, classes) view through torch's fused kernels: one call
+    # instead of log_softmax, gather, negate and mean, which is most of a small model's per-step loss cost.
     if form == "binary":
         y_true = y_true.to(y_pred.dtype).reshape(y_pred.shape)
         if from_logits:
@@ -30,23 +32,41 @@ def cross_entropy(y_pred: torch.Tensor, y_true: torch.Tensor, form: str, from_lo
             p = y_pred.clamp(EPSILON, 1 - EPSILON)
             elementwise = -(y_true * torch.log(p) + (1 - y_true) * torch.log(1 - p))
         loss = elementwise.mean(dim=-1)
-        labels = y_true.reshape(loss.shape + (-1,))[..., 0].round().long()
         num_classes = 2
     elif form == "sparse":
-        labels = y_true.reshape(y_pred.shape[:-1]).long()
-        log_p = _log_probs(y_pred, from_logits)
-        loss = -torch.gather(log_p, -1, labels.unsqueeze(-1)).squeeze(-1)
         num_classes = y_pred.shape[-1]
+        flat = y_pred if y_pred.ndim == 2 else y_pred.reshape(-1, num_classes)
+        labels = (y_true if y_true.ndim == 1 else y_true.reshape(-1)).long()  # a size mismatch raises in the loss
+        if not from_logits:
+            flat = _log_probs(flat, from_logits=False)
+        reduction = "mean" if average and not class_weights else "none"
+        fused = F.cross_entropy if from_logits else F.nll_loss
+        loss = fused(flat, labels, reduction=reduction)
+        if reduction == "mean":
+            return loss
+        loss = loss.reshape(y_pred.shape[:-1])
     elif form == "categorical":
-        y_true = y_true.to(y_pred.dtype)
-        loss = -(y_true * _log_probs(y_pred, from_logits)).sum(dim=-1)
-        labels = torch.argmax(y_true, dim=-1)
         num_classes = y_pred.shape[-1]
+        y_true = y_true.to(y_pred.dtype)
+        if from_logits:
+            loss = F.cross_entropy(y_pred.reshape(-1, num_classes), y_true.reshape(-1, num_classes),
+                                   reduction="none").reshape(y_pred.shape[:-1])
+        else:
+            loss = -(y_true * _log_probs(y_pred, from_logits)).sum(dim=-1)
     else:
         raise ValueError(f"Unknown cross entropy form {form!r}; valid forms are 'binary', 'sparse', 'categorical'.")
     if class_weights:
-        loss = loss * _weight_table(class_weights, num_classes, loss)[labels]
+        loss = loss * _weight_table(class_weights, num_classes, loss)[_true_classes(form, y_true, loss.shape)]
     return loss.mean() if average else loss
+
+
+def _true_classes(form: str, y_true: torch.Tensor, shape: torch.Size) -> torch.Tensor:
+    """Each sample's true class (the class whose weight scales its loss), shaped like the per-sample losses."""
+    if form == "binary":
+        return y_true.reshape(shape + (-1,))[..., 0].round().long()
+    if form == "sparse":
+        return y_true.reshape(shape).long()
+    return torch.argmax(y_true, dim=-1)
 
 
 def _log_probs(y_pred: torch.Tensor, from_logits: bool) -> torch.Tensor:

@@ -72,6 +72,28 @@ def test_class_weights(framework: str) -> None:
     assert float(got) == pytest.approx(np.mean([-3.0 * np.log(0.8), -np.log(0.7)]), rel=1e-5)
 
 
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+@pytest.mark.parametrize("from_logits", [True, False], ids=["logits", "probs"])
+def test_per_position_class_axis(framework: str, from_logits: bool) -> None:
+    """A class axis after several sample axes (segmentation-like (N, H, C)), every form's variant: per position,
+    averaged, and class-weighted (torch flattens the positions for its fused kernels and must restore the shape)."""
+    rng = np.random.default_rng(0)
+    logits = rng.standard_normal((2, 5, 4)).astype(np.float32)
+    probs = np.exp(log_softmax(logits))
+    pred = logits if from_logits else probs
+    labels = rng.integers(0, 4, (2, 5))
+    one_hot = np.eye(4, dtype=np.float32)[labels]
+    expected = -np.take_along_axis(log_softmax(logits), labels[..., None], axis=-1)[..., 0]
+    for true in (labels, one_hot):
+        op = CrossEntropy(inputs=("p", "y"), outputs="ce", from_logits=from_logits, average_loss=False)
+        np.testing.assert_allclose(run(op, framework, pred, true), expected, rtol=1e-4)
+        op = CrossEntropy(inputs=("p", "y"), outputs="ce", from_logits=from_logits)
+        assert float(run(op, framework, pred, true)) == pytest.approx(expected.mean(), rel=1e-4)
+        op = CrossEntropy(inputs=("p", "y"), outputs="ce", from_logits=from_logits, class_weights={1: 3.0})
+        weights = np.where(labels == 1, 3.0, 1.0)
+        assert float(run(op, framework, pred, true)) == pytest.approx((weights * expected).mean(), rel=1e-4)
+
+
 def test_form_inference_and_override() -> None:
     op = CrossEntropy(inputs=("p", "y"), outputs="ce")
     assert op.resolve_form(np.zeros((4, 1)), np.zeros((4, 1))) == "binary"
