@@ -66,9 +66,11 @@ class Backend(Protocol):
         """Undo loss scaling where the optimizer does not do it at apply time."""
 
     def update_model(self, model: Any, gradients: Sequence[Any], defer: bool = False,
-                     deferred: dict[str, list[Callable[[], None]]] | None = None) -> None:
+                     deferred: dict[str, list[Callable[[], None]]] | None = None,
+                     variables: Sequence[Any] | None = None) -> None:
         """Apply gradients with ``model.current_optimizer``; with ``defer``, store a closure in
-        ``deferred[model.model_name]`` to run at the end of the step instead."""
+        ``deferred[model.model_name]`` to run at the end of the step instead. ``variables`` are the model's
+        ``trainable_variables`` when the caller already has them (None looks them up)."""
 
     # -- merge_grad accumulation (used by UpdateOp)
     def init_accumulator(self, model: Any, device: Any = None) -> tuple[Any, list[Any]]:

@@ -199,9 +199,11 @@ def unscale_gradients(model: keras.Model, gradients: list[tf.Tensor]) -> list[tf
 
 
 def update_model(model: keras.Model, gradients: Sequence[tf.Tensor], defer: bool = False,
-                 deferred: dict[str, list[Callable[[], None]]] | None = None) -> None:
-    """Apply ``gradients`` with ``model.current_optimizer`` now, or at the end of the step when ``defer``."""
-    variables = trainable_variables(model)
+                 deferred: dict[str, list[Callable[[], None]]] | None = None,
+                 variables: Sequence[tf.Variable] | None = None) -> None:
+    """Apply ``gradients`` with ``model.current_optimizer`` now, or at the end of the step when ``defer``
+    (``variables``: the model's :func:`trainable_variables` if the caller has them)."""
+    variables = trainable_variables(model) if variables is None else list(variables)
     gradients = list(gradients)
 
     def apply() -> None:

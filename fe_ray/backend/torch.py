@@ -67,7 +67,9 @@ def _to_numpy_leaf(data: Any) -> Any:
 
 
 def reduce_mean(x: torch.Tensor) -> torch.Tensor:
-    """Mean over all elements."""
+    """Mean over all elements (a floating-point scalar, the usual loss, is returned as it is)."""
+    if x.ndim == 0 and x.is_floating_point():
+        return x
     return torch.mean(x)
 
 
@@ -150,7 +152,8 @@ def trainable_variables(model: torch.nn.Module) -> list[torch.nn.Parameter]:
 def feed_forward(model: torch.nn.Module, x: Any, training: bool = True) -> Any:
     """Run ``model`` on ``x`` (a list is unpacked into positional arguments) in train or eval mode."""
     model.train(mode=training)
-    x = to_tensor(x)
+    if not isinstance(x, torch.Tensor):  # the usual input is already a tensor: skip the nested walk
+        x = to_tensor(x)
     return model(*x) if isinstance(x, list) else model(x)
 
 
@@ -216,13 +219,15 @@ def unscale_gradients(model: torch.nn.Module, gradients: list[torch.Tensor]) -> 
 
 
 def update_model(model: torch.nn.Module, gradients: Sequence[torch.Tensor], defer: bool = False,
-                 deferred: dict[str, list[Callable[[], None]]] | None = None) -> None:
+                 deferred: dict[str, list[Callable[[], None]]] | None = None,
+                 variables: Sequence[torch.nn.Parameter] | None = None) -> None:
     """Apply ``gradients`` with ``model.current_optimizer`` now, or at the end of the step when ``defer``.
 
     Gradients are added into ``p.grad`` immediately, so several deferred updates of one model in a step sum their
-    gradients and share a single optimizer step.
+    gradients and share a single optimizer step. ``variables``: the model's :func:`trainable_variables` when the
+    caller already listed them (walking the module tree again costs several microseconds per step).
     """
-    for param, grad in zip(trainable_variables(model), gradients):
+    for param, grad in zip(trainable_variables(model) if variables is None else variables, gradients):
         # No clone: autograd hands us fresh tensors. Accumulation is out of place, so a gradient tensor that is
         # also referenced elsewhere (a `gradients` key, a merge_grad average) is never modified.
         param.grad = grad.detach() if param.grad is None else param.grad + grad.detach()
@@ -370,7 +375,23 @@ def run_step(ops: Sequence[Any], batch: dict[str, Any], state: dict[str, Any], g
     with torch.no_grad() if not state.get("req_grad") else NonContext():
         with torch.autocast(device_type=device_type) if mixed_precision else NonContext():
             run_ops(list(ops), batch_in, state)
-    return {key: _to_device(stop_gradient(batch_in[key]), "cpu") for key in output_keys if key in batch_in}
+    return {key: _to_host(batch_in[key]) for key in output_keys if key in batch_in}
+
+
+def _to_host(data: Any) -> Any:
+    """Detached CPU versions of (nested) tensors.
+
+    The copy from an accelerator blocks on purpose: a ``non_blocking`` device-to-host copy lands in pinned memory
+    and returns before the data is there, so numpy could read it unfinished.
+    """
+    if isinstance(data, torch.Tensor):
+        data = data.detach()
+        return data if data.device.type == "cpu" else data.to("cpu")
+    if isinstance(data, dict):
+        return {key: _to_host(value) for key, value in data.items()}
+    if isinstance(data, (list, tuple)):
+        return type(data)(_to_host(value) for value in data)
+    return data
 
 
 def _to_device(data: Any, device: Any) -> Any:

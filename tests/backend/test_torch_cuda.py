@@ -90,3 +90,24 @@ def test_state_snapshot_from_device_restores_on_cpu() -> None:
     np.testing.assert_array_equal(weights(other), weights(model))
     exp_avg = other.current_optimizer.state[other.weight]["exp_avg"]
     np.testing.assert_array_equal(exp_avg.numpy(), model.current_optimizer.state[model.weight]["exp_avg"].cpu())
+
+
+def test_outputs_are_complete_when_returned() -> None:
+    """The outputs' copy to the host finishes before run_step returns: a non_blocking device-to-host copy would
+    hand numpy pinned memory the GPU is still writing (the long matmul chain keeps the GPU busy past the return)."""
+    from fe_ray.op.tensorop.tensorop import LambdaOp
+
+    x = np.random.default_rng(0).standard_normal((2048, 2048)).astype(np.float32)
+
+    def chained(a):
+        start = a
+        for _ in range(30):
+            a = torch.tanh(a @ a.T / a.shape[0] ** 0.5) + start  # stays finite and varied (x +- 1)
+        return a
+
+    op = LambdaOp(fn=chained, inputs="x", outputs="y")
+    op.build("torch", DEVICE)
+    out = BACKEND.run_step([op], {"x": x}, {**state(), "req_grad": False}, {"x"}, {"y"}, device=DEVICE)
+    got = out["y"].numpy().copy()  # read at once, as a trace would
+    expected = chained(torch.from_numpy(x).to(DEVICE)).cpu().numpy()
+    np.testing.assert_allclose(got, expected, rtol=1e-3, atol=1e-3)

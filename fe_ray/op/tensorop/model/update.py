@@ -95,8 +95,10 @@ class UpdateOp(TensorOp):
             return
         if self._backend is None:
             raise ValueError("UpdateOp.build(framework) must run before forward; the Network does this for you.")
+        variables = None
         if self.gradients is None:
-            gradients = self._compute_gradients(data, state.get("tape"))
+            variables = self._backend.trainable_variables(self.model)  # listed once, for both uses below
+            gradients = self._compute_gradients(data, state.get("tape"), variables)
         else:
             gradients = list(data)
         gradients = self._backend.unscale_gradients(self.model, gradients)
@@ -108,15 +110,15 @@ class UpdateOp(TensorOp):
             self._backend.merge_grad_update(self.model, self._step, self._grad_sum, gradients, self.merge_grad,
                                             defer=self.defer, deferred=deferred)
         else:
-            self._backend.update_model(self.model, gradients, defer=self.defer, deferred=deferred)
+            self._backend.update_model(self.model, gradients, defer=self.defer, deferred=deferred,
+                                       variables=variables)
 
-    def _compute_gradients(self, loss: Any, tape: Any) -> list[Any]:
+    def _compute_gradients(self, loss: Any, tape: Any, variables: list[Any]) -> list[Any]:
         backend = self._backend
         loss = backend.reduce_mean(backend.add_model_losses(self.model, loss))
         loss = backend.scale_loss(self.model, loss)
         try:
-            return backend.get_gradient(loss, backend.trainable_variables(self.model), tape=tape,
-                                        retain_graph=self.retain_graph)
+            return backend.get_gradient(loss, variables, tape=tape, retain_graph=self.retain_graph)
         except RuntimeError as err:
             if err.args and isinstance(err.args[0], str) and err.args[0].startswith(_INPLACE_ERROR):
                 raise RuntimeError(
