@@ -29,7 +29,7 @@ def sparse_ce(pred: Any, y: Any) -> Any:
 
     p = pred / pred.sum(dim=-1, keepdim=True)
     log_p = torch.log(p.clamp(EPSILON, 1 - EPSILON))
-    return -torch.gather(log_p, -1, y.reshape(-1, 1).long()).mean()
+    return torch.nn.functional.nll_loss(log_p, y.reshape(-1).long())
 
 
 def batches_of(data: dict[str, np.ndarray], batch_size: int) -> list[dict[str, np.ndarray]]:

@@ -4,6 +4,9 @@
   fe_ray's own ``fe_ray.architecture.{pytorch,tensorflow}.LeNet`` is used when it exists (same layers).
 * ``resnet``: a small pre-activation-free ResNet for 3x32x32 inputs (604,074 parameters, ~10x LeNet's FLOPs
   per sample): the compute-bound regime.
+* ``mlp`` (probe, not in ``--model all``): a two-layer perceptron on the same 1x28x28 inputs (25,450 parameters)
+  whose step computes in ~0.1 ms, so that the per-step time a variant adds over the plain loop is the framework's
+  own per-step cost, in microseconds, rather than a fraction of a step lost in the noise.
 
 Everything here is module level (picklable by reference), so Ray actors can rebuild the same models.
 """
@@ -15,7 +18,8 @@ from typing import Any
 import numpy as np
 
 MODELS = ("lenet", "resnet")
-INPUT_SHAPES = {"lenet": (1, 28, 28), "resnet": (3, 32, 32)}
+PROBE_MODELS = ("mlp",)
+INPUT_SHAPES = {"lenet": (1, 28, 28), "resnet": (3, 32, 32), "mlp": (1, 28, 28)}
 NUM_CLASSES = 10
 
 
@@ -95,7 +99,18 @@ def _define_torch_classes() -> dict[str, Any]:
             x = F.adaptive_avg_pool2d(x, 1).flatten(1)
             return F.softmax(self.fc(x), dim=-1)
 
-    return {"lenet": TorchLeNet, "resnet": SmallResNet}
+    class TinyMLP(nn.Module):
+        """Flatten -> 32 ReLU units -> softmax over the classes: almost no compute per step."""
+
+        def __init__(self, classes: int = NUM_CLASSES) -> None:
+            super().__init__()
+            self.hidden = nn.Linear(28 * 28, 32)
+            self.out = nn.Linear(32, classes)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return F.softmax(self.out(F.relu(self.hidden(x.flatten(1)))), dim=-1)
+
+    return {"lenet": TorchLeNet, "resnet": SmallResNet, "mlp": TinyMLP}
 
 
 _TORCH_CLASSES: dict[str, Any] = {}
@@ -153,6 +168,10 @@ def tf_model(name: str, prefer_fe_ray: bool = True) -> Any:
             layers.Conv2D(64, 3, activation="relu"), layers.MaxPooling2D(2),
             layers.Conv2D(64, 3, activation="relu"), layers.Flatten(),
             layers.Dense(64, activation="relu"), layers.Dense(NUM_CLASSES, activation="softmax")])
+    if name == "mlp":
+        layers = keras.layers
+        return keras.Sequential([keras.Input((28, 28, 1)), layers.Flatten(), layers.Dense(32, activation="relu"),
+                                 layers.Dense(NUM_CLASSES, activation="softmax")])
     return _keras_resnet()
 
 
