@@ -45,6 +45,18 @@ def test_throughput_quick_plain_variant(tmp_path, monkeypatch) -> None:  # noqa:
     assert series["repeats"] == 2 and series["median"] > 0
 
 
+def test_mlp_probe_reports_microseconds_per_step(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    """The overhead probe model runs through the plain loop and fe_ray's in-process Network; the JSON carries
+    each variant's time per step, consistent with its samples/s."""
+    monkeypatch.setattr(harness, "RESULTS_DIR", tmp_path)
+    assert throughput.main(["--quick", "--model", "mlp", "--variants", "a,b0", "--device", "cpu",
+                            "--threads", "1"]) == 0
+    result = json.loads((tmp_path / "throughput_quick.json").read_text())["results"]["mlp"]
+    assert set(result["us_per_step"]) == {"a", "b0"}
+    for key, us in result["us_per_step"].items():
+        assert us == pytest.approx(1e6 * 32 / result["series"][key]["median"])
+
+
 def test_tf_data_parallel_rank_trains_like_the_plain_tf_loop() -> None:
     """One rank of the hand-written TF baseline (e_tf), alone in its gloo group, must do exactly the plain TF
     loop's work: its flat-bucket split/apply may not reorder or drop gradients."""
