@@ -384,14 +384,14 @@ def _to_host(data: Any) -> Any:
     The copy from an accelerator blocks on purpose: a ``non_blocking`` device-to-host copy lands in pinned memory
     and returns before the data is there, so numpy could read it unfinished.
     """
-    if isinstance(data, torch.Tensor):
-        data = data.detach()
-        return data if data.device.type == "cpu" else data.to("cpu")
-    if isinstance(data, dict):
-        return {key: _to_host(value) for key, value in data.items()}
-    if isinstance(data, (list, tuple)):
-        return type(data)(_to_host(value) for value in data)
-    return data
+    return map_nested(_to_host_leaf, data)
+
+
+def _to_host_leaf(data: Any) -> Any:
+    if not isinstance(data, torch.Tensor):
+        return data
+    data = data.detach()
+    return data if data.device.type == "cpu" else data.to("cpu")
 
 
 def _to_device(data: Any, device: Any) -> Any:
