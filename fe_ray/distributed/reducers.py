@@ -52,11 +52,12 @@ def _torch_reducer(collective: Collective, weights: StepWeights) -> GradReducer:
     backend = get_backend("torch")
 
     def reduce(model: Any, gradients: list[Any]) -> list[Any]:
-        params = backend.trainable_variables(model)
         grads = list(gradients)
-        if len(params) == len(grads):
-            # A weight unused in this step has no gradient; every rank must still send the same buffer layout.
-            grads = [torch.zeros_like(p) if g is None else g for g, p in zip(grads, params)]
+        if any(g is None for g in grads):  # only a `gradients` key can hold None (autograd's come zero-filled)
+            params = backend.trainable_variables(model)
+            if len(params) == len(grads):
+                # A weight unused in this step has no gradient; every rank must still send the same buffer layout.
+                grads = [torch.zeros_like(p) if g is None else g for g, p in zip(grads, params)]
         buckets: dict[tuple[Any, Any], list[int]] = {}
         for pos, grad in enumerate(grads):
             buckets.setdefault((grad.dtype, grad.device), []).append(pos)

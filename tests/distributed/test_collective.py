@@ -165,3 +165,18 @@ def test_tf_reducer_weights_gradients_in_a_static_graph() -> None:
     weights.n_local = 1  # read at run time, not frozen into the traced graph
     np.testing.assert_allclose(step(tf.constant([[1.0, 2.0]]))[0].numpy(), [[0.25, 0.5]])
     assert step.experimental_get_tracing_count() == 1
+
+
+@pytest.mark.timeout(60)
+def test_torch_reducer_weights_gradients_and_zero_fills_a_missing_one() -> None:
+    """A `gradients` key may hold None for a weight the step did not use; every rank must still send the model's
+    full buffer layout, so the reducer puts zeros of that weight's shape there."""
+    torch = pytest.importorskip("torch")
+    model = torch.nn.Linear(2, 1)  # weight (1, 2), bias (1,)
+    reduce = make_grad_reducer("torch", TcpCollective(0, 1), StepWeights(n_local=3, n_total=4))
+    out = reduce(model, [torch.tensor([[1.0, 2.0]]), None])
+    np.testing.assert_allclose(out[0].numpy(), [[0.75, 1.5]])
+    assert out[1].shape == (1,) and float(out[1]) == 0.0
+    out = reduce(model, [torch.tensor([[4.0, 8.0]]), torch.tensor([2.0])])
+    np.testing.assert_allclose(out[0].numpy(), [[3.0, 6.0]])
+    np.testing.assert_allclose(out[1].numpy(), [1.5])
