@@ -78,8 +78,10 @@ class Backend(Protocol):
 
     def merge_grad_update(self, model: Any, step: Any, grad_sum: list[Any], gradients: Sequence[Any],
                           merge_grad: int, defer: bool = False,
-                          deferred: dict[str, list[Callable[[], None]]] | None = None) -> None:
-        """Accumulate; on every ``merge_grad``-th call apply the mean gradient and reset the sums."""
+                          deferred: dict[str, list[Callable[[], None]]] | None = None,
+                          variables: Sequence[Any] | None = None) -> None:
+        """Accumulate; on every ``merge_grad``-th call apply the mean gradient and reset the sums. ``variables``
+        as in :meth:`update_model`."""
 
     def accumulator_to_numpy(self, step: Any, grad_sum: Sequence[Any]) -> dict[str, Any]:
         """Snapshot ``{"step": int, "grad_sum": [np.ndarray]}``."""

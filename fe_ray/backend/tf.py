@@ -232,15 +232,17 @@ def init_accumulator(model: keras.Model, device: Any = None) -> tuple[tf.Variabl
 
 def merge_grad_update(model: keras.Model, step: tf.Variable, grad_sum: list[tf.Variable],
                       gradients: Sequence[tf.Tensor], merge_grad: int, defer: bool = False,
-                      deferred: dict[str, list[Callable[[], None]]] | None = None) -> None:
+                      deferred: dict[str, list[Callable[[], None]]] | None = None,
+                      variables: Sequence[tf.Variable] | None = None) -> None:
     """Add ``gradients`` to the sums; on every ``merge_grad``-th call apply their mean and zero the sums.
 
-    The decision is a ``tf.cond`` on the step variable, so one traced graph serves every step.
+    ``variables``: as in :func:`update_model`. The decision is a ``tf.cond`` on the step variable, so one traced
+    graph serves every step.
     """
     for total, grad in zip(grad_sum, gradients):
         total.assign_add(tf.cast(grad, total.dtype))
     step.assign_add(1)
-    variables = trainable_variables(model)
+    variables = trainable_variables(model) if variables is None else list(variables)
 
     def apply_mean() -> tf.Tensor:
         model.current_optimizer.apply_gradients(zip([total / merge_grad for total in grad_sum], variables))

@@ -262,15 +262,19 @@ def init_accumulator(model: torch.nn.Module, device: Any = None) -> tuple[torch.
 
 def merge_grad_update(model: torch.nn.Module, step: torch.Tensor, grad_sum: list[torch.Tensor],
                       gradients: Sequence[torch.Tensor], merge_grad: int, defer: bool = False,
-                      deferred: dict[str, list[Callable[[], None]]] | None = None) -> None:
-    """Add ``gradients`` to the sums; on every ``merge_grad``-th call apply their mean and zero the sums."""
+                      deferred: dict[str, list[Callable[[], None]]] | None = None,
+                      variables: Sequence[torch.nn.Parameter] | None = None) -> None:
+    """Add ``gradients`` to the sums; on every ``merge_grad``-th call apply their mean and zero the sums.
+
+    ``variables``: as in :func:`update_model`.
+    """
     with torch.no_grad():
         for total, grad in zip(grad_sum, gradients):
             total += grad.to(total.device)
         step += 1
     if int(step) % merge_grad == 0:
         average = [total / merge_grad for total in grad_sum]  # new tensors: safe to zero the sums in place below
-        update_model(model, average, defer=defer, deferred=deferred)
+        update_model(model, average, defer=defer, deferred=deferred, variables=variables)
         for total in grad_sum:
             total.zero_()
 

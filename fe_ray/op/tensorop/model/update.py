@@ -108,7 +108,7 @@ class UpdateOp(TensorOp):
         deferred = state.setdefault("deferred", {})
         if self.merge_grad > 1:
             self._backend.merge_grad_update(self.model, self._step, self._grad_sum, gradients, self.merge_grad,
-                                            defer=self.defer, deferred=deferred)
+                                            defer=self.defer, deferred=deferred, variables=variables)
         else:
             self._backend.update_model(self.model, gradients, defer=self.defer, deferred=deferred,
                                        variables=variables)
