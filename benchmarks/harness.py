@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import json
+import math
 import os
 import platform
 import socket
@@ -267,6 +268,51 @@ def ratio(series: Mapping[str, Series], numerator: str, denominator: str, best: 
         pairs = [n / d for n, d in zip(series[numerator].values, series[denominator].values) if d]
         return statistics.median(pairs) if pairs else None
     return series[numerator].median / series[denominator].median
+
+
+def median_interval(values: Sequence[float], confidence: float = 0.9) -> tuple[float, float] | None:
+    """A distribution-free confidence interval for the median of ``values``, or None when there are too few.
+
+    The interval runs from the k-th smallest to the k-th largest value, with the largest k for which the chance
+    that the true median lies outside it is at most ``1 - confidence``: each value falls below the median with
+    probability 1/2, so the count below it is Binomial(n, 1/2). No shape is assumed for the noise, which on a
+    shared VM is far from normal (long tails from other tenants). Five values are the fewest for 90%.
+    """
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence={confidence!r} must lie strictly between 0 and 1, e.g. 0.9.")
+    ordered = sorted(values)
+    n = len(ordered)
+    # P(median < x_(k)) = P(Binomial(n, 1/2) <= k - 1); the two tails together must stay within 1 - confidence.
+    tail, k = 0.0, 0
+    while k < n // 2:
+        tail += math.comb(n, k) / 2**n
+        if 2 * tail > 1.0 - confidence:
+            break
+        k += 1
+    if k == 0:
+        return None
+    return ordered[k - 1], ordered[n - k]
+
+
+def paired_interval(series: Mapping[str, Series], numerator: str, denominator: str,
+                    confidence: float = 0.9) -> tuple[float, float] | None:
+    """:func:`median_interval` of the per-repeat ratios numerator/denominator (the paired ratio's uncertainty)."""
+    if numerator not in series or denominator not in series:
+        return None
+    pairs = [n / d for n, d in zip(series[numerator].values, series[denominator].values) if d]
+    return median_interval(pairs, confidence)
+
+
+def interval_verdict(interval: tuple[float, float] | None, target: float) -> str:
+    """Where a ``>=`` target lies against a confidence interval: whether the run can tell met from missed."""
+    if interval is None:
+        return "too few repeats"
+    low, high = interval
+    if low >= target:
+        return "met beyond noise"
+    if high < target:
+        return "missed beyond noise"
+    return "within noise"
 
 
 # ---------------------------------------------------------------------------------------------------- reporting

@@ -36,6 +36,28 @@ def test_paired_ratio_is_the_median_of_per_repeat_ratios() -> None:
     assert harness.ratio(series, "c", "a", best=True) == pytest.approx(0.9)
 
 
+def test_median_interval_uses_binomial_order_statistics() -> None:
+    # n=9: [2nd, 8th] smallest covers the median with 1 - 2 * 10/512 = 96% (the 3rd/7th would give only 82%).
+    assert harness.median_interval([9, 1, 8, 2, 7, 3, 6, 4, 5]) == (2, 8)
+    assert harness.median_interval(range(1, 6)) == (1, 5)  # 5 values: 1 - 2/32 = 94%
+    assert harness.median_interval(range(1, 5)) is None  # 4 values: at most 1 - 2/16 = 88% < 90%
+    assert harness.median_interval(range(1, 10), confidence=0.8) == (3, 7)  # 82% suffices for 80%
+    with pytest.raises(ValueError, match="confidence"):
+        harness.median_interval([1.0, 2.0], confidence=1.0)
+
+
+def test_interval_verdict_tells_noise_from_a_miss() -> None:
+    plain, fe = harness.Series("a", "samples/s"), harness.Series("c", "samples/s")
+    plain.values = [100.0] * 9
+    fe.values = [88.0, 90.0, 91.0, 92.0, 92.0, 93.0, 94.0, 95.0, 97.0]
+    interval = harness.paired_interval({"a": plain, "c": fe}, "c", "a")
+    assert interval == pytest.approx((0.90, 0.95))
+    assert harness.interval_verdict(interval, 0.93) == "within noise"
+    assert harness.interval_verdict(interval, 0.96) == "missed beyond noise"
+    assert harness.interval_verdict(interval, 0.90) == "met beyond noise"
+    assert harness.interval_verdict(None, 0.9) == "too few repeats"
+
+
 def test_throughput_quick_plain_variant(tmp_path, monkeypatch) -> None:  # noqa: ANN001
     monkeypatch.setattr(harness, "RESULTS_DIR", tmp_path)
     assert throughput.main(["--quick", "--model", "lenet", "--variants", "a", "--device", "cpu",
@@ -99,3 +121,50 @@ def test_paired_stall_is_the_extra_time_of_the_window_with_the_save(tmp_path) ->
     assert started == ["fe_thread"]  # one save, in the window that has it
     assert 0.04 <= result["stall_s"] <= 0.2 and result["write_inside_window"] == 1.0
     assert result["window_s"] >= 0.04
+
+
+def test_step_probe_breakdown_splits_each_step_into_phases_that_add_up() -> None:
+    from benchmarks import step_probe
+
+    # Two steps of two replicas, stamps in ms: call, replicas' start/end, answers back.
+    calls = [(0.0, 10.0), (12.0, 25.0)]
+    rows = {0: [(1.0, 8.0, 6.0), (13.0, 22.0, 8.0)], 1: [(2.0, 9.0, 7.0), (14.0, 23.0, 9.0)]}
+    phases = step_probe.breakdown(calls, rows)
+    assert phases["to_replicas"] == pytest.approx((1.0 + 1.0) / 2)  # to the first replica's start
+    assert phases["replica"] == pytest.approx((8.0 + 10.0) / 2)  # first start -> last end
+    assert phases["back"] == pytest.approx((1.0 + 2.0) / 2)
+    assert phases["driver"] == pytest.approx(2.0)  # answers of step 0 -> call of step 1
+    assert phases["replica_cpu"] == pytest.approx((6.5 + 8.5) / 2)
+    assert step_probe.breakdown(calls, rows, last=1)["replica"] == pytest.approx(10.0)
+    with pytest.raises(ValueError, match="recorded"):
+        step_probe.breakdown(calls, {0: rows[0][:1]})
+    with pytest.raises(ValueError, match="out of order"):
+        step_probe.breakdown([(5.0, 10.0)], {0: [(1.0, 8.0, 6.0)]})  # a replica started before the call
+
+
+def test_step_probe_hook_stamps_replica_steps_and_writes_them_per_epoch(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    from benchmarks import step_probe
+    from fe_ray.distributed.replica import Replica
+
+    # Stand-ins for the real methods, which need a running replica; monkeypatch restores the class afterwards.
+    monkeypatch.setattr(Replica, "step", lambda self, args: {"args": args})
+    monkeypatch.setattr(Replica, "exit_context", lambda self: True)
+    log = tmp_path / "steps.log"
+    monkeypatch.setenv(step_probe.LOG_ENV, str(log))
+    step_probe.install()
+
+    class FakeReplica:
+        rank = 0
+
+    replica = FakeReplica()
+    assert Replica.step(replica, None) == {"args": None}  # a transport warm-up: passed through, not stamped
+    assert Replica.step(replica, ("batch",)) == {"args": ("batch",)}
+    assert not log.exists()  # nothing is written during the steps
+    assert Replica.exit_context(replica) is True
+    rows = step_probe.collect(log, replicas=1)
+    assert list(rows) == [0] and len(rows[0]) == 1
+    start, end, cpu = rows[0][0]
+    assert start <= end and cpu >= 0
+    assert not log.exists()  # read and cleared for the next epoch
+    with pytest.raises(TimeoutError, match="setup hook"):
+        step_probe.collect(log, replicas=1, timeout_s=0.05)
