@@ -30,13 +30,15 @@ from __future__ import annotations
 
 import statistics
 import sys
+import tempfile
 import time
 import traceback
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, nullcontext
+from collections.abc import Callable
+from contextlib import nullcontext
+from pathlib import Path
 from typing import Any
 
-from benchmarks import harness
+from benchmarks import harness, step_probe
 from benchmarks.models import INPUT_SHAPES, MODELS, PROBE_MODELS, count_params, synthetic_data
 
 # name -> (label, default batch size, default timed steps)
@@ -173,8 +175,9 @@ class GlooDP(Variant):
 
 # ---------------------------------------------------------------------------------------------------- fe_ray
 def fe_network(cfg: dict[str, Any], framework: str, num_replicas: int | None,
-               transport: str | None = None) -> tuple[Any, Any]:
-    """Build the fe_ray LeNet/ResNet network: ModelOp -> CrossEntropy -> UpdateOp (Adam, as fe.build('adam'))."""
+               transport: str | None = None, runtime_env: dict[str, Any] | None = None) -> tuple[Any, Any]:
+    """Build the fe_ray LeNet/ResNet network: ModelOp -> CrossEntropy -> UpdateOp (Adam, as fe.build('adam')).
+    ``runtime_env``: the replicas' Ray runtime environment (e.g. :func:`benchmarks.step_probe.runtime_env`)."""
     import fe_ray as fe
     from benchmarks.models import tf_model_fn, torch_model_fn
     from fe_ray.op.tensorop.loss import CrossEntropy
@@ -190,6 +193,8 @@ def fe_network(cfg: dict[str, Any], framework: str, num_replicas: int | None,
         kwargs = distributed_kwargs(cfg, num_replicas)
         if transport is not None:
             kwargs["step_transport"] = transport
+        if runtime_env is not None:
+            kwargs["runtime_env"] = runtime_env
     return fe.Network(ops=ops, num_replicas=num_replicas, **kwargs), model
 
 
@@ -270,7 +275,12 @@ class FeEstimator(Variant):
         if self.num_replicas is not None:
             harness.init_ray(self.cfg["ray_cpus"])
         cfg = self.cfg
-        self.network, self.model = fe_network(cfg, self.framework, self.num_replicas, self.transport)
+        # With the default transport, each step is split into its phases where they happen (benchmarks/step_probe.py).
+        self.step_log = None
+        if self.num_replicas and self.transport in (None, "stream"):
+            self.step_log = Path(tempfile.mkdtemp(prefix="fe_ray_bench_")) / f"{self.key}_steps.log"
+        env = step_probe.runtime_env(self.step_log) if self.step_log else None
+        self.network, self.model = fe_network(cfg, self.framework, self.num_replicas, self.transport, env)
         data = cfg["data"] if self.framework == "torch" else cfg["data_tf"]
         n = (WARMUP_STEPS + cfg["steps"]) * cfg["batch_size"]
         self.dataset = make_dataset({k: v[:n] for k, v in data.items()})
@@ -281,10 +291,10 @@ class FeEstimator(Variant):
             ops = [Minmax(inputs="x", outputs="x")]
         self.pipeline = fe.Pipeline(train_data=self.dataset, batch_size=cfg["batch_size"], ops=ops)
         self.fit_walls: list[float] = []
-        self.driver_gaps: list[float] = []
+        self.phases: list[dict[str, float]] = []  # per fit: step_probe.breakdown
         self.fit()  # warm-up run (first-call costs: actor start, tracing, allocator)
         self.fit_walls.clear()
-        self.driver_gaps.clear()
+        self.phases.clear()
 
     def fit(self) -> float:
         import fe_ray as fe
@@ -292,14 +302,15 @@ class FeEstimator(Variant):
         timer = make_timing_trace(WARMUP_STEPS)
         estimator = fe.Estimator(pipeline=self.pipeline, network=self.network, epochs=1, traces=[timer],
                                  log_steps=None)
-        gaps: list[float] = []
-        probe = driver_gaps(gaps) if self.num_replicas and self.transport in (None, "stream") else nullcontext()
+        calls: list[tuple[float, float]] = []
+        probe = step_probe.driver_stamps(calls) if self.step_log is not None else nullcontext()
         start = time.perf_counter()
         with probe:
             estimator.fit()
         self.fit_walls.append(time.perf_counter() - start)
-        if gaps:
-            self.driver_gaps.append(statistics.median(gaps))
+        if self.step_log is not None:
+            stamps = step_probe.collect(self.step_log, self.num_replicas)
+            self.phases.append(step_probe.breakdown(calls, stamps, last=self.cfg["steps"]))
         return timer.samples_per_second(self.cfg["batch_size"])
 
     def measure(self) -> float:
@@ -309,32 +320,6 @@ class FeEstimator(Variant):
         shutdown = getattr(self.network, "shutdown", None)
         if callable(shutdown):
             shutdown()
-
-
-@contextmanager
-def driver_gaps(gaps: list[float]) -> Iterator[None]:
-    """Record, for each step but the first, how long the driver took from the previous step's answers to sending
-    this one (traces, the Estimator's bookkeeping, merging, the Pipeline's batch unless it was made during the
-    step): the time the replicas wait for the driver. Wraps ``StepStream.run``, the default transport's step."""
-    from fe_ray.distributed.step_stream import StepStream
-
-    original = StepStream.run
-    answered: list[float] = []
-
-    def run(stream: Any, *args: Any, **kwargs: Any) -> Any:
-        called = time.perf_counter()
-        if answered:
-            gaps.append(called - answered[-1])
-        try:
-            return original(stream, *args, **kwargs)
-        finally:
-            answered.append(time.perf_counter())
-
-    StepStream.run = run
-    try:
-        yield
-    finally:
-        StepStream.run = original
 
 
 def make_dataset(data: dict[str, Any]) -> Any:
@@ -520,15 +505,23 @@ def run_model(model: str, args: Any, device: str, threads: int, avail: dict[str,
             fixed[key] = {"fit_wall_s": wall,
                           "fixed_s": wall - total_steps * batch_size / series[key].median}
             series[key].extra["fit_wall_s"] = variant.fit_walls
-        if getattr(variant, "driver_gaps", None) and key in series:
-            fixed.setdefault(key, {})["driver_us_per_step"] = 1e6 * statistics.median(variant.driver_gaps)
-            series[key].extra["driver_gap_s"] = variant.driver_gaps
+        if getattr(variant, "phases", None) and key in series:
+            # Per repeat, the step time the run measured less the probe's mean phases: what the probe missed.
+            rest = [batch_size / sps - sum(p[name] for name in step_probe.PHASES)
+                    for sps, p in zip(series[key].values, variant.phases)]
+            phases = {f"{name}_us": 1e6 * statistics.median(p[name] for p in variant.phases)
+                      for name in (*step_probe.PHASES, "replica_cpu")}
+            fixed.setdefault(key, {}).update({**phases, "unaccounted_us": 1e6 * statistics.median(rest)})
+            series[key].extra["phases_s"] = variant.phases
         if getattr(variant, "context_costs", None) and key in series:
             fixed[key] = {"first_step_of_context_s": statistics.median(variant.context_costs)}
             series[key].extra["first_step_of_context_s"] = variant.context_costs
     if fixed:
-        print("Per-epoch fixed costs (outside the steady-state figures above) and, with replicas, the driver's part "
-              "of each step (driver_us_per_step: previous step's answers -> next step sent), medians:")
+        print("Per-epoch fixed costs (outside the steady-state figures above) and, with replicas, each step's phases "
+              "(benchmarks/step_probe.py): to_replicas (send, the replicas' wake-up and read), replica (their own "
+              "step; replica_cpu: its thread's CPU time), back (answers sent, the driver's wake-up and read), driver "
+              "(answers -> next step sent), all means over a fit's timed steps; unaccounted (step time - phases); "
+              "medians over the repeats:")
         for key, info in fixed.items():
             print(f"  {LABELS[key]}: " + ", ".join(f"{k}={v:.3f}" for k, v in info.items()))
     checks = []
@@ -556,6 +549,15 @@ def run_model(model: str, args: Any, device: str, threads: int, avail: dict[str,
     paired = {label: harness.ratio(series, *label.split("/"), paired=True) for label, *_ in checks}
     print("paired ratios (median of per-repeat ratios; companion): "
           + ", ".join(f"{k}={v:.3f}" for k, v in paired.items() if v is not None))
+    intervals = {label: harness.paired_interval(series, *label.split("/")) for label, *_ in checks}
+    # Whether this run's noise allows a verdict at all: a target inside the interval is neither met nor missed
+    # beyond doubt, however the medians above happen to fall.
+    for label, _value, target, _op in checks:
+        if target is not None and label in paired and paired[label] is not None:
+            interval = intervals[label]
+            shown = f"[{interval[0]:.3f}, {interval[1]:.3f}]" if interval else "n/a"
+            print(f"  {label}: paired {paired[label]:.3f}, 90% interval of the median {shown}, target {target}: "
+                  f"{harness.interval_verdict(interval, target)}")
     for key, reason in skipped.items():
         print(f"  not run: {LABELS.get(key, key)}: {reason}")
     params = None
@@ -570,7 +572,9 @@ def run_model(model: str, args: Any, device: str, threads: int, avail: dict[str,
             "us_per_step": step_us,
             "series": {k: s.to_json() for k, s in series.items()},
             "ratios": {label: {"value": value, "target": target} for label, value, target, _ in checks},
-            "best_of_n_ratios": best, "paired_ratios": paired, "fixed_costs": fixed, "skipped": skipped}
+            "best_of_n_ratios": best, "paired_ratios": paired,
+            "paired_ratio_intervals_90": {k: list(v) for k, v in intervals.items() if v is not None},
+            "fixed_costs": fixed, "skipped": skipped}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,164 @@
+"""A benchmark probe that splits each distributed step into its phases, timed where they happen.
+
+The driver sees a step on the default transport (the step stream) only as a whole: ``StepStream.run`` sends every
+replica its slice and returns their answers. This probe stamps both ends with ``time.perf_counter``, whose clock
+(CLOCK_MONOTONIC on Linux) is one clock for every process of a machine, so stamps taken in the driver and in a
+replica on the same node compare directly:
+
+- on the driver, :func:`driver_stamps` wraps ``StepStream.run`` and records when each step was called and when
+  its answers were back;
+- in each replica, :func:`install` (a Ray worker setup hook, see :func:`runtime_env`) wraps ``Replica.step``, the
+  stream's entry point, and records when the replica started and finished its part of the step and its thread's
+  CPU time. At the end of each epoch (``Replica.exit_context``) it appends them to the file named by
+  :data:`LOG_ENV`, so nothing is written during the timed steps; :func:`collect` reads them on the driver.
+
+:func:`breakdown` then gives, per step: ``to_replicas`` (pickling and sending the slices, the replicas' wake-up,
+reading and unpickling them), ``replica`` (the replicas' own step: copying the slice into owned memory, the
+Network step, outputs to numpy), ``back`` (pickling and sending the answers, the driver's wake-up, reading them;
+also what is left of the driver's overlap work, the following batch, if that outlasts the replicas' step) and
+``driver`` (from the answers to the next step's call: merging, traces, the Estimator's bookkeeping).
+
+This is for the benchmarks only: fe_ray has no such hook, and nothing changes in a process without the variable.
+Ray runs a ``worker_process_setup_hook`` given to ``ray.init`` only (a per-actor runtime environment's is
+ignored), so :func:`runtime_env` sets the variable Ray's worker start-up reads for it, an internal of Ray's: if a
+Ray version drops it, :func:`collect` says so rather than report nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+LOG_ENV = "FE_RAY_BENCH_STEP_LOG"
+PHASES = ("to_replicas", "replica", "back", "driver")
+
+
+# ------------------------------------------------------------------------------------------------- replica side
+def runtime_env(log_path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Ray runtime environment for replicas that record their step stamps into ``log_path``."""
+    from ray._private.ray_constants import WORKER_PROCESS_SETUP_HOOK_ENV_VAR
+
+    return {"env_vars": {WORKER_PROCESS_SETUP_HOOK_ENV_VAR: f"{__name__}.install", LOG_ENV: os.fspath(log_path)}}
+
+
+def install() -> None:
+    """Wrap ``Replica.step`` and ``Replica.exit_context`` in this process (a no-op without :data:`LOG_ENV`)."""
+    path = os.environ.get(LOG_ENV)
+    if not path:
+        return
+    from fe_ray.distributed.replica import Replica
+
+    step, exit_context = Replica.step, Replica.exit_context
+    rows: list[tuple[float, float, float]] = []
+
+    def stamped_step(self: Replica, args: Any) -> Any:
+        start, cpu = time.perf_counter(), time.thread_time()
+        try:
+            return step(self, args)
+        finally:
+            if args is not None:  # None is the transport's warm-up call, not a step
+                rows.append((start, time.perf_counter(), time.thread_time() - cpu))
+
+    def flushing_exit_context(self: Replica) -> Any:
+        result = exit_context(self)
+        lines = "".join(f"{self.rank} {start:.9f} {end:.9f} {cpu:.9f}\n" for start, end, cpu in rows)
+        rows.clear()
+        with open(path, "a") as log:
+            log.write(f"{lines}{self.rank} end\n")
+        return result
+
+    Replica.step = stamped_step  # type: ignore[method-assign]
+    Replica.exit_context = flushing_exit_context  # type: ignore[method-assign]
+
+
+def collect(log_path: str | os.PathLike[str], replicas: int, timeout_s: float = 10.0) -> dict[int, list[tuple]]:
+    """Read and clear one epoch's stamps of ``replicas`` replicas: ``{rank: [(start, end, cpu_s), ...]}``.
+
+    Replicas leave their context asynchronously (the driver does not wait for it), so this waits up to
+    ``timeout_s`` for every replica's end-of-epoch line.
+
+    Raises:
+        TimeoutError: Not every replica wrote its stamps in time (the setup hook did not run in them).
+    """
+    path = Path(log_path)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        lines = path.read_text().splitlines() if path.exists() else []
+        if sum(line.endswith(" end") for line in lines) >= replicas:
+            break
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{replicas} replicas' step stamps did not appear in {path} within {timeout_s:g}s: "
+                               f"did Ray run the setup hook {__name__}.install in them (see runtime_env)?")
+        time.sleep(0.02)
+    path.unlink()
+    out: dict[int, list[tuple]] = {rank: [] for rank in range(replicas)}
+    for line in lines:
+        rank, *values = line.split()
+        if values != ["end"]:
+            out[int(rank)].append(tuple(float(v) for v in values))
+    return out
+
+
+# -------------------------------------------------------------------------------------------------- driver side
+@contextmanager
+def driver_stamps(calls: list[tuple[float, float]]) -> Iterator[None]:
+    """Append ``(called, answered)`` for every ``StepStream.run`` (the default transport's step) inside the block."""
+    from fe_ray.distributed.step_stream import StepStream
+
+    original = StepStream.run
+
+    def run(stream: Any, per_rank_args: Sequence[Any], *args: Any, **kwargs: Any) -> Any:
+        called = time.perf_counter()
+        try:
+            return original(stream, per_rank_args, *args, **kwargs)
+        finally:
+            if any(value is not None for value in per_rank_args):  # all None: a new stream's warm-up round trip
+                calls.append((called, time.perf_counter()))
+
+    StepStream.run = run  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        StepStream.run = original  # type: ignore[method-assign]
+
+
+def breakdown(calls: Sequence[tuple[float, float]], replica_rows: dict[int, list[tuple]],
+              last: int | None = None) -> dict[str, float]:
+    """Mean seconds per step of each of :data:`PHASES`, plus ``replica_cpu`` (the replicas' thread CPU time).
+
+    Step ``i`` of the driver is step ``i`` of every replica. A replica phase runs from the first replica's start
+    to the last one's end. Means, not medians: a step's phases add up to the time from its call to the next one's,
+    so the means add up to the mean step time, slow steps included, and show where that time went.
+
+    Args:
+        calls: :func:`driver_stamps`' ``(called, answered)`` pairs.
+        replica_rows: :func:`collect`'s stamps of the same steps.
+        last: Average over the last ``last`` steps only (the timed ones; None: all).
+
+    Raises:
+        ValueError: The driver and a replica counted different numbers of steps, or the stamps are not in order
+            (clocks of different machines).
+    """
+    counts = {rank: len(rows) for rank, rows in replica_rows.items()}
+    if any(count != len(calls) for count in counts.values()):
+        raise ValueError(f"the driver ran {len(calls)} steps but the replicas recorded {counts}")
+    phases: dict[str, list[float]] = {name: [] for name in (*PHASES, "replica_cpu")}
+    first = 0 if last is None else max(len(calls) - last, 0)
+    for i in range(first, len(calls)):
+        called, answered = calls[i]
+        starts, ends, cpus = zip(*(rows[i] for rows in replica_rows.values()))
+        stamps = [called, min(starts), max(ends), answered]
+        if stamps != sorted(stamps):
+            raise ValueError(f"step {i}: stamps out of order {stamps}: driver and replicas on different clocks?")
+        phases["to_replicas"].append(stamps[1] - stamps[0])
+        phases["replica"].append(stamps[2] - stamps[1])
+        phases["back"].append(stamps[3] - stamps[2])
+        phases["replica_cpu"].append(statistics.fmean(cpus))
+        if i:
+            phases["driver"].append(called - calls[i - 1][1])
+    return {name: statistics.fmean(values) for name, values in phases.items() if values}
