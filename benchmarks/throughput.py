@@ -28,6 +28,7 @@ Run: ``python -m benchmarks.throughput [--model lenet|resnet|all] [--framework t
 
 from __future__ import annotations
 
+import shutil
 import statistics
 import sys
 import tempfile
@@ -320,6 +321,8 @@ class FeEstimator(Variant):
         shutdown = getattr(self.network, "shutdown", None)
         if callable(shutdown):
             shutdown()
+        if self.step_log is not None:
+            shutil.rmtree(self.step_log.parent, ignore_errors=True)
 
 
 def make_dataset(data: dict[str, Any]) -> Any:
