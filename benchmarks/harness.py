@@ -265,7 +265,7 @@ def ratio(series: Mapping[str, Series], numerator: str, denominator: str, best: 
         pick = max if series[numerator].higher_is_better else min
         return pick(series[numerator].values) / pick(series[denominator].values)
     if paired:
-        pairs = [n / d for n, d in zip(series[numerator].values, series[denominator].values) if d]
+        pairs = per_repeat_ratios(series, numerator, denominator)
         return statistics.median(pairs) if pairs else None
     return series[numerator].median / series[denominator].median
 
@@ -299,8 +299,12 @@ def paired_interval(series: Mapping[str, Series], numerator: str, denominator: s
     """:func:`median_interval` of the per-repeat ratios numerator/denominator (the paired ratio's uncertainty)."""
     if numerator not in series or denominator not in series:
         return None
-    pairs = [n / d for n, d in zip(series[numerator].values, series[denominator].values) if d]
-    return median_interval(pairs, confidence)
+    return median_interval(per_repeat_ratios(series, numerator, denominator), confidence)
+
+
+def per_repeat_ratios(series: Mapping[str, Series], numerator: str, denominator: str) -> list[float]:
+    """numerator / denominator of each repeat (both ran within seconds of each other), skipping zero denominators."""
+    return [n / d for n, d in zip(series[numerator].values, series[denominator].values) if d]
 
 
 def interval_verdict(interval: tuple[float, float] | None, target: float) -> str:
