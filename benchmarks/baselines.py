@@ -72,6 +72,21 @@ class PlainTorchTrainer:
         return time.perf_counter() - start
 
 
+class PlainLoopActor:
+    """The plain loop (:class:`PlainTorchTrainer`) in its own process: wrap with ``ray.remote``; give it the runtime
+    environment whose effect on the loop is measured (e.g. fe_ray's replica environment)."""
+
+    def __init__(self, model_name: str, threads: int, device: str = "cpu") -> None:
+        import torch
+
+        torch.set_num_threads(threads)
+        self.trainer = PlainTorchTrainer(model_name, device)
+
+    def run(self, batches: Sequence[dict[str, np.ndarray]]) -> float:
+        """As :meth:`PlainTorchTrainer.run`."""
+        return self.trainer.run(batches)
+
+
 def median_synchronized_seconds(op: Callable[[], Any], barrier: Callable[[], Any], iters: int,
                                 warmup: int = 3) -> float:
     """Median seconds of ``op`` over ``iters`` runs (after ``warmup``), every run started right after ``barrier``

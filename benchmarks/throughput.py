@@ -15,6 +15,9 @@ Variants (torch):
         use) made on the driver's thread: in-process it adds to every step, with replicas the Pipeline makes the
         next batch while the replicas compute (compare c_ops/c with b_ops/b)
     e_local  (informational) the same ranks training on data generated inside the actors: no driver round trip
+    a_malloc, e_malloc  (informational) a in a Ray actor with fe_ray's replica environment, and e with its glibc
+        malloc settings (fe_ray.distributed.cluster.MALLOC_ENV): c / a_malloc and d / e_malloc compare fe_ray with
+        hand-written loops at equal allocator settings
 
 ``--framework tf``: the same letters with an ``_tf`` suffix: a plain ``tf.function`` loop (a_tf), fe_ray in-process
 (b0_tf, b_tf) and with replicas (c_tf, d_tf and their calls / compiled twins), and e_tf, a hand-written 2-rank TF
@@ -57,6 +60,7 @@ LABELS = {
     "c_calls": "(c_calls) c, actor calls", "d_calls": "(d_calls) d, actor calls",
     "c_calls_tf": "(c_calls) TF c, actor calls", "d_calls_tf": "(d_calls) TF d, actor calls",
     "e_local": "(e_local) gloo DP x2, actor-local data",
+    "a_malloc": "(a_malloc) a in an actor, replica env", "e_malloc": "(e_malloc) e with replica malloc env",
     "a_tf": "(a) plain tf.function loop", "b0_tf": "(b0) fe_ray TF Network.run_step loop",
     "b_tf": "(b) fe_ray TF Network+Estimator", "c_tf": "(c) fe_ray TF num_replicas=1",
     "d_tf": "(d) fe_ray TF num_replicas=2", "e_tf": "(e) hand-written TF DP x2 (gloo)",
@@ -110,15 +114,51 @@ class PlainTorch(Variant):
         return len(self.batches) * self.cfg["batch_size"] / seconds
 
 
+class PlainTorchActor(Variant):
+    """(a_malloc): the plain loop in a Ray actor with fe_ray's replica environment (its thread share and glibc
+    malloc settings, :func:`fe_ray.distributed.cluster.replica_env`): what the hand-written loop itself gains from
+    the settings fe_ray gives its replicas, so that c / a_malloc is fe_ray's cost at equal allocator settings."""
+
+    def prepare(self) -> None:
+        import ray
+
+        from benchmarks.baselines import PlainLoopActor, batches_of
+        from fe_ray.distributed.cluster import replica_env
+
+        cfg = self.cfg
+        harness.init_ray(cfg["ray_cpus"])
+        threads = cfg["threads"]
+        remote = ray.remote(PlainLoopActor).options(num_cpus=threads, num_gpus=1 if cfg["device"] == "cuda" else 0,
+                                                    runtime_env=replica_env(None, threads))
+        self.actor = remote.remote(cfg["model"], threads, cfg["device"])
+        batches = batches_of(cfg["data"], cfg["batch_size"])[:cfg["steps"]]
+        self.count = len(batches)
+        self.batches = ray.put(batches)
+        ray.get(self.actor.run.remote(batches[:WARMUP_STEPS]), timeout=600)
+
+    def measure(self) -> float:
+        import ray
+
+        return self.count * self.cfg["batch_size"] / ray.get(self.actor.run.remote(self.batches), timeout=600)
+
+    def close(self) -> None:
+        import ray
+
+        ray.kill(self.actor)
+
+
 class GlooDP(Variant):
     """Hand-written synchronous DP on ``replicas`` Ray actors (one flat gradient bucket, gloo all_reduce); torch
     ranks (:class:`~benchmarks.baselines.DPWorker`) or, with ``framework="tf"``, TF ranks
-    (:class:`~benchmarks.baselines.TFDPWorker`)."""
+    (:class:`~benchmarks.baselines.TFDPWorker`). ``env_vars``: the ranks' extra environment (e_malloc: fe_ray's
+    replica malloc settings)."""
 
-    def __init__(self, key: str, cfg: dict[str, Any], local_data: bool = False, framework: str = "torch") -> None:
+    def __init__(self, key: str, cfg: dict[str, Any], local_data: bool = False, framework: str = "torch",
+                 env_vars: dict[str, str] | None = None) -> None:
         super().__init__(key, cfg)
         self.local_data = local_data
         self.framework = framework
+        self.env_vars = env_vars
 
     def prepare(self) -> None:
         import ray
@@ -130,13 +170,14 @@ class GlooDP(Variant):
         harness.init_ray(cfg["ray_cpus"])
         port = harness.free_port()
         threads = max(1, cfg["threads"] // self.n)
+        runtime_env = {"env_vars": self.env_vars} if self.env_vars else None
         if self.framework == "tf":
-            remote = ray.remote(num_cpus=1)(TFDPWorker)
+            remote = ray.remote(num_cpus=1, runtime_env=runtime_env)(TFDPWorker)
             self.workers = [remote.remote(r, self.n, port, cfg["model"], threads) for r in range(self.n)]
             data = cfg["data_tf"]
         else:
             gpus = 1.0 / self.n if cfg["device"] == "cuda" else 0
-            remote = ray.remote(num_cpus=1, num_gpus=gpus)(DPWorker)
+            remote = ray.remote(num_cpus=1, num_gpus=gpus, runtime_env=runtime_env)(DPWorker)
             self.workers = [remote.remote(r, self.n, port, cfg["model"], threads, cfg["device"])
                             for r in range(self.n)]
             data = cfg["data"]
@@ -435,6 +476,9 @@ def build_variants(cfg: dict[str, Any], framework: str, only: set[str] | None,
                     est_ok and dist_ok, est_reason or avail["distributed"])
         add("e", lambda: GlooDP("e", {**cfg, "replicas": 2}))
         add("e_local", lambda: GlooDP("e_local", {**cfg, "replicas": 2}, local_data=True))
+        add("a_malloc", lambda: PlainTorchActor("a_malloc", cfg), dist_ok, avail["distributed"])
+        add("e_malloc", lambda: GlooDP("e_malloc", {**cfg, "replicas": 2}, env_vars=_malloc_env()), dist_ok,
+            avail["distributed"])
     else:
         add("a_tf", lambda: PlainTF("a_tf", cfg))
         add("b0_tf", lambda: FeNetworkLoopTF("b0_tf", cfg, "tf"), not avail["network_ops"], avail["network_ops"])
@@ -452,6 +496,12 @@ def build_variants(cfg: dict[str, Any], framework: str, only: set[str] | None,
                     est_ok and tf_dist, reason)
         add("e_tf", lambda: GlooDP("e_tf", {**cfg, "replicas": 2}, framework="tf"), dist_ok, avail["distributed"])
     return variants, skipped
+
+
+def _malloc_env() -> dict[str, str]:
+    from fe_ray.distributed.cluster import MALLOC_ENV
+
+    return dict(MALLOC_ENV)
 
 
 def run_model(model: str, args: Any, device: str, threads: int, avail: dict[str, str]) -> dict[str, Any]:
@@ -535,6 +585,8 @@ def run_model(model: str, args: Any, device: str, threads: int, avail: dict[str,
                            ">="))
     extra = [("b0/a", "b0", "a"), ("b/a_sync", "b", "a_sync"), ("b0/a_sync", "b0", "a_sync"),
               ("d/c", "d", "c"), ("e/a", "e", "a"), ("e/e_local", "e", "e_local"),
+             ("c/a_malloc", "c", "a_malloc"), ("a_malloc/a", "a_malloc", "a"), ("d/e_malloc", "d", "e_malloc"),
+             ("e_malloc/e", "e_malloc", "e"),
              ("c_calls/a", "c_calls", "a"), ("d_calls/e", "d_calls", "e"),
              ("c_calls_tf/a_tf", "c_calls_tf", "a_tf"), ("d_calls_tf/e_tf", "d_calls_tf", "e_tf"),
              ("c_compiled/a", "c_compiled", "a"), ("d_compiled/e", "d_compiled", "e"),

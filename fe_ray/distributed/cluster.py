@@ -236,27 +236,43 @@ def start_actor(cls: type, args: tuple[Any, ...], group: PlacementGroup | None, 
     if group is not None:
         options["scheduling_strategy"] = PlacementGroupSchedulingStrategy(
             placement_group=group, placement_group_bundle_index=bundle_index)
-    runtime_env = _with_thread_share(runtime_env, options["num_cpus"])
-    if runtime_env:
-        options["runtime_env"] = dict(runtime_env)
+    options["runtime_env"] = replica_env(runtime_env, options["num_cpus"])
     if name:
         options["name"] = name
     return ray.remote(cls).options(**options).remote(*args)
 
 
-def _with_thread_share(runtime_env: Mapping[str, Any] | None, num_cpus: float) -> dict[str, Any] | None:
-    """``runtime_env`` with the intra-op thread counts of torch and TF set to the actor's CPU share.
+#: glibc malloc settings for replica processes: keep freed memory for the next step instead of giving it back.
+#: With glibc's defaults a training step's large tensors (activations, gradients) are unmapped or trimmed when
+#: freed and faulted in again, zero-filled, by the next step: a replica's LeNet step on one CPU thread took ~1,750
+#: page faults, 3.0 ms of them in the kernel, 15.6 ms in all; with these ~27 faults and 12.1 ms
+#: (benchmarks/RESULTS.md). 32 MiB is the largest mmap threshold glibc accepts; up to 1 GiB of free memory at the
+#: heap's top is kept, as caching allocators do.
+MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": str(32 << 20), "MALLOC_TRIM_THRESHOLD_": str(1 << 30)}
 
-    A worker process inherits the driver's environment, so an ``OMP_NUM_THREADS`` exported for the whole
-    machine (common on HPC nodes) would give every one of N replicas that many threads on the same cores. Values the
-    user put in ``runtime_env["env_vars"]`` win.
+#: Variables by which a user (or an administrator) already chose malloc settings; fe_ray then adds none.
+_MALLOC_CHOICES = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_", "MALLOC_MMAP_MAX_",
+                   "GLIBC_TUNABLES")
+
+
+def replica_env(runtime_env: Mapping[str, Any] | None, num_cpus: float) -> dict[str, Any]:
+    """``runtime_env`` plus the environment variables a replica process runs best with; the user's values win.
+
+    * Intra-op thread counts of torch and TF set to the actor's CPU share (CPU bundles of at least one CPU; GPU or
+      fractional ones keep Ray's defaults). A worker process inherits the driver's environment, so an
+      ``OMP_NUM_THREADS`` exported for the whole machine (common on HPC nodes) would give every one of N replicas
+      that many threads on the same cores.
+    * :data:`MALLOC_ENV`, unless any of the variables in ``_MALLOC_CHOICES`` is set in ``runtime_env["env_vars"]``
+      or the driver's environment: then the user's choice stands alone (``GLIBC_TUNABLES=""`` keeps glibc's
+      defaults). Other C libraries, and allocators loaded with ``LD_PRELOAD``, ignore these variables.
     """
-    if num_cpus < 1:
-        return dict(runtime_env) if runtime_env else None  # GPU / fractional replicas: keep Ray's defaults
     env = dict(runtime_env or {})
     env_vars = dict(env.get("env_vars") or {})
-    for var in ("OMP_NUM_THREADS", "TF_NUM_INTRAOP_THREADS"):
-        env_vars.setdefault(var, str(int(num_cpus)))
+    if num_cpus >= 1:
+        for var in ("OMP_NUM_THREADS", "TF_NUM_INTRAOP_THREADS"):
+            env_vars.setdefault(var, str(int(num_cpus)))
+    if not any(var in env_vars or var in os.environ for var in _MALLOC_CHOICES):
+        env_vars.update(MALLOC_ENV)
     env["env_vars"] = env_vars
     return env
 
@@ -274,5 +290,6 @@ def kill_actor(actor: Any) -> None:
 # Taken at import: a process runs the code it imported, whatever changes on disk afterwards (an edit during a run).
 source_fingerprint()
 
-__all__ = ["SOURCE_ROOT", "actor_runtime_env", "check_bundle", "check_same_source", "default_bundle", "ensure_ray",
-           "hash_sources", "kill_actor", "node_ip", "release", "reserve", "source_fingerprint", "start_actor"]
+__all__ = ["MALLOC_ENV", "SOURCE_ROOT", "actor_runtime_env", "check_bundle", "check_same_source", "default_bundle",
+           "ensure_ray", "hash_sources", "kill_actor", "node_ip", "release", "replica_env", "reserve",
+           "source_fingerprint", "start_actor"]

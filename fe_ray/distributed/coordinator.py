@@ -70,7 +70,9 @@ class RayNetwork(BaseNetwork):
         placement_timeout_s: How long to wait for resources before raising PlacementError.
         collective_timeout_s: Timeout of the replicas' collective (rendezvous, each all-reduce); defaults to
             ``step_timeout_s``.
-        runtime_env: Extra Ray runtime environment for the replica actors.
+        runtime_env: Extra Ray runtime environment for the replica actors. fe_ray adds the CPU replicas' thread
+            counts and glibc malloc settings that keep freed memory for the next step
+            (:func:`fe_ray.distributed.cluster.replica_env`); values set here win.
         placement_strategy: One of "PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD".
         collective_backend: torch only: "gloo" or "nccl". None (default) uses NCCL when every replica has a whole
             GPU of its own, else gloo (NCCL cannot put two ranks on one GPU, e.g. ``{"GPU": 0.5}``).

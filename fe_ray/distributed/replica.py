@@ -366,6 +366,8 @@ class Replica:
             import torch
 
             info["cpu_threads"] = torch.get_num_threads()
+        info["malloc_env"] = {var: os.environ[var] for var in sorted(os.environ)
+                              if var.startswith("MALLOC_") or var == "GLIBC_TUNABLES"}
         return info
 
     @_guarded

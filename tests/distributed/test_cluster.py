@@ -1,4 +1,4 @@
-"""Replica placement details: default bundles, resource validation, and CPU replicas' thread counts."""
+"""Replica placement details: default bundles, resource validation, CPU replicas' thread counts and malloc settings."""
 
 from __future__ import annotations
 
@@ -11,17 +11,27 @@ import pytest
 
 import fe_ray as fe
 from fe_ray.distributed import cluster
-from fe_ray.distributed.cluster import _with_thread_share
+from fe_ray.distributed.cluster import MALLOC_ENV, replica_env
 from fe_ray.distributed.errors import SourceMismatchError
 from fe_ray.op.tensorop.loss import MeanSquaredError
 from fe_ray.op.tensorop.model import ModelOp, UpdateOp
 from tests.helpers.models import linear
 
 
-def test_thread_share_env_respects_user_values() -> None:
-    assert _with_thread_share(None, 0.0) is None  # GPU-only / fractional bundles: Ray's defaults
-    env = _with_thread_share({"pip": ["x"], "env_vars": {"OMP_NUM_THREADS": "3"}}, 2.0)
-    assert env == {"pip": ["x"], "env_vars": {"OMP_NUM_THREADS": "3", "TF_NUM_INTRAOP_THREADS": "2"}}
+def test_replica_env_sets_thread_share_and_malloc_and_respects_user_values(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_", "MALLOC_MMAP_MAX_",
+                "GLIBC_TUNABLES"):
+        monkeypatch.delenv(var, raising=False)
+    # GPU-only / fractional bundles: Ray's thread defaults, fe_ray's malloc settings.
+    assert replica_env(None, 0.0) == {"env_vars": MALLOC_ENV}
+    env = replica_env({"pip": ["x"], "env_vars": {"OMP_NUM_THREADS": "3"}}, 2.0)
+    assert env == {"pip": ["x"], "env_vars": {"OMP_NUM_THREADS": "3", "TF_NUM_INTRAOP_THREADS": "2", **MALLOC_ENV}}
+    # A malloc choice of the user's, in runtime_env or exported on the driver, stands alone.
+    env = replica_env({"env_vars": {"MALLOC_TRIM_THRESHOLD_": "0"}}, 0.0)
+    assert env == {"env_vars": {"MALLOC_TRIM_THRESHOLD_": "0"}}
+    assert replica_env({"env_vars": {"GLIBC_TUNABLES": ""}}, 0.0) == {"env_vars": {"GLIBC_TUNABLES": ""}}
+    monkeypatch.setenv("GLIBC_TUNABLES", "glibc.malloc.arena_max=2")
+    assert replica_env(None, 1.0) == {"env_vars": {"OMP_NUM_THREADS": "1", "TF_NUM_INTRAOP_THREADS": "1"}}
 
 
 @pytest.mark.parametrize("resources, expected", [({"CPU": 8.0, "GPU": 2.0}, {"GPU": 1.0}),
@@ -102,4 +112,5 @@ def test_cpu_replica_threads_follow_their_cpu_share(session_with_exported_thread
     finally:
         network.shutdown()
     assert [info["cpu_threads"] for info in infos] == [1, 1], infos
+    assert [info["malloc_env"] for info in infos] == [MALLOC_ENV, MALLOC_ENV], infos
     assert {info["fe_ray_source"]["sha256"] for info in infos} == {cluster.source_fingerprint()["sha256"]}
