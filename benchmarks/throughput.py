@@ -18,6 +18,8 @@ Variants (torch):
     a_malloc, e_malloc  (informational) a in a Ray actor with fe_ray's replica environment, and e with its glibc
         malloc settings (fe_ray.distributed.cluster.MALLOC_ENV): c / a_malloc and d / e_malloc compare fe_ray with
         hand-written loops at equal allocator settings
+    c_glibc, d_glibc  (informational) c and d with glibc's malloc defaults (fe_ray's opt-out, ``GLIBC_TUNABLES=""``):
+        what the replicas' malloc settings change (TF: c_glibc_tf, d_glibc_tf)
 
 ``--framework tf``: the same letters with an ``_tf`` suffix: a plain ``tf.function`` loop (a_tf), fe_ray in-process
 (b0_tf, b_tf) and with replicas (c_tf, d_tf and their calls / compiled twins), and e_tf, a hand-written 2-rank TF
@@ -61,6 +63,8 @@ LABELS = {
     "c_calls_tf": "(c_calls) TF c, actor calls", "d_calls_tf": "(d_calls) TF d, actor calls",
     "e_local": "(e_local) gloo DP x2, actor-local data",
     "a_malloc": "(a_malloc) a in an actor, replica env", "e_malloc": "(e_malloc) e with replica malloc env",
+    "c_glibc": "(c_glibc) c, glibc's malloc defaults", "d_glibc": "(d_glibc) d, glibc's malloc defaults",
+    "c_glibc_tf": "(c_glibc) TF c, glibc's malloc defaults", "d_glibc_tf": "(d_glibc) TF d, glibc's malloc defaults",
     "a_tf": "(a) plain tf.function loop", "b0_tf": "(b0) fe_ray TF Network.run_step loop",
     "b_tf": "(b) fe_ray TF Network+Estimator", "c_tf": "(c) fe_ray TF num_replicas=1",
     "d_tf": "(d) fe_ray TF num_replicas=2", "e_tf": "(e) hand-written TF DP x2 (gloo)",
@@ -304,12 +308,14 @@ class FeEstimator(Variant):
     """(b)/(c)/(d): Estimator.fit for WARMUP_STEPS + steps steps; timed between batch WARMUP_STEPS and the last."""
 
     def __init__(self, key: str, cfg: dict[str, Any], framework: str, num_replicas: int | None = None,
-                 transport: str | None = None, pipeline_ops: bool = False) -> None:
+                 transport: str | None = None, pipeline_ops: bool = False,
+                 env_vars: dict[str, str] | None = None) -> None:
         super().__init__(key, cfg)
         self.framework = framework
         self.num_replicas = num_replicas
         self.transport = transport
         self.pipeline_ops = pipeline_ops
+        self.env_vars = env_vars
 
     def prepare(self) -> None:
         import fe_ray as fe
@@ -322,6 +328,8 @@ class FeEstimator(Variant):
         if self.num_replicas and self.transport in (None, "stream"):
             self.step_log = Path(tempfile.mkdtemp(prefix="fe_ray_bench_")) / f"{self.key}_steps.log"
         env = step_probe.runtime_env(self.step_log) if self.step_log else None
+        if self.env_vars:
+            env = {**(env or {}), "env_vars": {**(env or {}).get("env_vars", {}), **self.env_vars}}
         self.network, self.model = fe_network(cfg, self.framework, self.num_replicas, self.transport, env)
         data = cfg["data"] if self.framework == "torch" else cfg["data_tf"]
         n = (WARMUP_STEPS + cfg["steps"]) * cfg["batch_size"]
@@ -477,6 +485,10 @@ def build_variants(cfg: dict[str, Any], framework: str, only: set[str] | None,
         add("e", lambda: GlooDP("e", {**cfg, "replicas": 2}))
         add("e_local", lambda: GlooDP("e_local", {**cfg, "replicas": 2}, local_data=True))
         add("a_malloc", lambda: PlainTorchActor("a_malloc", cfg), dist_ok, avail["distributed"])
+        for letter, replicas in (("c", 1), ("d", 2)):  # fe_ray's documented opt-out of its malloc settings
+            add(f"{letter}_glibc", lambda key=f"{letter}_glibc", n=replicas: FeEstimator(
+                key, cfg, "torch", n, env_vars={"GLIBC_TUNABLES": ""}), est_ok and dist_ok,
+                est_reason or avail["distributed"])
         add("e_malloc", lambda: GlooDP("e_malloc", {**cfg, "replicas": 2}, env_vars=_malloc_env()), dist_ok,
             avail["distributed"])
     else:
@@ -494,6 +506,9 @@ def build_variants(cfg: dict[str, Any], framework: str, only: set[str] | None,
                 key = f"{letter}_{transport}_tf"
                 add(key, lambda key=key, n=replicas, t=transport: FeEstimator(key, cfg, "tf", n, t),
                     est_ok and tf_dist, reason)
+        for letter, replicas in (("c", 1), ("d", 2)):
+            add(f"{letter}_glibc_tf", lambda key=f"{letter}_glibc_tf", n=replicas: FeEstimator(
+                key, cfg, "tf", n, env_vars={"GLIBC_TUNABLES": ""}), est_ok and tf_dist, reason)
         add("e_tf", lambda: GlooDP("e_tf", {**cfg, "replicas": 2}, framework="tf"), dist_ok, avail["distributed"])
     return variants, skipped
 
@@ -586,7 +601,10 @@ def run_model(model: str, args: Any, device: str, threads: int, avail: dict[str,
     extra = [("b0/a", "b0", "a"), ("b/a_sync", "b", "a_sync"), ("b0/a_sync", "b0", "a_sync"),
               ("d/c", "d", "c"), ("e/a", "e", "a"), ("e/e_local", "e", "e_local"),
              ("c/a_malloc", "c", "a_malloc"), ("a_malloc/a", "a_malloc", "a"), ("d/e_malloc", "d", "e_malloc"),
-             ("e_malloc/e", "e_malloc", "e"),
+             ("e_malloc/e", "e_malloc", "e"), ("c/c_glibc", "c", "c_glibc"), ("d/d_glibc", "d", "d_glibc"),
+             ("c_glibc/a", "c_glibc", "a"), ("d_glibc/e", "d_glibc", "e"),
+             ("c_tf/c_glibc_tf", "c_tf", "c_glibc_tf"), ("d_tf/d_glibc_tf", "d_tf", "d_glibc_tf"),
+             ("c_glibc_tf/a_tf", "c_glibc_tf", "a_tf"), ("d_glibc_tf/e_tf", "d_glibc_tf", "e_tf"),
              ("c_calls/a", "c_calls", "a"), ("d_calls/e", "d_calls", "e"),
              ("c_calls_tf/a_tf", "c_calls_tf", "a_tf"), ("d_calls_tf/e_tf", "d_calls_tf", "e_tf"),
              ("c_compiled/a", "c_compiled", "a"), ("d_compiled/e", "d_compiled", "e"),
