@@ -250,9 +250,17 @@ def start_actor(cls: type, args: tuple[Any, ...], group: PlacementGroup | None, 
 #: heap's top is kept, as caching allocators do.
 MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": str(32 << 20), "MALLOC_TRIM_THRESHOLD_": str(1 << 30)}
 
-#: Variables by which a user (or an administrator) already chose malloc settings; fe_ray then adds none.
-_MALLOC_CHOICES = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_", "MALLOC_MMAP_MAX_",
-                   "GLIBC_TUNABLES")
+#: Variables by which a user (or an administrator) already chose malloc settings; fe_ray then adds none. So does a
+#: ``GLIBC_TUNABLES`` that is empty or names a ``glibc.malloc.`` tunable (others, e.g. CPU tunables, are unrelated).
+_MALLOC_VARS = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_", "MALLOC_MMAP_MAX_")
+
+
+def _malloc_chosen(env_vars: Mapping[str, str]) -> bool:
+    for source in (env_vars, os.environ):
+        tunables = source.get("GLIBC_TUNABLES")
+        if any(var in source for var in _MALLOC_VARS) or tunables == "" or "glibc.malloc." in (tunables or ""):
+            return True
+    return False
 
 
 def replica_env(runtime_env: Mapping[str, Any] | None, num_cpus: float) -> dict[str, Any]:
@@ -262,16 +270,17 @@ def replica_env(runtime_env: Mapping[str, Any] | None, num_cpus: float) -> dict[
       fractional ones keep Ray's defaults). A worker process inherits the driver's environment, so an
       ``OMP_NUM_THREADS`` exported for the whole machine (common on HPC nodes) would give every one of N replicas
       that many threads on the same cores.
-    * :data:`MALLOC_ENV`, unless any of the variables in ``_MALLOC_CHOICES`` is set in ``runtime_env["env_vars"]``
-      or the driver's environment: then the user's choice stands alone (``GLIBC_TUNABLES=""`` keeps glibc's
-      defaults). Other C libraries, and allocators loaded with ``LD_PRELOAD``, ignore these variables.
+    * :data:`MALLOC_ENV`, unless ``runtime_env["env_vars"]`` or the driver's environment already chose malloc
+      settings (a ``MALLOC_*_`` threshold variable, or a ``GLIBC_TUNABLES`` naming a ``glibc.malloc.`` tunable):
+      then the user's choice stands alone; ``GLIBC_TUNABLES=""`` keeps glibc's defaults. Other C libraries, and
+      allocators loaded with ``LD_PRELOAD``, ignore these variables.
     """
     env = dict(runtime_env or {})
     env_vars = dict(env.get("env_vars") or {})
     if num_cpus >= 1:
         for var in ("OMP_NUM_THREADS", "TF_NUM_INTRAOP_THREADS"):
             env_vars.setdefault(var, str(int(num_cpus)))
-    if not any(var in env_vars or var in os.environ for var in _MALLOC_CHOICES):
+    if not _malloc_chosen(env_vars):
         env_vars.update(MALLOC_ENV)
     env["env_vars"] = env_vars
     return env

@@ -30,7 +30,10 @@ def test_replica_env_sets_thread_share_and_malloc_and_respects_user_values(monke
     env = replica_env({"env_vars": {"MALLOC_TRIM_THRESHOLD_": "0"}}, 0.0)
     assert env == {"env_vars": {"MALLOC_TRIM_THRESHOLD_": "0"}}
     assert replica_env({"env_vars": {"GLIBC_TUNABLES": ""}}, 0.0) == {"env_vars": {"GLIBC_TUNABLES": ""}}
-    monkeypatch.setenv("GLIBC_TUNABLES", "glibc.malloc.arena_max=2")
+    # Tunables of other glibc parts are no malloc choice.
+    cpu_tunable = {"GLIBC_TUNABLES": "glibc.cpu.x86_shstk=0"}
+    assert replica_env({"env_vars": cpu_tunable}, 0.0) == {"env_vars": {**cpu_tunable, **MALLOC_ENV}}
+    monkeypatch.setenv("GLIBC_TUNABLES", "glibc.cpu.x86_shstk=0:glibc.malloc.arena_max=2")
     assert replica_env(None, 1.0) == {"env_vars": {"OMP_NUM_THREADS": "1", "TF_NUM_INTRAOP_THREADS": "1"}}
 
 
