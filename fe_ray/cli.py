@@ -1,0 +1,157 @@
+"""The ``fe-ray`` command: train or test the Estimator a script's ``get_estimator(...)`` returns.
+
+FastEstimator's ``fastestimator train`` / ``fastestimator test`` convention, for fe_ray programs::
+
+    fe-ray train examples/mnist_torch.py --epochs 2 --replicas 2
+    fe-ray test my_script.py --hyperparameters hp.json --batch-size 64
+
+The script is imported (its ``if __name__ == "__main__":`` block does not run) and its ``get_estimator`` is called
+with the hyperparameters: those of ``--hyperparameters FILE`` (a JSON object), overridden by every further
+``--name value`` pair (``--batch-size`` and ``--batch_size`` both name ``batch_size``; values are Python literals
+where they parse as one, ``2``, ``1e-3``, ``None``, ``True``, ``[1, 2]``, and strings otherwise). Then ``fit`` or
+``test`` runs and the exit status is 0. Bad input (no such script, no ``get_estimator``, a hyperparameter it does
+not take) ends with a message naming it and exit status 2; errors raised while training propagate with their
+traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib.util
+import inspect
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+
+def parse_hyperparameters(pairs: Sequence[str]) -> dict[str, Any]:
+    """``["--epochs", "2", "--name=x"]`` -> ``{"epochs": 2, "name": "x"}``.
+
+    Raises:
+        ValueError: An item is not a ``--name value`` pair, naming it.
+    """
+    items: list[str] = []
+    for item in pairs:  # --name=value is --name value
+        items.extend(item.split("=", 1) if item.startswith("--") and "=" in item else [item])
+    if len(items) % 2:
+        raise ValueError(f"hyperparameters come as '--name value' pairs; {items[-1]!r} has no value.")
+    out: dict[str, Any] = {}
+    for flag, text in zip(items[::2], items[1::2]):
+        name = flag[2:].replace("-", "_")
+        if not flag.startswith("--") or not name.isidentifier():
+            raise ValueError(f"expected a hyperparameter flag such as '--epochs', got {flag!r} (before {text!r}).")
+        out[name] = _literal(text)
+    return out
+
+
+def _literal(text: str) -> Any:
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return text  # a plain string such as a path or a name
+
+
+def load_entry_point(path: str) -> ModuleType:
+    """Import the script at ``path`` as a module named after its file (its folder first on ``sys.path``, so that
+    its sibling imports work and Ray replicas can import its functions by that name).
+
+    Raises:
+        ValueError: ``path`` is not a Python file.
+    """
+    file = Path(path).resolve()
+    if not file.is_file() or file.suffix != ".py":
+        raise ValueError(f"entry point {path!r} is not a Python file; pass the path of a script defining "
+                         "get_estimator(), e.g. examples/mnist_torch.py.")
+    folder = str(file.parent)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    spec = importlib.util.spec_from_file_location(file.stem, file)
+    assert spec is not None and spec.loader is not None, "a .py file always has a source loader"
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[file.stem] = module  # cloudpickle sends the script's functions by reference to this name
+    spec.loader.exec_module(module)
+    return module
+
+
+def build_estimator(module: ModuleType, hyperparameters: dict[str, Any]) -> Any:
+    """``module.get_estimator(**hyperparameters)``, with the user errors named.
+
+    Raises:
+        ValueError: The module has no callable ``get_estimator``, or it does not take one of the hyperparameters
+            (the message lists those it takes).
+    """
+    get_estimator = getattr(module, "get_estimator", None)
+    if not callable(get_estimator):
+        raise ValueError(f"{module.__file__} defines no get_estimator(); the fe-ray command calls it to build the "
+                         "Estimator to run. Define get_estimator(**hyperparameters) returning an fe_ray Estimator.")
+    try:
+        inspect.signature(get_estimator).bind(**hyperparameters)
+    except TypeError as err:
+        accepted = ", ".join(inspect.signature(get_estimator).parameters)
+        raise ValueError(f"get_estimator() in {module.__file__} does not take these hyperparameters ({err}); it "
+                         f"takes: {accepted}.") from None
+    return get_estimator(**hyperparameters)
+
+
+def _parser() -> argparse.ArgumentParser:
+    # No abbreviations: a hyperparameter such as --sum must not be taken for --summary.
+    parser = argparse.ArgumentParser(prog="fe-ray", description=__doc__.splitlines()[0], allow_abbrev=False)
+    commands = parser.add_subparsers(dest="command", required=True)
+    for name, what in (("train", "fit"), ("test", "test")):
+        sub = commands.add_parser(name, help=f"call get_estimator(...) of a script and run Estimator.{what}()",
+                                  allow_abbrev=False,
+                                  description=f"Call get_estimator(**hyperparameters) of ENTRY_POINT and run "
+                                              f"Estimator.{what}(). Further --name value pairs are hyperparameters.")
+        sub.add_argument("entry_point", help="the Python script defining get_estimator()")
+        sub.add_argument("--hyperparameters", "-hp", metavar="FILE", help="JSON object of hyperparameters")
+        sub.add_argument("--summary", default=None, help="experiment name of the returned Summary")
+        sub.add_argument("--eager", action="store_true", help="run the steps eagerly (TF: no tf.function)")
+        if name == "train":
+            sub.add_argument("--no-warmup", dest="warmup", action="store_false",
+                             help="skip the warm-up pass over every mode before training")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The console script: run the command (:func:`run`) and return exit status 0."""
+    run(argv)
+    return 0
+
+
+def run(argv: Sequence[str] | None = None) -> Any:
+    """Run the command given by ``argv`` (default ``sys.argv[1:]``) and return the Estimator's Summary.
+
+    Raises:
+        SystemExit: Status 2 with a message naming the bad input (as argparse does for its own errors).
+    """
+    parser = _parser()
+    args, rest = parser.parse_known_args(argv)
+    try:
+        hyperparameters: dict[str, Any] = {}
+        if args.hyperparameters:
+            hyperparameters = _read_json(args.hyperparameters)
+        hyperparameters.update(parse_hyperparameters(rest))
+        estimator = build_estimator(load_entry_point(args.entry_point), hyperparameters)
+    except ValueError as err:
+        parser.error(str(err))
+    if args.command == "train":
+        return estimator.fit(summary=args.summary, warmup=args.warmup, eager=args.eager)
+    return estimator.test(summary=args.summary, eager=args.eager)
+
+
+def _read_json(path: str) -> dict[str, Any]:
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as err:
+        raise ValueError(f"cannot read hyperparameters from {path!r}: {err}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path!r} must hold a JSON object of hyperparameters, got {type(data).__name__}.")
+    return data
+
+
+if __name__ == "__main__":
+    sys.exit(main())

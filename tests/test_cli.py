@@ -1,0 +1,139 @@
+"""The fe-ray command: hyperparameter parsing, loading a script's get_estimator, train and test runs, bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fe_ray import cli
+
+ROOT = Path(__file__).resolve().parents[1]
+
+SCRIPT = '''
+import numpy as np
+import torch
+
+import fe_ray as fe
+from fe_ray.dataset import NumpyDataset
+from fe_ray.op.tensorop.loss import MeanSquaredError
+from fe_ray.op.tensorop.model import ModelOp, UpdateOp
+from fe_ray.trace import Trace
+
+SEEN = {}
+
+
+class CountSamples(Trace):
+    """Logs how many samples each epoch of each mode saw."""
+
+    def __init__(self):
+        super().__init__(inputs="y", outputs="samples")
+
+    def on_epoch_begin(self, data):
+        self.count = 0
+
+    def on_batch_end(self, data):
+        self.count += len(data["y"])
+
+    def on_epoch_end(self, data):
+        data.write_with_log("samples", self.count)
+
+
+def get_estimator(epochs=1, batch_size=4, lr=0.1, name="run"):
+    SEEN.update(epochs=epochs, batch_size=batch_size, lr=lr, name=name)
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(16, 3)).astype(np.float32)
+    data = NumpyDataset({"x": x, "y": x @ np.array([[1.0], [2.0], [3.0]], dtype=np.float32)})
+    pipeline = fe.Pipeline(train_data=data, test_data=data, batch_size=batch_size)
+    model = fe.build(model_fn=lambda: torch.nn.Linear(3, 1), optimizer_fn=lambda p: torch.optim.SGD(p, lr=lr))
+    network = fe.Network(ops=[ModelOp(model=model, inputs="x", outputs="y_pred"),
+                              MeanSquaredError(inputs=("y_pred", "y"), outputs="mse"),
+                              UpdateOp(model=model, loss_name="mse")])
+    return fe.Estimator(pipeline=pipeline, network=network, epochs=epochs, log_steps=1, traces=[CountSamples()])
+
+
+if __name__ == "__main__":
+    raise SystemExit("the fe-ray command must not run the script's main block")
+'''
+
+
+@pytest.fixture
+def script(tmp_path: Path) -> Path:
+    path = tmp_path / "cli_entry_script.py"
+    path.write_text(SCRIPT)
+    yield path
+    sys.modules.pop("cli_entry_script", None)
+    if str(tmp_path) in sys.path:
+        sys.path.remove(str(tmp_path))
+
+
+def test_hyperparameters_parse_as_literals_or_strings() -> None:
+    parsed = cli.parse_hyperparameters(["--epochs", "2", "--learning-rate=1e-3", "--name", "s3://bucket/run",
+                                        "--flag", "True", "--sizes", "[1, 2]", "--seed", "None"])
+    assert parsed == {"epochs": 2, "learning_rate": 1e-3, "name": "s3://bucket/run", "flag": True, "sizes": [1, 2],
+                      "seed": None}
+
+
+@pytest.mark.parametrize("pairs, message", [(["--epochs"], "'--epochs' has no value"),
+                                            (["epochs", "2"], "expected a hyperparameter flag"),
+                                            (["--2x", "1"], "expected a hyperparameter flag")])
+def test_bad_hyperparameter_pairs_are_named(pairs: list[str], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        cli.parse_hyperparameters(pairs)
+
+
+def test_train_calls_get_estimator_with_file_and_cli_hyperparameters(script: Path, tmp_path: Path) -> None:
+    hp = tmp_path / "hp.json"
+    hp.write_text(json.dumps({"epochs": 2, "name": "from-file", "lr": 0.05}))
+    summary = cli.run(["train", str(script), "-hp", str(hp), "--name", "from-cli", "--batch-size", "8",
+                       "--summary", "exp", "--no-warmup"])
+    seen = sys.modules["cli_entry_script"].SEEN
+    assert seen == {"epochs": 2, "batch_size": 8, "lr": 0.05, "name": "from-cli"}  # the command line wins
+    assert summary.name == "exp"
+    losses = summary.history["train"]["mse"]
+    assert sorted(losses) == [1, 2, 3, 4]  # 2 epochs of 16 samples in batches of 8
+    assert losses[4] < losses[1]
+
+
+def test_test_runs_the_test_mode(script: Path) -> None:
+    summary = cli.run(["test", str(script)])
+    assert list(summary.history["test"]["samples"].values()) == [16]
+    assert "train" not in summary.history
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["train", "no_such_script.py"], "is not a Python file"),
+    (["train", "{script}", "--epoch", "2"], r"does not take these hyperparameters .*takes: epochs, batch_size, lr, "
+                                            "name"),
+    (["train", "{script}", "--epochs"], "has no value"),
+    (["train", "{script}", "-hp", "{missing}"], "cannot read hyperparameters"),
+])
+def test_bad_input_exits_2_naming_it(script: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                     argv: list[str], message: str) -> None:
+    argv = [item.format(script=script, missing=tmp_path / "missing.json") for item in argv]
+    with pytest.raises(SystemExit) as exit_info:
+        cli.run(argv)
+    assert exit_info.value.code == 2
+    assert pytest.importorskip("re").search(message, capsys.readouterr().err)
+
+
+def test_a_script_without_get_estimator_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "cli_no_entry.py"
+    path.write_text("VALUE = 1\n")
+    try:
+        with pytest.raises(SystemExit):
+            cli.run(["train", str(path)])
+    finally:
+        sys.modules.pop("cli_no_entry", None)
+    assert "cli_no_entry.py defines no get_estimator()" in capsys.readouterr().err
+
+
+@pytest.mark.timeout(300)
+def test_console_command_trains_and_exits_0(script: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "fe_ray.cli", "train", str(script), "--epochs", "1"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=280)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "must not run" not in proc.stderr
