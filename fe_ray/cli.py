@@ -60,12 +60,16 @@ def load_entry_point(path: str) -> ModuleType:
     its sibling imports work and Ray replicas can import its functions by that name).
 
     Raises:
-        ValueError: ``path`` is not a Python file.
+        ValueError: ``path`` is not a Python file, or its name is taken by a module already imported.
     """
     file = Path(path).resolve()
     if not file.is_file() or file.suffix != ".py":
         raise ValueError(f"entry point {path!r} is not a Python file; pass the path of a script defining "
                          "get_estimator(), e.g. examples/mnist_torch.py.")
+    loaded = sys.modules.get(file.stem)
+    if loaded is not None and Path(getattr(loaded, "__file__", None) or "").resolve() != file:
+        raise ValueError(f"entry point {path!r} would be imported as {file.stem!r}, the name of the already imported "
+                         f"module {loaded.__name__!r} ({getattr(loaded, '__file__', 'built in')}); rename the script.")
     folder = str(file.parent)
     if folder not in sys.path:
         sys.path.insert(0, folder)

@@ -131,6 +131,14 @@ def test_a_script_without_get_estimator_is_named(tmp_path: Path, capsys: pytest.
     assert "cli_no_entry.py defines no get_estimator()" in capsys.readouterr().err
 
 
+def test_a_script_named_like_an_imported_module_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "json.py"
+    path.write_text("def get_estimator():\n    return None\n")
+    with pytest.raises(ValueError, match="would be imported as 'json', the name of the already imported module"):
+        cli.load_entry_point(str(path))
+    assert sys.modules["json"] is json
+
+
 @pytest.mark.timeout(300)
 def test_console_command_trains_and_exits_0(script: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "fe_ray.cli", "train", str(script), "--epochs", "1"], cwd=ROOT,
