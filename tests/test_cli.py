@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -61,7 +63,7 @@ if __name__ == "__main__":
 
 
 @pytest.fixture
-def script(tmp_path: Path) -> Path:
+def script(tmp_path: Path) -> Iterator[Path]:
     path = tmp_path / "cli_entry_script.py"
     path.write_text(SCRIPT)
     yield path
@@ -117,7 +119,7 @@ def test_bad_input_exits_2_naming_it(script: Path, tmp_path: Path, capsys: pytes
     with pytest.raises(SystemExit) as exit_info:
         cli.run(argv)
     assert exit_info.value.code == 2
-    assert pytest.importorskip("re").search(message, capsys.readouterr().err)
+    assert re.search(message, capsys.readouterr().err)
 
 
 def test_a_script_without_get_estimator_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
