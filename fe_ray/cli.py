@@ -92,10 +92,11 @@ def build_estimator(module: ModuleType, hyperparameters: dict[str, Any]) -> Any:
     if not callable(get_estimator):
         raise ValueError(f"{module.__file__} defines no get_estimator(); the fe-ray command calls it to build the "
                          "Estimator to run. Define get_estimator(**hyperparameters) returning an fe_ray Estimator.")
+    signature = inspect.signature(get_estimator)
     try:
-        inspect.signature(get_estimator).bind(**hyperparameters)
+        signature.bind(**hyperparameters)
     except TypeError as err:
-        accepted = ", ".join(inspect.signature(get_estimator).parameters)
+        accepted = ", ".join(signature.parameters)
         raise ValueError(f"get_estimator() in {module.__file__} does not take these hyperparameters ({err}); it "
                          f"takes: {accepted}.") from None
     return get_estimator(**hyperparameters)
