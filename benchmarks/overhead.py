@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     ray = harness.init_ray(max(8, 4 * threads))
     import fe_ray as fe
     from benchmarks.baselines import DPWorker, TFDPWorker, batches_of
-    from benchmarks.throughput import fe_network
+    from benchmarks.variants import fe_network
     from fe_ray.distributed.batching import merge_outputs, slice_nbytes, split_for_replicas
     from fe_ray.distributed.coordinator import INLINE_SLICE_BYTES
 
@@ -230,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _local_replica(cfg: dict[str, Any], framework: str) -> Any:
     """A configured single-rank fe_ray Replica (the plain class, not an actor) of the benchmark network."""
-    from benchmarks.throughput import fe_network
+    from benchmarks.variants import fe_network
     from fe_ray.distributed.replica import Replica
     from fe_ray.distributed.serialization import check_picklable
 

@@ -15,7 +15,8 @@ import sys
 
 from benchmarks import harness
 from benchmarks.models import MODELS, synthetic_data
-from benchmarks.throughput import DEFAULTS, WARMUP_STEPS, availability, build_variants
+from benchmarks.throughput import DEFAULTS
+from benchmarks.variants import WARMUP_STEPS, build_variants
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -42,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     cfg["data"] = synthetic_data(args.model, n)
     if framework == "tf":
         cfg["data_tf"] = synthetic_data(args.model, n, channels_last=True)
-    variants, skipped = build_variants(cfg, framework, {args.variant.removesuffix("_tf")}, availability())
+    variants, skipped = build_variants(cfg, framework, {args.variant.removesuffix("_tf")})
     if args.variant not in variants:
         print(f"variant {args.variant} not available: {skipped.get(args.variant, 'unknown key')}")
         return 1

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from benchmarks import harness, throughput
+from benchmarks import harness, throughput, variants
 
 
 def test_alternate_rotates_order_and_takes_medians() -> None:
@@ -168,3 +168,18 @@ def test_step_probe_hook_stamps_replica_steps_and_writes_them_per_epoch(tmp_path
     assert not log.exists()  # read and cleared for the next epoch
     with pytest.raises(TimeoutError, match="setup hook"):
         step_probe.collect(log, replicas=1, timeout_s=0.05)
+
+
+def test_build_variants_names_why_a_variant_cannot_run(monkeypatch) -> None:  # noqa: ANN001
+    """Without Ray the Ray variants are skipped with the reason and the in-process ones still run; fe_ray's TF
+    replica variants are left out on request."""
+    monkeypatch.setattr(variants, "ray_unavailable", lambda: "ModuleNotFoundError: No module named 'ray'")
+    cfg = {"model": "lenet", "device": "cpu", "threads": 1, "batch_size": 4, "steps": 1, "tf_distributed": False}
+    built, skipped = variants.build_variants(cfg, "torch", {"a", "b", "c", "e"})
+    assert set(built) == {"a", "b"}
+    assert skipped == {"c": "ModuleNotFoundError: No module named 'ray'",
+                       "e": "ModuleNotFoundError: No module named 'ray'"}
+    monkeypatch.setattr(variants, "ray_unavailable", lambda: "")
+    built, skipped = variants.build_variants(cfg, "tf", {"a", "c", "e"})
+    assert set(built) == {"a_tf", "e_tf"}
+    assert skipped == {"c_tf": "left out (--no-tf-distributed)"}
