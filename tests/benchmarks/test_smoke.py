@@ -107,7 +107,7 @@ def test_paired_stall_is_the_extra_time_of_the_window_with_the_save(tmp_path) ->
     import time
     from types import SimpleNamespace
 
-    from benchmarks.checkpoint import Bench
+    from benchmarks.save_stall import StallBench
 
     started = []
 
@@ -117,7 +117,7 @@ def test_paired_stall_is_the_extra_time_of_the_window_with_the_save(tmp_path) ->
         return lambda: True
 
     fake = SimpleNamespace(start_save=start_save, fe_root=tmp_path)
-    result = Bench.paired_stall(fake, "fe_thread", lambda: time.sleep(0.001), window_steps=40, save_first=True)
+    result = StallBench.paired_stall(fake, "fe_thread", lambda: time.sleep(0.001), window_steps=40, save_first=True)
     assert started == ["fe_thread"]  # one save, in the window that has it
     assert 0.04 <= result["stall_s"] <= 0.2 and result["write_inside_window"] == 1.0
     assert result["window_s"] >= 0.04
