@@ -13,10 +13,13 @@ import statistics
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchmarks import harness
 from benchmarks.disk import drop_cache
+
+if TYPE_CHECKING:  # checkpoint.py imports this module
+    from benchmarks.checkpoint import Bench
 
 #: The background save paths, in the order they are run.
 PATHS = ("thread", "fe_thread", "fe_replica")
@@ -44,7 +47,7 @@ class StallBench:
         bench: Holds the model, the System, the checkpoint root and the ``fe_replica`` path's replica.
     """
 
-    def __init__(self, bench: Any) -> None:
+    def __init__(self, bench: Bench) -> None:
         self.bench = bench
         self.system = bench.system
         self.fe_root = bench.fe_root
