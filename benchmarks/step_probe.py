@@ -8,8 +8,9 @@ replica on the same node compare directly:
 - on the driver, :func:`driver_stamps` wraps ``StepStream.run`` and records when each step was called and when
   its answers were back;
 - in each replica, :func:`install` (a Ray worker setup hook, see :func:`runtime_env`) wraps ``Replica.step``, the
-  stream's entry point, and records when the replica started and finished its part of the step and its thread's
-  CPU time. At the end of each epoch (``Replica.exit_context``) it appends them to the file named by
+  stream's entry point, and records when the replica started and finished its part of the step, its thread's
+  CPU time and the process's minor page faults during it (memory the allocator gave back and the step touched
+  again). At the end of each epoch (``Replica.exit_context``) it appends them to the file named by
   :data:`LOG_ENV`, so nothing is written during the timed steps; :func:`collect` reads them on the driver.
 
 :func:`breakdown` then gives, per step: ``to_replicas`` (pickling and sending the slices, the replicas' wake-up,
@@ -27,6 +28,7 @@ Ray version drops it, :func:`collect` says so rather than report nothing.
 from __future__ import annotations
 
 import os
+import resource
 import statistics
 import time
 from collections.abc import Iterator, Sequence
@@ -54,19 +56,20 @@ def install() -> None:
     from fe_ray.distributed.replica import Replica
 
     step, exit_context = Replica.step, Replica.exit_context
-    rows: list[tuple[float, float, float]] = []
+    rows: list[tuple[float, float, float, int]] = []
 
     def stamped_step(self: Replica, args: Any) -> Any:
-        start, cpu = time.perf_counter(), time.thread_time()
+        start, cpu, faults = time.perf_counter(), time.thread_time(), resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         try:
             return step(self, args)
         finally:
             if args is not None:  # None is the transport's warm-up call, not a step
-                rows.append((start, time.perf_counter(), time.thread_time() - cpu))
+                rows.append((start, time.perf_counter(), time.thread_time() - cpu,
+                             resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults))
 
     def flushing_exit_context(self: Replica) -> Any:
         result = exit_context(self)
-        lines = "".join(f"{self.rank} {start:.9f} {end:.9f} {cpu:.9f}\n" for start, end, cpu in rows)
+        lines = "".join(f"{self.rank} {start:.9f} {end:.9f} {cpu:.9f} {faults}\n" for start, end, cpu, faults in rows)
         rows.clear()
         with open(path, "a") as log:
             log.write(f"{lines}{self.rank} end\n")
@@ -77,7 +80,7 @@ def install() -> None:
 
 
 def collect(log_path: str | os.PathLike[str], replicas: int, timeout_s: float = 10.0) -> dict[int, list[tuple]]:
-    """Read and clear one epoch's stamps of ``replicas`` replicas: ``{rank: [(start, end, cpu_s), ...]}``.
+    """Read and clear one epoch's stamps of ``replicas`` replicas: ``{rank: [(start, end, cpu_s, faults), ...]}``.
 
     Replicas leave their context asynchronously (the driver does not wait for it), so this waits up to
     ``timeout_s`` for every replica's end-of-epoch line.
@@ -129,7 +132,8 @@ def driver_stamps(calls: list[tuple[float, float]]) -> Iterator[None]:
 
 def breakdown(calls: Sequence[tuple[float, float]], replica_rows: dict[int, list[tuple]],
               last: int | None = None) -> dict[str, float]:
-    """Mean seconds per step of each of :data:`PHASES`, plus ``replica_cpu`` (the replicas' thread CPU time).
+    """Mean seconds per step of each of :data:`PHASES`, plus ``replica_cpu`` (the replicas' thread CPU time) and
+    ``replica_faults`` (minor page faults per replica and step, a count).
 
     Step ``i`` of the driver is step ``i`` of every replica. A replica phase runs from the first replica's start
     to the last one's end. Means, not medians: a step's phases add up to the time from its call to the next one's,
@@ -147,11 +151,11 @@ def breakdown(calls: Sequence[tuple[float, float]], replica_rows: dict[int, list
     counts = {rank: len(rows) for rank, rows in replica_rows.items()}
     if any(count != len(calls) for count in counts.values()):
         raise ValueError(f"the driver ran {len(calls)} steps but the replicas recorded {counts}")
-    phases: dict[str, list[float]] = {name: [] for name in (*PHASES, "replica_cpu")}
+    phases: dict[str, list[float]] = {name: [] for name in (*PHASES, "replica_cpu", "replica_faults")}
     first = 0 if last is None else max(len(calls) - last, 0)
     for i in range(first, len(calls)):
         called, answered = calls[i]
-        starts, ends, cpus = zip(*(rows[i] for rows in replica_rows.values()))
+        starts, ends, cpus, faults = zip(*(rows[i] for rows in replica_rows.values()))
         stamps = [called, min(starts), max(ends), answered]
         if stamps != sorted(stamps):
             raise ValueError(f"step {i}: stamps out of order {stamps}: driver and replicas on different clocks?")
@@ -159,6 +163,7 @@ def breakdown(calls: Sequence[tuple[float, float]], replica_rows: dict[int, list
         phases["replica"].append(stamps[2] - stamps[1])
         phases["back"].append(stamps[3] - stamps[2])
         phases["replica_cpu"].append(statistics.fmean(cpus))
+        phases["replica_faults"].append(statistics.fmean(faults))
         if i:
             phases["driver"].append(called - calls[i - 1][1])
     return {name: statistics.fmean(values) for name, values in phases.items() if values}

@@ -20,6 +20,8 @@ Variants (torch):
         hand-written loops at equal allocator settings
     c_glibc, d_glibc  (informational) c and d with glibc's malloc defaults (fe_ray's opt-out, ``GLIBC_TUNABLES=""``):
         what the replicas' malloc settings change (TF: c_glibc_tf, d_glibc_tf)
+    c_nopad, d_nopad  (informational) c and d with the replicas' malloc settings less ``MALLOC_TOP_PAD_`` (fe_ray's
+        settings before 2026-11-25): what the top pad changes for a step computed on the replica's step thread
 
 ``--framework tf``: the same letters with an ``_tf`` suffix: a plain ``tf.function`` loop (a_tf), fe_ray in-process
 (b0_tf, b_tf) and with replicas (c_tf, d_tf and their calls / compiled twins), and e_tf, a hand-written 2-rank TF
@@ -61,6 +63,8 @@ LABELS = {
     "a_malloc": "(a_malloc) a in an actor, replica env", "e_malloc": "(e_malloc) e with replica malloc env",
     "c_glibc": "(c_glibc) c, glibc's malloc defaults", "d_glibc": "(d_glibc) d, glibc's malloc defaults",
     "c_glibc_tf": "(c_glibc) TF c, glibc's malloc defaults", "d_glibc_tf": "(d_glibc) TF d, glibc's malloc defaults",
+    "c_nopad": "(c_nopad) c, no malloc top pad", "d_nopad": "(d_nopad) d, no malloc top pad",
+    "c_nopad_tf": "(c_nopad) TF c, no malloc top pad", "d_nopad_tf": "(d_nopad) TF d, no malloc top pad",
     "a_tf": "(a) plain tf.function loop", "b0_tf": "(b0) fe_ray TF Network.run_step loop",
     "b_tf": "(b) fe_ray TF Network+Estimator", "c_tf": "(c) fe_ray TF num_replicas=1",
     "d_tf": "(d) fe_ray TF num_replicas=2", "e_tf": "(e) hand-written TF DP x2 (gloo)",
@@ -76,6 +80,8 @@ EXTRA_RATIOS = [
     ("c_glibc/a", "c_glibc", "a"), ("d_glibc/e", "d_glibc", "e"),
     ("c_tf/c_glibc_tf", "c_tf", "c_glibc_tf"), ("d_tf/d_glibc_tf", "d_tf", "d_glibc_tf"),
     ("c_glibc_tf/a_tf", "c_glibc_tf", "a_tf"), ("d_glibc_tf/e_tf", "d_glibc_tf", "e_tf"),
+    ("c/c_nopad", "c", "c_nopad"), ("d/d_nopad", "d", "d_nopad"),
+    ("c_tf/c_nopad_tf", "c_tf", "c_nopad_tf"), ("d_tf/d_nopad_tf", "d_tf", "d_nopad_tf"),
     ("c_calls/a", "c_calls", "a"), ("d_calls/e", "d_calls", "e"),
     ("c_calls_tf/a_tf", "c_calls_tf", "a_tf"), ("d_calls_tf/e_tf", "d_calls_tf", "e_tf"),
     ("c_compiled/a", "c_compiled", "a"), ("d_compiled/e", "d_compiled", "e"),
@@ -185,7 +191,9 @@ def fixed_costs(cfg: dict[str, Any], series: dict[str, harness.Series],
                     for sps, p in zip(series[key].values, variant.phases)]
             phases = {f"{name}_us": 1e6 * statistics.median(p[name] for p in variant.phases)
                       for name in (*step_probe.PHASES, "replica_cpu")}
-            fixed.setdefault(key, {}).update({**phases, "unaccounted_us": 1e6 * statistics.median(rest)})
+            faults = statistics.median(p["replica_faults"] for p in variant.phases)
+            fixed.setdefault(key, {}).update({**phases, "unaccounted_us": 1e6 * statistics.median(rest),
+                                              "replica_faults": faults})
             series[key].extra["phases_s"] = variant.phases
         if getattr(variant, "context_costs", None) and key in series:
             fixed[key] = {"first_step_of_context_s": statistics.median(variant.context_costs)}
@@ -193,7 +201,8 @@ def fixed_costs(cfg: dict[str, Any], series: dict[str, harness.Series],
     if fixed:
         print("Per-epoch fixed costs (outside the steady-state figures above) and, with replicas, each step's phases "
               "(benchmarks/step_probe.py): to_replicas (send, the replicas' wake-up and read), replica (their own "
-              "step; replica_cpu: its thread's CPU time), back (answers sent, the driver's wake-up and read), driver "
+              "step; replica_cpu: its thread's CPU time; replica_faults: the replica process's minor page faults), "
+              "back (answers sent, the driver's wake-up and read), driver "
               "(answers -> next step sent), all means over a fit's timed steps; unaccounted (step time - phases); "
               "medians over the repeats:")
         for key, info in fixed.items():

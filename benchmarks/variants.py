@@ -396,6 +396,8 @@ def build_variants(cfg: dict[str, Any], framework: str, only: set[str] | None) -
             variants[key] = factory()
 
     no_glibc = {"GLIBC_TUNABLES": ""}  # fe_ray's documented opt-out of its replicas' malloc settings
+    # The replicas' malloc settings before the top pad (2026-11-25): a user's MALLOC_* variable replaces fe_ray's.
+    no_pad = {key: value for key, value in _malloc_env().items() if key != "MALLOC_TOP_PAD_"}
     if framework == "torch":
         add("a", lambda: PlainTorch("a", cfg), needs_ray=False)
         if cfg["device"] == "cuda":
@@ -414,8 +416,9 @@ def build_variants(cfg: dict[str, Any], framework: str, only: set[str] | None) -
         add("e_local", lambda: GlooDP("e_local", {**cfg, "replicas": 2}, local_data=True))
         add("a_malloc", lambda: PlainTorchActor("a_malloc", cfg))
         for letter, replicas in (("c", 1), ("d", 2)):
-            key = f"{letter}_glibc"
-            add(key, lambda key=key, n=replicas: FeEstimator(key, cfg, "torch", n, env_vars=no_glibc))
+            for suffix, env in (("glibc", no_glibc), ("nopad", no_pad)):
+                key = f"{letter}_{suffix}"
+                add(key, lambda key=key, n=replicas, env=env: FeEstimator(key, cfg, "torch", n, env_vars=env))
         add("e_malloc", lambda: GlooDP("e_malloc", {**cfg, "replicas": 2}, env_vars=_malloc_env()))
     else:
         add("a_tf", lambda: PlainTF("a_tf", cfg), needs_ray=False)
@@ -432,8 +435,9 @@ def build_variants(cfg: dict[str, Any], framework: str, only: set[str] | None) -
                 key = f"{letter}_{transport}_tf"
                 add(key, lambda key=key, n=replicas, t=transport: FeEstimator(key, cfg, "tf", n, t), reason=off)
         for letter, replicas in (("c", 1), ("d", 2)):
-            key = f"{letter}_glibc_tf"
-            add(key, lambda key=key, n=replicas: FeEstimator(key, cfg, "tf", n, env_vars=no_glibc), reason=off)
+            for suffix, env in (("glibc", no_glibc), ("nopad", no_pad)):
+                key = f"{letter}_{suffix}_tf"
+                add(key, lambda key=key, n=replicas, env=env: FeEstimator(key, cfg, "tf", n, env_vars=env), reason=off)
         add("e_tf", lambda: GlooDP("e_tf", {**cfg, "replicas": 2}, framework="tf"))
     return variants, skipped
 

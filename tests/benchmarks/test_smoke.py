@@ -128,26 +128,28 @@ def test_step_probe_breakdown_splits_each_step_into_phases_that_add_up() -> None
 
     # Two steps of two replicas, stamps in ms: call, replicas' start/end, answers back.
     calls = [(0.0, 10.0), (12.0, 25.0)]
-    rows = {0: [(1.0, 8.0, 6.0), (13.0, 22.0, 8.0)], 1: [(2.0, 9.0, 7.0), (14.0, 23.0, 9.0)]}
+    rows = {0: [(1.0, 8.0, 6.0, 10), (13.0, 22.0, 8.0, 0)], 1: [(2.0, 9.0, 7.0, 30), (14.0, 23.0, 9.0, 0)]}
     phases = step_probe.breakdown(calls, rows)
     assert phases["to_replicas"] == pytest.approx((1.0 + 1.0) / 2)  # to the first replica's start
     assert phases["replica"] == pytest.approx((8.0 + 10.0) / 2)  # first start -> last end
     assert phases["back"] == pytest.approx((1.0 + 2.0) / 2)
     assert phases["driver"] == pytest.approx(2.0)  # answers of step 0 -> call of step 1
     assert phases["replica_cpu"] == pytest.approx((6.5 + 8.5) / 2)
+    assert phases["replica_faults"] == pytest.approx((20 + 0) / 2)  # per replica and step
     assert step_probe.breakdown(calls, rows, last=1)["replica"] == pytest.approx(10.0)
     with pytest.raises(ValueError, match="recorded"):
         step_probe.breakdown(calls, {0: rows[0][:1]})
     with pytest.raises(ValueError, match="out of order"):
-        step_probe.breakdown([(5.0, 10.0)], {0: [(1.0, 8.0, 6.0)]})  # a replica started before the call
+        step_probe.breakdown([(5.0, 10.0)], {0: [(1.0, 8.0, 6.0, 0)]})  # a replica started before the call
 
 
 def test_step_probe_hook_stamps_replica_steps_and_writes_them_per_epoch(tmp_path, monkeypatch) -> None:  # noqa: ANN001
     from benchmarks import step_probe
     from fe_ray.distributed.replica import Replica
 
-    # Stand-ins for the real methods, which need a running replica; monkeypatch restores the class afterwards.
-    monkeypatch.setattr(Replica, "step", lambda self, args: {"args": args})
+    # Stand-ins for the real methods, which need a running replica; monkeypatch restores the class afterwards. The
+    # step touches 8 MiB of fresh memory: ~2,048 page faults.
+    monkeypatch.setattr(Replica, "step", lambda self, args: {"args": args, "touched": len(bytearray(8 << 20))})
     monkeypatch.setattr(Replica, "exit_context", lambda self: True)
     log = tmp_path / "steps.log"
     monkeypatch.setenv(step_probe.LOG_ENV, str(log))
@@ -157,14 +159,15 @@ def test_step_probe_hook_stamps_replica_steps_and_writes_them_per_epoch(tmp_path
         rank = 0
 
     replica = FakeReplica()
-    assert Replica.step(replica, None) == {"args": None}  # a transport warm-up: passed through, not stamped
-    assert Replica.step(replica, ("batch",)) == {"args": ("batch",)}
+    assert Replica.step(replica, None)["args"] is None  # a transport warm-up: passed through, not stamped
+    assert Replica.step(replica, ("batch",))["args"] == ("batch",)
     assert not log.exists()  # nothing is written during the steps
     assert Replica.exit_context(replica) is True
     rows = step_probe.collect(log, replicas=1)
     assert list(rows) == [0] and len(rows[0]) == 1
-    start, end, cpu = rows[0][0]
+    start, end, cpu, faults = rows[0][0]
     assert start <= end and cpu >= 0
+    assert faults >= 1_000
     assert not log.exists()  # read and cleared for the next epoch
     with pytest.raises(TimeoutError, match="setup hook"):
         step_probe.collect(log, replicas=1, timeout_s=0.05)
