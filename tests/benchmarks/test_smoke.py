@@ -186,3 +186,26 @@ def test_build_variants_names_why_a_variant_cannot_run(monkeypatch) -> None:  # 
     built, skipped = variants.build_variants(cfg, "tf", {"a", "c", "e"})
     assert set(built) == {"a_tf", "e_tf"}
     assert skipped == {"c_tf": "left out (--no-tf-distributed)"}
+
+
+def test_gpu_wheels_slim_drops_the_java_jars_and_their_record_lines(tmp_path) -> None:  # noqa: ANN001
+    import zipfile
+
+    from benchmarks import gpu_wheels
+
+    wheel = tmp_path / "ray-0-cp312-cp312-manylinux2014_x86_64.whl"
+    raylet = zipfile.ZipInfo("ray/core/raylet")
+    raylet.external_attr = 0o755 << 16  # an executable: must stay one
+    with zipfile.ZipFile(wheel, "w") as zf:
+        zf.writestr("ray/__init__.py", "x = 1\n")
+        zf.writestr(raylet, b"\x7fELF")
+        zf.writestr("ray/jars/ray_dist.jar", b"j" * 1000)
+        zf.writestr("ray-0.dist-info/RECORD", "ray/__init__.py,sha256=a,6\nray/core/raylet,sha256=b,4\n"
+                                               "ray/jars/ray_dist.jar,sha256=c,1000\nray-0.dist-info/RECORD,,\n")
+    gpu_wheels.slim(wheel)
+    with zipfile.ZipFile(wheel) as zf:
+        assert zf.namelist() == ["ray/__init__.py", "ray/core/raylet", "ray-0.dist-info/RECORD"]
+        assert zf.read("ray/__init__.py") == b"x = 1\n"
+        assert zf.getinfo("ray/core/raylet").external_attr >> 16 == 0o755
+        assert "jars" not in zf.read("ray-0.dist-info/RECORD").decode()
+        assert zf.testzip() is None
