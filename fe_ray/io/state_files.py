@@ -27,6 +27,7 @@ import numpy as np
 
 from fe_ray.io.checkpoint import join, open_fs
 from fe_ray.io.direct_write import open_sequential_writer
+from fe_ray.io.npz_read import read_npz
 
 SYSTEM_FILE = "system.json"
 OBJECTS_FILE = "objects.pkl"
@@ -194,12 +195,12 @@ def read_checkpoint(directory: str) -> dict[str, Any]:
     for name in header.get("models", []):
         npz_path = join(root, MODELS_DIR, f"{name}.npz")
         structure = _read_json(fs, join(root, MODELS_DIR, f"{name}.json"), directory)
-        # Read members straight from the file (no intermediate bytes copy of the whole archive). Opened outside the
-        # try: a missing file must be reported as missing, not as corrupt.
+        # Members are read straight into their arrays (read_npz). Opened outside the try: a missing file must be
+        # reported as missing, not as corrupt.
         file = _open_for_read(fs, npz_path, directory)
         try:
-            with file, np.load(file, allow_pickle=False) as npz:
-                arrays = {key: npz[key] for key in npz.files}
+            with file:
+                arrays = read_npz(file)
             models[name] = unflatten_state(structure, arrays)
         except (ValueError, KeyError, OSError, zipfile.BadZipFile, EOFError) as err:
             raise CheckpointError(f"Checkpoint file {_display(directory, npz_path, root)} is corrupt: {err}") from err
