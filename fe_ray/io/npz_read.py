@@ -51,13 +51,13 @@ def read_npz(file: BinaryIO) -> dict[str, np.ndarray]:
     """
     arrays: dict[str, np.ndarray] = {}
     checks: list[tuple[zipfile.ZipInfo, _Crc]] = []
+    readinto = hasattr(file, "readinto")
     with zipfile.ZipFile(file) as archive, ThreadPoolExecutor(1, thread_name_prefix="fe_ray-crc") as crc_thread:
         for info in archive.infolist():
             if not info.filename.endswith(".npy"):
                 continue  # np.load's keys are the .npy members too
             key = info.filename[:-4]
-            direct = info.compress_type == zipfile.ZIP_STORED and hasattr(file, "readinto")
-            header = _npy_header(file, info) if direct else None
+            header = _npy_header(file, info) if readinto and info.compress_type == zipfile.ZIP_STORED else None
             if header is None:
                 arrays[key] = _read_member(archive, info)
                 continue
@@ -89,6 +89,8 @@ def _npy_header(file: BinaryIO, info: zipfile.ZipInfo) -> bytes | None:
         (length,) = struct.unpack("<I", length_field)
     else:
         return None  # format 3.0 (UTF-8 field names): numpy's own reader
+    if len(prefix) + len(length_field) + length > info.file_size:  # a damaged length must not size a huge read
+        raise zipfile.BadZipFile(f"The .npy header of member {info.filename!r} is longer than the member")
     return prefix + length_field + _read_exact(file, length, info)
 
 

@@ -76,6 +76,16 @@ def test_a_member_whose_header_disagrees_with_its_size_is_refused() -> None:
         read_npz(buffer)
 
 
+def test_a_damaged_header_length_is_refused_before_it_sizes_a_read() -> None:
+    buffer = io.BytesIO()
+    save_npz(buffer, {"x": np.arange(10.0)})
+    raw = bytearray(buffer.getvalue())
+    magic = raw.index(b"\x93NUMPY")
+    raw[magic + 8:magic + 12] = (2**31).to_bytes(4, "little")  # version 2.0's header length field
+    with pytest.raises(zipfile.BadZipFile, match="header of member 'x.npy' is longer than the member"):
+        read_npz(io.BytesIO(bytes(raw)))
+
+
 def test_object_arrays_are_refused_not_unpickled() -> None:
     buffer = io.BytesIO()
     np.savez(buffer, bad=np.array([{"a": 1}], dtype=object))
