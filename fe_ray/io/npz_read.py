@@ -99,8 +99,8 @@ def _read_stored(file: BinaryIO, info: zipfile.ZipInfo, header: bytes, crc: _Crc
     """Read a stored member's data (the file is at it) into a new array, queueing CRC updates as pieces arrive."""
     shape, fortran_order, dtype = _parse_header(header)
     if dtype.hasobject:
-        raise ValueError(f"Member {info.filename!r} holds an object array, which checkpoints never do; refusing to "
-                         "unpickle it")
+        raise ValueError(f"Member {info.filename!r} holds an object array, which checkpoints never do: object arrays "
+                         "cannot be loaded when allow_pickle=False")  # np.load's words; nothing is unpickled
     nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     if len(header) + nbytes != info.file_size:
         raise zipfile.BadZipFile(f"Member {info.filename!r} is {info.file_size} bytes, its header describes "
