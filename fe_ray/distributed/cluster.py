@@ -267,6 +267,11 @@ def _malloc_chosen(env_vars: Mapping[str, str]) -> bool:
     return False
 
 
+#: Ray's variable for the niceness its worker processes add to their own at start-up (default 15). Set per actor in
+#: the runtime environment, it applies to that actor's process only.
+WORKER_NICENESS_VAR = "RAY_worker_niceness"
+
+
 def replica_env(runtime_env: Mapping[str, Any] | None, num_cpus: float) -> dict[str, Any]:
     """``runtime_env`` plus the environment variables a replica process runs best with; the user's values win.
 
@@ -278,6 +283,13 @@ def replica_env(runtime_env: Mapping[str, Any] | None, num_cpus: float) -> dict[
       settings (a ``MALLOC_*_`` threshold variable, or a ``GLIBC_TUNABLES`` naming a ``glibc.malloc.`` tunable):
       then the user's choice stands alone; ``GLIBC_TUNABLES=""`` keeps glibc's defaults. Other C libraries, and
       allocators loaded with ``LD_PRELOAD``, ignore these variables.
+    * The scheduling priority of the Ray node (on the embedded local Ray, the driver's): :data:`WORKER_NICENESS_VAR`
+      ``=0`` adds no levels, unless the user set that variable in ``runtime_env`` or the driver's environment. Ray
+      starts its workers 15 nice levels lower so that the raylet stays responsive under arbitrary task loads, but a
+      replica is the training itself: at nice 15 its intra-op threads lose their core to every thread of normal
+      priority on the node (the driver's merge and traces, Ray's own service threads), and one delayed thread holds
+      up the whole step. On the 2-core benchmark machine the same plain TF loop in an actor ran 19% faster at nice 0
+      (paired), and a one-replica TF run 14%. Ray's job supervisor starts job drivers with the same setting.
     """
     env = dict(runtime_env or {})
     env_vars = dict(env.get("env_vars") or {})
@@ -286,6 +298,8 @@ def replica_env(runtime_env: Mapping[str, Any] | None, num_cpus: float) -> dict[
             env_vars.setdefault(var, str(int(num_cpus)))
     if not _malloc_chosen(env_vars):
         env_vars.update(MALLOC_ENV)
+    if WORKER_NICENESS_VAR not in os.environ:
+        env_vars.setdefault(WORKER_NICENESS_VAR, "0")
     env["env_vars"] = env_vars
     return env
 
@@ -303,6 +317,6 @@ def kill_actor(actor: Any) -> None:
 # Taken at import: a process runs the code it imported, whatever changes on disk afterwards (an edit during a run).
 source_fingerprint()
 
-__all__ = ["MALLOC_ENV", "SOURCE_ROOT", "actor_runtime_env", "check_bundle", "check_same_source", "default_bundle",
-           "ensure_ray", "hash_sources", "kill_actor", "node_ip", "release", "replica_env", "reserve",
-           "source_fingerprint", "start_actor"]
+__all__ = ["MALLOC_ENV", "SOURCE_ROOT", "WORKER_NICENESS_VAR", "actor_runtime_env", "check_bundle",
+           "check_same_source", "default_bundle", "ensure_ray", "hash_sources", "kill_actor", "node_ip", "release",
+           "replica_env", "reserve", "source_fingerprint", "start_actor"]

@@ -368,6 +368,7 @@ class Replica:
             info["cpu_threads"] = torch.get_num_threads()
         info["malloc_env"] = {var: os.environ[var] for var in sorted(os.environ)
                               if var.startswith("MALLOC_") or var == "GLIBC_TUNABLES"}
+        info["niceness"] = os.getpriority(os.PRIO_PROCESS, 0) if hasattr(os, "getpriority") else None
         return info
 
     @_guarded

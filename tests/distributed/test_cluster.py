@@ -1,4 +1,5 @@
-"""Replica placement details: default bundles, resource validation, CPU replicas' thread counts and malloc settings."""
+"""Replica placement details: default bundles, resource validation, CPU replicas' thread counts, malloc settings
+and priority."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import pytest
 
 import fe_ray as fe
 from fe_ray.distributed import cluster
-from fe_ray.distributed.cluster import MALLOC_ENV, replica_env
+from fe_ray.distributed.cluster import MALLOC_ENV, WORKER_NICENESS_VAR, replica_env
 from fe_ray.distributed.errors import SourceMismatchError
 from fe_ray.op.tensorop.loss import MeanSquaredError
 from fe_ray.op.tensorop.model import ModelOp, UpdateOp
@@ -24,21 +25,27 @@ from tests.helpers.models import linear
 
 def test_replica_env_sets_thread_share_and_malloc_and_respects_user_values(monkeypatch: pytest.MonkeyPatch) -> None:
     for var in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_", "MALLOC_MMAP_MAX_",
-                "GLIBC_TUNABLES"):
+                "GLIBC_TUNABLES", WORKER_NICENESS_VAR):
         monkeypatch.delenv(var, raising=False)
+    nice = {WORKER_NICENESS_VAR: "0"}  # the driver's priority, not Ray's default of 15 levels lower
     # GPU-only / fractional bundles: Ray's thread defaults, fe_ray's malloc settings.
-    assert replica_env(None, 0.0) == {"env_vars": MALLOC_ENV}
+    assert replica_env(None, 0.0) == {"env_vars": {**MALLOC_ENV, **nice}}
     env = replica_env({"pip": ["x"], "env_vars": {"OMP_NUM_THREADS": "3"}}, 2.0)
-    assert env == {"pip": ["x"], "env_vars": {"OMP_NUM_THREADS": "3", "TF_NUM_INTRAOP_THREADS": "2", **MALLOC_ENV}}
+    assert env == {"pip": ["x"], "env_vars": {"OMP_NUM_THREADS": "3", "TF_NUM_INTRAOP_THREADS": "2", **MALLOC_ENV,
+                                              **nice}}
     # A malloc choice of the user's, in runtime_env or exported on the driver, stands alone.
     env = replica_env({"env_vars": {"MALLOC_TRIM_THRESHOLD_": "0"}}, 0.0)
-    assert env == {"env_vars": {"MALLOC_TRIM_THRESHOLD_": "0"}}
-    assert replica_env({"env_vars": {"GLIBC_TUNABLES": ""}}, 0.0) == {"env_vars": {"GLIBC_TUNABLES": ""}}
+    assert env == {"env_vars": {"MALLOC_TRIM_THRESHOLD_": "0", **nice}}
+    assert replica_env({"env_vars": {"GLIBC_TUNABLES": ""}}, 0.0) == {"env_vars": {"GLIBC_TUNABLES": "", **nice}}
     # Tunables of other glibc parts are no malloc choice.
     cpu_tunable = {"GLIBC_TUNABLES": "glibc.cpu.x86_shstk=0"}
-    assert replica_env({"env_vars": cpu_tunable}, 0.0) == {"env_vars": {**cpu_tunable, **MALLOC_ENV}}
+    assert replica_env({"env_vars": cpu_tunable}, 0.0) == {"env_vars": {**cpu_tunable, **MALLOC_ENV, **nice}}
     monkeypatch.setenv("GLIBC_TUNABLES", "glibc.cpu.x86_shstk=0:glibc.malloc.arena_max=2")
-    assert replica_env(None, 1.0) == {"env_vars": {"OMP_NUM_THREADS": "1", "TF_NUM_INTRAOP_THREADS": "1"}}
+    assert replica_env(None, 1.0) == {"env_vars": {"OMP_NUM_THREADS": "1", "TF_NUM_INTRAOP_THREADS": "1", **nice}}
+    # A worker niceness of the user's, per actor or exported for the whole Ray session, stands.
+    assert replica_env({"env_vars": {WORKER_NICENESS_VAR: "15"}}, 0.0)["env_vars"][WORKER_NICENESS_VAR] == "15"
+    monkeypatch.setenv(WORKER_NICENESS_VAR, "5")
+    assert WORKER_NICENESS_VAR not in replica_env(None, 0.0)["env_vars"]
 
 
 # A side thread (as a replica's step thread) allocates 96 MiB in 8 MiB blocks, touches and frees them, three times;
@@ -158,4 +165,6 @@ def test_cpu_replica_threads_follow_their_cpu_share(session_with_exported_thread
         network.shutdown()
     assert [info["cpu_threads"] for info in infos] == [1, 1], infos
     assert [info["malloc_env"] for info in infos] == [MALLOC_ENV, MALLOC_ENV], infos
+    # Replicas compute at the driver's priority, not at the 15 levels lower Ray gives its workers by default.
+    assert [info["niceness"] for info in infos] == [os.getpriority(os.PRIO_PROCESS, 0)] * 2, infos
     assert {info["fe_ray_source"]["sha256"] for info in infos} == {cluster.source_fingerprint()["sha256"]}
