@@ -73,14 +73,23 @@ class PlainTorchTrainer:
 
 
 class PlainLoopActor:
-    """The plain loop (:class:`PlainTorchTrainer`) in its own process: wrap with ``ray.remote``; give it the runtime
-    environment whose effect on the loop is measured (e.g. fe_ray's replica environment)."""
+    """The plain loop (:class:`PlainTorchTrainer`, or :class:`PlainTFTrainer` with ``framework="tf"``) in its own
+    process: wrap with ``ray.remote``; give it the runtime environment whose effect on the loop is measured (e.g.
+    fe_ray's replica environment). Threads as in the driver's plain loop (``threads`` intra-op, one inter-op)."""
 
-    def __init__(self, model_name: str, threads: int, device: str = "cpu") -> None:
-        import torch
+    def __init__(self, model_name: str, threads: int, device: str = "cpu", framework: str = "torch") -> None:
+        self.trainer: PlainTorchTrainer | PlainTFTrainer
+        if framework == "tf":
+            import tensorflow as tf
 
-        torch.set_num_threads(threads)
-        self.trainer = PlainTorchTrainer(model_name, device)
+            tf.config.threading.set_intra_op_parallelism_threads(threads)
+            tf.config.threading.set_inter_op_parallelism_threads(1)
+            self.trainer = PlainTFTrainer(model_name)
+        else:
+            import torch
+
+            torch.set_num_threads(threads)
+            self.trainer = PlainTorchTrainer(model_name, device)
 
     def run(self, batches: Sequence[dict[str, np.ndarray]]) -> float:
         """As :meth:`PlainTorchTrainer.run`."""

@@ -17,9 +17,12 @@ Variants (torch):
     e_local  (informational) the same ranks training on data generated inside the actors: no driver round trip
     a_malloc, e_malloc  (informational) a in a Ray actor with fe_ray's replica environment, and e with its glibc
         malloc settings (fe_ray.distributed.cluster.MALLOC_ENV): c / a_malloc and d / e_malloc compare fe_ray with
-        hand-written loops at equal allocator settings
+        hand-written loops at equal allocator settings (TF: a_malloc_tf, the plain tf.function loop in such an actor)
     c_glibc, d_glibc  (informational) c and d with glibc's malloc defaults (fe_ray's opt-out, ``GLIBC_TUNABLES=""``):
         what the replicas' malloc settings change (TF: c_glibc_tf, d_glibc_tf)
+    c_nice15, d_nice15, e_nice0  (informational) c and d with their replicas at Ray's default worker niceness (15
+        levels below the driver; fe_ray's replicas ran so before 2026-11-25), and e at the driver's priority, as fe_ray
+        now runs its replicas (TF: the same with ``_tf``)
     c_nopad, d_nopad  (informational) c and d with the replicas' malloc settings less ``MALLOC_TOP_PAD_`` (fe_ray's
         settings before 2026-11-25): what the top pad changes for a step computed on the replica's step thread
 
@@ -60,7 +63,12 @@ LABELS = {
     "c_calls": "(c_calls) c, actor calls", "d_calls": "(d_calls) d, actor calls",
     "c_calls_tf": "(c_calls) TF c, actor calls", "d_calls_tf": "(d_calls) TF d, actor calls",
     "e_local": "(e_local) gloo DP x2, actor-local data",
-    "a_malloc": "(a_malloc) a in an actor, replica env", "e_malloc": "(e_malloc) e with replica malloc env",
+    "a_malloc": "(a_malloc) a in an actor, replica env",
+    "a_malloc_tf": "(a_malloc) TF a in an actor, replica env",
+    "c_nice15": "(c_nice15) c at Ray's worker nice 15", "d_nice15": "(d_nice15) d at Ray's worker nice 15",
+    "e_nice0": "(e_nice0) e at the driver's priority",
+    "c_nice15_tf": "(c_nice15) TF c at Ray's worker nice 15", "d_nice15_tf": "(d_nice15) TF d at Ray's worker nice 15",
+    "e_nice0_tf": "(e_nice0) TF e at the driver's priority", "e_malloc": "(e_malloc) e with replica malloc env",
     "c_glibc": "(c_glibc) c, glibc's malloc defaults", "d_glibc": "(d_glibc) d, glibc's malloc defaults",
     "c_glibc_tf": "(c_glibc) TF c, glibc's malloc defaults", "d_glibc_tf": "(d_glibc) TF d, glibc's malloc defaults",
     "c_nopad": "(c_nopad) c, no malloc top pad", "d_nopad": "(d_nopad) d, no malloc top pad",
@@ -76,7 +84,13 @@ EXTRA_RATIOS = [
     ("b0/a", "b0", "a"), ("b/a_sync", "b", "a_sync"), ("b0/a_sync", "b0", "a_sync"),
     ("d/c", "d", "c"), ("e/a", "e", "a"), ("e/e_local", "e", "e_local"),
     ("c/a_malloc", "c", "a_malloc"), ("a_malloc/a", "a_malloc", "a"), ("d/e_malloc", "d", "e_malloc"),
-    ("e_malloc/e", "e_malloc", "e"), ("c/c_glibc", "c", "c_glibc"), ("d/d_glibc", "d", "d_glibc"),
+    ("e_malloc/e", "e_malloc", "e"), ("c_tf/a_malloc_tf", "c_tf", "a_malloc_tf"),
+    ("a_malloc_tf/a_tf", "a_malloc_tf", "a_tf"),
+    ("c/c_nice15", "c", "c_nice15"), ("d/d_nice15", "d", "d_nice15"), ("d/e_nice0", "d", "e_nice0"),
+    ("e_nice0/e", "e_nice0", "e"), ("c_nice15/a", "c_nice15", "a"),
+    ("c_tf/c_nice15_tf", "c_tf", "c_nice15_tf"), ("d_tf/d_nice15_tf", "d_tf", "d_nice15_tf"),
+    ("d_tf/e_nice0_tf", "d_tf", "e_nice0_tf"), ("e_nice0_tf/e_tf", "e_nice0_tf", "e_tf"),
+    ("c_nice15_tf/a_tf", "c_nice15_tf", "a_tf"), ("c/c_glibc", "c", "c_glibc"), ("d/d_glibc", "d", "d_glibc"),
     ("c_glibc/a", "c_glibc", "a"), ("d_glibc/e", "d_glibc", "e"),
     ("c_tf/c_glibc_tf", "c_tf", "c_glibc_tf"), ("d_tf/d_glibc_tf", "d_tf", "d_glibc_tf"),
     ("c_glibc_tf/a_tf", "c_glibc_tf", "a_tf"), ("d_glibc_tf/e_tf", "d_glibc_tf", "e_tf"),

@@ -66,10 +66,15 @@ class PlainTorch(Variant):
         return len(self.batches) * self.cfg["batch_size"] / seconds
 
 
-class PlainTorchActor(Variant):
-    """(a_malloc): the plain loop in a Ray actor with fe_ray's replica environment (its thread share and glibc
-    malloc settings, :func:`fe_ray.distributed.cluster.replica_env`): what the hand-written loop itself gains from
-    the settings fe_ray gives its replicas, so that c / a_malloc is fe_ray's cost at equal allocator settings."""
+class PlainLoopInActor(Variant):
+    """(a_malloc, a_malloc_tf): the plain loop in a Ray actor with fe_ray's replica environment (its thread share,
+    glibc malloc settings and priority, :func:`fe_ray.distributed.cluster.replica_env`): what the hand-written loop
+    itself gains or loses in the process and settings fe_ray gives its replicas, so that c / a_malloc is fe_ray's own
+    cost at equal settings. ``framework="tf"``: the plain ``tf.function`` loop on the TF data."""
+
+    def __init__(self, key: str, cfg: dict[str, Any], framework: str = "torch") -> None:
+        super().__init__(key, cfg)
+        self.framework = framework
 
     def prepare(self) -> None:
         import ray
@@ -82,8 +87,9 @@ class PlainTorchActor(Variant):
         threads = cfg["threads"]
         remote = ray.remote(PlainLoopActor).options(num_cpus=threads, num_gpus=1 if cfg["device"] == "cuda" else 0,
                                                     runtime_env=replica_env(None, threads))
-        self.actor = remote.remote(cfg["model"], threads, cfg["device"])
-        batches = batches_of(cfg["data"], cfg["batch_size"])[:cfg["steps"]]
+        self.actor = remote.remote(cfg["model"], threads, cfg["device"], self.framework)
+        data = cfg["data_tf"] if self.framework == "tf" else cfg["data"]
+        batches = batches_of(data, cfg["batch_size"])[:cfg["steps"]]
         self.count = len(batches)
         self.batches = ray.put(batches)
         ray.get(self.actor.run.remote(batches[:WARMUP_STEPS]), timeout=600)
@@ -378,6 +384,12 @@ def ray_unavailable() -> str:
     return ""
 
 
+#: Ray's default worker niceness, which fe_ray's replicas ran at before 2026-11-25 (c_nice15, d_nice15), and the
+#: driver's priority for the hand-written ranks (e_nice0), as fe_ray now gives its replicas.
+RAY_NICENESS = {"RAY_worker_niceness": "15"}
+NICE0 = {"RAY_worker_niceness": "0"}
+
+
 def build_variants(cfg: dict[str, Any], framework: str, only: set[str] | None) -> tuple[dict[str, Variant],
                                                                                       dict[str, str]]:
     """The variants of ``framework`` to run (keys without their ``_tf`` suffix in ``only``; None: all) and, for
@@ -414,12 +426,16 @@ def build_variants(cfg: dict[str, Any], framework: str, only: set[str] | None) -
                 add(key, lambda key=key, n=replicas, t=transport: FeEstimator(key, cfg, "torch", n, t))
         add("e", lambda: GlooDP("e", {**cfg, "replicas": 2}))
         add("e_local", lambda: GlooDP("e_local", {**cfg, "replicas": 2}, local_data=True))
-        add("a_malloc", lambda: PlainTorchActor("a_malloc", cfg))
+        add("a_malloc", lambda: PlainLoopInActor("a_malloc", cfg))
         for letter, replicas in (("c", 1), ("d", 2)):
             for suffix, env in (("glibc", no_glibc), ("nopad", no_pad)):
                 key = f"{letter}_{suffix}"
                 add(key, lambda key=key, n=replicas, env=env: FeEstimator(key, cfg, "torch", n, env_vars=env))
         add("e_malloc", lambda: GlooDP("e_malloc", {**cfg, "replicas": 2}, env_vars=_malloc_env()))
+        for letter, replicas in (("c", 1), ("d", 2)):
+            key = f"{letter}_nice15"
+            add(key, lambda key=key, n=replicas: FeEstimator(key, cfg, "torch", n, env_vars=RAY_NICENESS))
+        add("e_nice0", lambda: GlooDP("e_nice0", {**cfg, "replicas": 2}, env_vars=NICE0))
     else:
         add("a_tf", lambda: PlainTF("a_tf", cfg), needs_ray=False)
         add("b0_tf", lambda: FeNetworkLoopTF("b0_tf", cfg, "tf"), needs_ray=False)
@@ -439,6 +455,11 @@ def build_variants(cfg: dict[str, Any], framework: str, only: set[str] | None) -
                 key = f"{letter}_{suffix}_tf"
                 add(key, lambda key=key, n=replicas, env=env: FeEstimator(key, cfg, "tf", n, env_vars=env), reason=off)
         add("e_tf", lambda: GlooDP("e_tf", {**cfg, "replicas": 2}, framework="tf"))
+        add("a_malloc_tf", lambda: PlainLoopInActor("a_malloc_tf", cfg, "tf"))
+        for letter, replicas in (("c", 1), ("d", 2)):
+            key = f"{letter}_nice15_tf"
+            add(key, lambda key=key, n=replicas: FeEstimator(key, cfg, "tf", n, env_vars=RAY_NICENESS), reason=off)
+        add("e_nice0_tf", lambda: GlooDP("e_nice0_tf", {**cfg, "replicas": 2}, framework="tf", env_vars=NICE0))
     return variants, skipped
 
 
