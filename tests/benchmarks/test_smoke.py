@@ -209,3 +209,16 @@ def test_gpu_wheels_slim_drops_the_java_jars_and_their_record_lines(tmp_path) ->
         assert zf.getinfo("ray/core/raylet").external_attr >> 16 == 0o755
         assert "jars" not in zf.read("ray-0.dist-info/RECORD").decode()
         assert zf.testzip() is None
+
+
+def test_every_variant_has_a_label_and_the_priority_variants_set_rays_niceness(monkeypatch) -> None:  # noqa: ANN001
+    """Each variant the factory can build is named in the tables (a missing label ended a long run at its first
+    print), and the priority variants put Ray's worker niceness into their actors' environment."""
+    monkeypatch.setattr(variants, "ray_unavailable", lambda: "")
+    cfg = {"model": "lenet", "device": "cpu", "threads": 1, "batch_size": 4, "steps": 1, "tf_distributed": True}
+    built = {**variants.build_variants(cfg, "torch", None)[0], **variants.build_variants(cfg, "tf", None)[0]}
+    assert set(built) - set(throughput.LABELS) == set()
+    for key in ("c_nice15", "d_nice15", "c_nice15_tf", "d_nice15_tf"):
+        assert built[key].env_vars == {"RAY_worker_niceness": "15"}, key
+    for key in ("e_nice0", "e_nice0_tf"):
+        assert built[key].env_vars == {"RAY_worker_niceness": "0"}, key
