@@ -288,8 +288,9 @@ def replica_env(runtime_env: Mapping[str, Any] | None, num_cpus: float) -> dict[
       starts its workers 15 nice levels lower so that the raylet stays responsive under arbitrary task loads, but a
       replica is the training itself: at nice 15 its intra-op threads lose their core to every thread of normal
       priority on the node (the driver's merge and traces, Ray's own service threads), and one delayed thread holds
-      up the whole step. On the 2-core benchmark machine the same plain TF loop in an actor ran 19% faster at nice 0
-      (paired), and a one-replica TF run 14%. Ray's job supervisor starts job drivers with the same setting.
+      up the whole step. On the 2-core benchmark machine the same plain TF loop in an actor ran 19% faster at nice 0,
+      one TF replica 14% and 5% in two runs (paired; unchanged in a third, as torch's and two replicas' steps).
+      Ray's job supervisor starts job drivers with the same setting.
     """
     env = dict(runtime_env or {})
     env_vars = dict(env.get("env_vars") or {})
