@@ -7,6 +7,8 @@ thread while it reads the next, so the checksum (about 0.3 s per GB here) overla
 it. A 1.2 GB state read cold on the 2-core CPU VM: 0.51 s against 0.77 s with ``np.load`` (medians of 11
 alternating reads; reading directly but checking the CRC on the same thread took 1.39 s; benchmarks/RESULTS.md).
 
+Large members go into memory mapped for them without numpy's huge-page advice (:func:`_new_buffer`).
+
 Members it cannot read that way (compressed, or ``.npy`` format 3.0) are read through :mod:`zipfile` and numpy,
 as ``np.load`` would. Object arrays are refused, as ``np.load(allow_pickle=False)`` refuses them.
 """
@@ -14,6 +16,7 @@ as ``np.load`` would. Object arrays are refused, as ``np.load(allow_pickle=False
 from __future__ import annotations
 
 import io
+import mmap
 import struct
 import zipfile
 import zlib
@@ -24,6 +27,8 @@ import numpy as np
 
 #: Bytes read per ``readinto`` call, and checksummed per CRC task.
 CHUNK_BYTES = 32 << 20
+#: Members at least this large are read into an anonymous memory mapping of their own (see :func:`_new_buffer`).
+MAPPED_BYTES = 1 << 20
 _LOCAL_HEADER = struct.Struct("<4s22xHH")  # signature, (fixed fields), file name length, extra field length
 _NPY_MAGIC = b"\x93NUMPY"
 
@@ -109,7 +114,7 @@ def _read_stored(file: BinaryIO, info: zipfile.ZipInfo, header: bytes, crc: _Crc
     order = "F" if fortran_order else "C"
     if nbytes == 0:
         return np.empty(shape, dtype=dtype, order=order)
-    data = np.empty(nbytes, dtype=np.uint8)
+    data = _new_buffer(nbytes)
     view = memoryview(data)
     done = 0
     while done < nbytes:
@@ -119,6 +124,20 @@ def _read_stored(file: BinaryIO, info: zipfile.ZipInfo, header: bytes, crc: _Crc
         crc_thread.submit(crc.update, view[done:done + got])
         done += got
     return data.view(dtype).reshape(shape, order=order)
+
+
+def _new_buffer(nbytes: int) -> np.ndarray:
+    """Fresh writable memory for a member's data: an anonymous mapping of its own from :data:`MAPPED_BYTES` up.
+
+    numpy advises the kernel to back its large arrays with transparent huge pages (``MADV_HUGEPAGE``). Where the
+    kernel's THP ``defrag`` setting is ``madvise`` (a common default) each first touch of such memory may stall in
+    direct compaction to find 2 MiB of contiguous memory, which made cold restores of a 1.2 GB state swing between
+    0.5 and 4.3 s. A plain anonymous mapping gets ordinary pages, as torch's tensors do: 0.91-2.07 s in the same
+    runs, paired 0.86 of the huge-page reads (benchmarks/RESULTS.md). The mapping is returned when the array is.
+    """
+    if nbytes >= MAPPED_BYTES:
+        return np.frombuffer(mmap.mmap(-1, nbytes), dtype=np.uint8)
+    return np.empty(nbytes, dtype=np.uint8)
 
 
 def _parse_header(header: bytes) -> tuple[tuple[int, ...], bool, np.dtype]:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import mmap
+import pickle
 import zipfile
 from pathlib import Path
 
@@ -52,6 +54,26 @@ def test_aligned_checkpoint_files_round_trip(tmp_path: Path) -> None:
     restored = read_checkpoint(str(tmp_path))["models"]["m"]
     np.testing.assert_array_equal(restored["w"], weights)
     np.testing.assert_array_equal(restored["b"], np.ones(3))
+
+
+def test_large_members_get_memory_of_their_own_and_stay_usable(tmp_path: Path) -> None:
+    # Large members are read into anonymous mappings (ordinary pages, not numpy's huge-page advice); small ones into
+    # numpy arrays. Both must behave as ordinary writable arrays, also once copied, pickled or viewed by torch.
+    weights = np.random.default_rng(1).random((512, 600))  # 2.3 MiB: at least MAPPED_BYTES
+    small = np.arange(10.0)
+    write_checkpoint({"system": {}, "config": {}, "models": {"m": {"w": weights, "s": small}}}, str(tmp_path))
+    restored = read_checkpoint(str(tmp_path))["models"]["m"]
+    big, little = restored["w"], restored["s"]
+    assert weights.nbytes >= npz_read.MAPPED_BYTES > little.nbytes
+    base = big
+    while isinstance(base, np.ndarray):
+        base = base.base
+    assert isinstance(base, memoryview) and isinstance(base.obj, mmap.mmap)  # np.frombuffer keeps a memoryview
+    assert big.flags.writeable and little.flags.writeable
+    big[0, 0] = -1.0
+    assert big[0, 0] == -1.0
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(big)), big)
+    np.testing.assert_array_equal(little, small)
 
 
 def test_a_damaged_member_fails_its_crc(tmp_path: Path) -> None:
