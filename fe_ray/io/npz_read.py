@@ -131,9 +131,9 @@ def _new_buffer(nbytes: int) -> np.ndarray:
 
     numpy advises the kernel to back its large arrays with transparent huge pages (``MADV_HUGEPAGE``). Where the
     kernel's THP ``defrag`` setting is ``madvise`` (a common default) each first touch of such memory may stall in
-    direct compaction to find 2 MiB of contiguous memory, which made cold restores of a 1.2 GB state swing between
-    0.5 and 4.3 s. A plain anonymous mapping gets ordinary pages, as torch's tensors do: 0.91-2.07 s in the same
-    runs, paired 0.86 of the huge-page reads (benchmarks/RESULTS.md). The mapping is returned when the array is.
+    direct compaction to find 2 MiB of contiguous memory. A plain anonymous mapping gets ordinary pages, as torch's
+    tensors do. Cold reads of a 1.2 GB state in one alternating probe: 0.52-4.31 s with huge pages, 0.91-2.07 s
+    without (paired 0.86; benchmarks/RESULTS.md). The mapping is returned when the array is.
     """
     if nbytes >= MAPPED_BYTES:
         return np.frombuffer(mmap.mmap(-1, nbytes), dtype=np.uint8)
