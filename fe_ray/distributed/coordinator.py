@@ -69,7 +69,8 @@ class RayNetwork(BaseNetwork):
         checkpoint_dir: Where recoverable runs keep their checkpoints (needed when ``max_failures > 0``).
         placement_timeout_s: How long to wait for resources before raising PlacementError.
         collective_timeout_s: Timeout of the replicas' collective (rendezvous, each all-reduce); defaults to
-            ``step_timeout_s``.
+            twice ``step_timeout_s``, so that a hung replica is reported by the step timeout, naming every rank
+            that did not answer, rather than by its peers' all-reduce as a timed-out receive.
         runtime_env: Extra Ray runtime environment for the replica actors. fe_ray adds the CPU replicas' thread
             counts and glibc malloc settings that keep freed memory for the next step
             (:func:`fe_ray.distributed.cluster.replica_env`); values set here win.
@@ -115,7 +116,9 @@ class RayNetwork(BaseNetwork):
         self._control_timeout_s = max(self.step_timeout_s, 120.0)
         self.checkpoint_dir = checkpoint_dir
         self.placement_timeout_s = float(placement_timeout_s)
-        self.collective_timeout_s = float(collective_timeout_s or step_timeout_s)
+        # A backstop behind the step timeout: equal to it, the peers' all-reduce of a hung step could time out
+        # first (a step's clock starts when the driver sends it) and report a gloo receive timeout instead.
+        self.collective_timeout_s = float(collective_timeout_s or 2 * step_timeout_s)
         self.runtime_env = dict(runtime_env) if runtime_env else None
         self.placement_strategy = placement_strategy
         if collective_backend not in (None, "gloo", "nccl"):

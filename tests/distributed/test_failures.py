@@ -134,6 +134,13 @@ def test_unplaceable_request_fails_fast(ray_session: None) -> None:
     assert timeit.default_timer() - start < 5
 
 
+def test_the_collective_outlasts_the_step_timeout_unless_set() -> None:
+    # A hung replica must be reported by the step timeout (ReplicaTimeoutError naming the silent ranks), not by a
+    # peer's all-reduce timing out at the same moment.
+    assert make_network(num_replicas=2, step_timeout_s=6).collective_timeout_s == 12
+    assert make_network(num_replicas=2, step_timeout_s=6, collective_timeout_s=5).collective_timeout_s == 5
+
+
 def test_bad_options_are_rejected() -> None:
     with pytest.raises(ValueError, match="checkpoint_dir"):
         make_network(num_replicas=2, max_failures=1)
