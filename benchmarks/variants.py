@@ -410,6 +410,8 @@ def build_variants(cfg: dict[str, Any], framework: str, only: set[str] | None) -
     no_glibc = {"GLIBC_TUNABLES": ""}  # fe_ray's documented opt-out of its replicas' malloc settings
     # The replicas' malloc settings before the top pad (2026-11-25): a user's MALLOC_* variable replaces fe_ray's.
     no_pad = {key: value for key, value in _malloc_env().items() if key != "MALLOC_TOP_PAD_"}
+    # c and d with one of these replica environments each: c_glibc, d_nopad, c_nice15, ... (TF: with _tf).
+    replica_envs = (("glibc", no_glibc), ("nopad", no_pad), ("nice15", RAY_NICENESS))
     if framework == "torch":
         add("a", lambda: PlainTorch("a", cfg), needs_ray=False)
         if cfg["device"] == "cuda":
@@ -428,13 +430,10 @@ def build_variants(cfg: dict[str, Any], framework: str, only: set[str] | None) -
         add("e_local", lambda: GlooDP("e_local", {**cfg, "replicas": 2}, local_data=True))
         add("a_malloc", lambda: PlainLoopInActor("a_malloc", cfg))
         for letter, replicas in (("c", 1), ("d", 2)):
-            for suffix, env in (("glibc", no_glibc), ("nopad", no_pad)):
+            for suffix, env in replica_envs:
                 key = f"{letter}_{suffix}"
                 add(key, lambda key=key, n=replicas, env=env: FeEstimator(key, cfg, "torch", n, env_vars=env))
         add("e_malloc", lambda: GlooDP("e_malloc", {**cfg, "replicas": 2}, env_vars=_malloc_env()))
-        for letter, replicas in (("c", 1), ("d", 2)):
-            key = f"{letter}_nice15"
-            add(key, lambda key=key, n=replicas: FeEstimator(key, cfg, "torch", n, env_vars=RAY_NICENESS))
         add("e_nice0", lambda: GlooDP("e_nice0", {**cfg, "replicas": 2}, env_vars=NICE0))
     else:
         add("a_tf", lambda: PlainTF("a_tf", cfg), needs_ray=False)
@@ -451,14 +450,11 @@ def build_variants(cfg: dict[str, Any], framework: str, only: set[str] | None) -
                 key = f"{letter}_{transport}_tf"
                 add(key, lambda key=key, n=replicas, t=transport: FeEstimator(key, cfg, "tf", n, t), reason=off)
         for letter, replicas in (("c", 1), ("d", 2)):
-            for suffix, env in (("glibc", no_glibc), ("nopad", no_pad)):
+            for suffix, env in replica_envs:
                 key = f"{letter}_{suffix}_tf"
                 add(key, lambda key=key, n=replicas, env=env: FeEstimator(key, cfg, "tf", n, env_vars=env), reason=off)
         add("e_tf", lambda: GlooDP("e_tf", {**cfg, "replicas": 2}, framework="tf"))
         add("a_malloc_tf", lambda: PlainLoopInActor("a_malloc_tf", cfg, "tf"))
-        for letter, replicas in (("c", 1), ("d", 2)):
-            key = f"{letter}_nice15_tf"
-            add(key, lambda key=key, n=replicas: FeEstimator(key, cfg, "tf", n, env_vars=RAY_NICENESS), reason=off)
         add("e_nice0_tf", lambda: GlooDP("e_nice0_tf", {**cfg, "replicas": 2}, framework="tf", env_vars=NICE0))
     return variants, skipped
 

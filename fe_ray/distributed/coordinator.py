@@ -116,8 +116,6 @@ class RayNetwork(BaseNetwork):
         self._control_timeout_s = max(self.step_timeout_s, 120.0)
         self.checkpoint_dir = checkpoint_dir
         self.placement_timeout_s = float(placement_timeout_s)
-        # A backstop behind the step timeout: equal to it, the peers' all-reduce of a hung step could time out
-        # first (a step's clock starts when the driver sends it) and report a gloo receive timeout instead.
         self.collective_timeout_s = float(collective_timeout_s or 2 * step_timeout_s)
         self.runtime_env = dict(runtime_env) if runtime_env else None
         self.placement_strategy = placement_strategy
