@@ -403,12 +403,18 @@ def ended_threads_cpu_s(pid: int | str = "self") -> float:
 
 
 def init_ray(num_cpus: int) -> Any:
-    """Start (or reuse) a local Ray instance with ``num_cpus`` logical CPUs, quietly."""
+    """Start (or reuse) a local Ray instance with ``num_cpus`` logical CPUs, quietly.
+
+    Every worker runs the step probe's setup hook (:data:`benchmarks.step_probe.SETUP_HOOK`), which does nothing
+    unless a worker's runtime environment asks it to record (:func:`benchmarks.step_probe.runtime_env`).
+    """
     import ray
+
+    from benchmarks.step_probe import SETUP_HOOK
 
     for key in _THREAD_ENV:  # let Ray set OMP_NUM_THREADS = num_cpus per actor (see set_thread_budget)
         os.environ.pop(key, None)
     if not ray.is_initialized():
         ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False, logging_level="ERROR",
-                 configure_logging=True)
+                 configure_logging=True, runtime_env={"worker_process_setup_hook": SETUP_HOOK})
     return ray

@@ -21,8 +21,10 @@ also what is left of the driver's overlap work, the following batch, if that out
 
 This is for the benchmarks only: fe_ray has no such hook, and nothing changes in a process without the variable.
 Ray runs a ``worker_process_setup_hook`` given to ``ray.init`` only (a per-actor runtime environment's is
-ignored), so :func:`runtime_env` sets the variable Ray's worker start-up reads for it, an internal of Ray's: if a
-Ray version drops it, :func:`collect` says so rather than report nothing.
+ignored), so :func:`benchmarks.harness.init_ray` names :data:`SETUP_HOOK` in the job's runtime environment for every
+worker it starts (a no-op in the many without the variable), and :func:`runtime_env` sets only the variable, in
+the replicas' own runtime environment, whose variables Ray adds to the job's. If the hook does not run,
+:func:`collect` says so rather than report nothing.
 """
 
 from __future__ import annotations
@@ -37,15 +39,19 @@ from pathlib import Path
 from typing import Any
 
 LOG_ENV = "FE_RAY_BENCH_STEP_LOG"
+#: The Ray worker setup hook (``runtime_env={"worker_process_setup_hook": ...}`` of ``ray.init``).
+SETUP_HOOK = f"{__name__}.install"
 PHASES = ("to_replicas", "replica", "back", "driver")
 
 
 # ------------------------------------------------------------------------------------------------- replica side
 def runtime_env(log_path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Ray runtime environment for replicas that record their step stamps into ``log_path``."""
-    from ray._private.ray_constants import WORKER_PROCESS_SETUP_HOOK_ENV_VAR
+    """Ray runtime environment for replicas that record their step stamps into ``log_path``.
 
-    return {"env_vars": {WORKER_PROCESS_SETUP_HOOK_ENV_VAR: f"{__name__}.install", LOG_ENV: os.fspath(log_path)}}
+    The stamps are taken by :data:`SETUP_HOOK`, which must be in Ray's job runtime environment (``ray.init``, as
+    :func:`benchmarks.harness.init_ray` does).
+    """
+    return {"env_vars": {LOG_ENV: os.fspath(log_path)}}
 
 
 def install() -> None:
@@ -96,7 +102,8 @@ def collect(log_path: str | os.PathLike[str], replicas: int, timeout_s: float = 
             break
         if time.monotonic() > deadline:
             raise TimeoutError(f"{replicas} replicas' step stamps did not appear in {path} within {timeout_s:g}s: "
-                               f"did Ray run the setup hook {__name__}.install in them (see runtime_env)?")
+                               f"did Ray run the setup hook {SETUP_HOOK} in them (is it in ray.init's runtime_env, see "
+                               "benchmarks.harness.init_ray)?")
         time.sleep(0.02)
     path.unlink()
     out: dict[int, list[tuple]] = {rank: [] for rank in range(replicas)}

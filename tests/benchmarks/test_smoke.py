@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import mmap
 
 import pytest
 
@@ -65,6 +66,25 @@ def test_throughput_quick_plain_variant(tmp_path, monkeypatch) -> None:  # noqa:
     payload = json.loads((tmp_path / "throughput_quick.json").read_text())
     series = payload["results"]["lenet"]["series"]["a"]
     assert series["repeats"] == 2 and series["median"] > 0
+
+
+def test_throughput_quick_replica_variant_splits_its_steps_into_phases(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    """One replica on a local Ray started by the harness: the step probe's setup hook (named in ``ray.init``'s
+    runtime environment) runs in the replica, and the phases it stamps add up to the measured step time."""
+    ray = pytest.importorskip("ray")
+    if ray.is_initialized():  # the probe's hook is part of the Ray the harness starts, not of one started before
+        ray.shutdown()
+    monkeypatch.setattr(harness, "RESULTS_DIR", tmp_path)
+    try:
+        assert throughput.main(["--quick", "--model", "lenet", "--variants", "c", "--device", "cpu",
+                                "--threads", "1"]) == 0
+    finally:
+        ray.shutdown()
+    result = json.loads((tmp_path / "throughput_quick.json").read_text())["results"]["lenet"]
+    phases = result["fixed_costs"]["c"]
+    assert phases["replica_us"] > 0 and phases["to_replicas_us"] > 0 and phases["back_us"] > 0
+    step_us = result["us_per_step"]["c"]
+    assert abs(phases["unaccounted_us"]) < 0.05 * step_us
 
 
 def test_mlp_probe_reports_microseconds_per_step(tmp_path, monkeypatch) -> None:  # noqa: ANN001
@@ -148,8 +168,16 @@ def test_step_probe_hook_stamps_replica_steps_and_writes_them_per_epoch(tmp_path
     from fe_ray.distributed.replica import Replica
 
     # Stand-ins for the real methods, which need a running replica; monkeypatch restores the class afterwards. The
-    # step touches 8 MiB of fresh memory: ~2,048 page faults.
-    monkeypatch.setattr(Replica, "step", lambda self, args: {"args": args, "touched": len(bytearray(8 << 20))})
+    # step touches 8 MiB of fresh memory: ~2,048 page faults. An anonymous mapping of its own, because a bytearray
+    # may come from heap memory the process has touched before (glibc raises its mmap threshold after an earlier
+    # test freed large blocks).
+    def touch_fresh_memory(self: Replica, args: object) -> dict[str, object]:
+        with mmap.mmap(-1, 8 << 20) as memory:
+            for offset in range(0, len(memory), mmap.PAGESIZE):
+                memory[offset] = 1
+            return {"args": args, "touched": len(memory)}
+
+    monkeypatch.setattr(Replica, "step", touch_fresh_memory)
     monkeypatch.setattr(Replica, "exit_context", lambda self: True)
     log = tmp_path / "steps.log"
     monkeypatch.setenv(step_probe.LOG_ENV, str(log))
