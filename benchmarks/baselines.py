@@ -2,7 +2,8 @@
 
 * :class:`PlainTorchTrainer`: the plain single-process PyTorch loop (variant (a) of throughput.py).
 * :class:`DPWorker`: one rank of a hand-written gloo data-parallel loop on a Ray actor (variant (e)); also used by
-  overhead.py to time the primitive operations (empty actor call, gloo all_reduce) of any distributed path.
+  overhead.py to time the primitive operations (empty actor call, a step stream's round trip, gloo all_reduce) of
+  any distributed path.
 * :class:`PlainTFTrainer`: the plain ``tf.function`` Keras training loop (variant (a) of throughput.py --framework tf).
 * :class:`TFDPWorker`: one rank of a hand-written TF data-parallel loop on a Ray actor (variant (e) for TF).
 
@@ -122,6 +123,28 @@ class RoundTripProbes:
         long as a training step, without the step's compute."""
         time.sleep(seconds)
         return 0
+
+    def open_echo_stream(self, node_ip: str, accept_timeout_s: float) -> tuple[str, int]:
+        """Serve fe_ray's step stream (its ``StepServer``, as a replica does) with :func:`echo_step` as the step:
+        the transport's round trip with the real slices and answers, without the step's work. Returns the address
+        to connect a ``StepStream`` to within ``accept_timeout_s``."""
+        from fe_ray.distributed.step_stream import StepServer
+
+        self._echo = StepServer(echo_step)
+        return self._echo.listen(node_ip, accept_timeout_s)
+
+
+def echo_step(args: Any) -> Any:
+    """A step stream handler that answers a slice as a replica of the benchmark network does: per-sample class
+    scores and the loss. ``("hold", seconds, slice)`` answers after sleeping ``seconds`` (a step's duration); None
+    is the stream's warm-up call."""
+    if args is None:
+        return True
+    if isinstance(args, tuple):
+        _, seconds, args = args
+        time.sleep(seconds)
+    rows = len(args["x"])
+    return {"y_pred": np.full((rows, 10), 0.1, dtype=np.float32), "ce": np.float32(2.3)}
 
 
 class DPWorker(RoundTripProbes):

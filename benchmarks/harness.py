@@ -406,7 +406,9 @@ def init_ray(num_cpus: int) -> Any:
     """Start (or reuse) a local Ray instance with ``num_cpus`` logical CPUs, quietly.
 
     Every worker runs the step probe's setup hook (:data:`benchmarks.step_probe.SETUP_HOOK`), which does nothing
-    unless a worker's runtime environment asks it to record (:func:`benchmarks.step_probe.runtime_env`).
+    unless a worker's runtime environment asks it to record (:func:`benchmarks.step_probe.runtime_env`). Workers
+    import it at start-up, before Ray adds the driver's directories to their import path, so the job's PYTHONPATH
+    starts with the folder holding ``benchmarks`` (an actor's own PYTHONPATH, as fe_ray's replicas set, replaces it).
     """
     import ray
 
@@ -415,6 +417,9 @@ def init_ray(num_cpus: int) -> Any:
     for key in _THREAD_ENV:  # let Ray set OMP_NUM_THREADS = num_cpus per actor (see set_thread_budget)
         os.environ.pop(key, None)
     if not ray.is_initialized():
+        paths = [str(Path(__file__).resolve().parent.parent), *os.environ.get("PYTHONPATH", "").split(os.pathsep)]
+        env = {"worker_process_setup_hook": SETUP_HOOK,
+               "env_vars": {"PYTHONPATH": os.pathsep.join(dict.fromkeys(p for p in paths if p))}}
         ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False, logging_level="ERROR",
-                 configure_logging=True, runtime_env={"worker_process_setup_hook": SETUP_HOOK})
+                 configure_logging=True, runtime_env=env)
     return ray

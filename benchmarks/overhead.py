@@ -1,21 +1,19 @@
 """Per-step overhead breakdown of fe_ray's distributed path (RayNetwork), phase by phase.
 
 fe_ray's coordinator exposes no per-phase timers, so each phase is timed from outside by calling the
-coordinator's own pieces (``split_for_replicas``, ``ray.put`` of the slices as ``RayNetwork._put_slices`` does,
-``ReplicaGroup.call``, ``merge_outputs``) or, where a phase happens inside a replica, the equivalent primitive on
-hand-written actors with the same resources (an empty actor call, a gloo ``all_reduce`` of the gradient size, the
-plain compute of one slice). All phases alternate in one run; medians of per-op means are reported:
+coordinator's own pieces (``split_for_replicas``, its step stream, ``ReplicaGroup.call``, ``merge_outputs``, the
+Estimator's trace events) or, where a phase happens inside a replica, the equivalent primitive on hand-written
+actors with the same resources (a step stream that answers at once, a gloo ``all_reduce`` of the gradient size,
+the plain compute of one slice). All phases alternate in one run; medians of per-op means are reported:
 
     full_step       RayNetwork.run_step on one batch (inside a train context): everything below together
     slice           split_for_replicas(batch, keys, N)           (driver)
-    put             ray.put of every slice                        (driver -> object store)
-    rtt_fe          ReplicaGroup.call("ping"): submit + wait loop to all N replicas, empty payload
-    rtt_raw         ray.get([actor.noop.remote() ...]) on plain actors
-    call_busy       the slices sent as fe_ray sends them (inline up to Ray's inline size, else put) to plain
-                    actors whose method sleeps as long as ``compute``, minus that sleep: Ray's round trip for a
-                    call that lasts a training step (on VMs it exceeds rtt_raw: idle CPUs wake up slowly)
-    call_slices     ray.put of the slices + ray.get([actor.noop.remote(slice_ref) ...]): put, round trip and
-                    resolving the slice in the actor
+    stream_rtt      an empty round trip over fe_ray's own step streams to its N replicas (the default transport)
+    stream_slices   the slices sent over fe_ray's step stream (``StepStream`` / ``StepServer``) to plain actors
+                    that answer each with outputs of the real size at once: pickling, the TCP transfer both ways,
+                    the wake-ups and unpickling of a step, without its work
+    stream_busy     the same, with actors that answer after sleeping as long as ``compute``, minus that sleep: the
+                    round trip of a step that lasts a training step (on VMs idle CPUs wake up slowly)
     compute         plain torch step (fwd+bwd+Adam) on one slice in an actor with threads // N threads
     replica_local   fe_ray's own ``Replica.run_step`` on one read-only slice, run in the driver process (no Ray)
                     with threads // N threads: compute plus fe_ray's replica-side Python (ops, ``writable``
@@ -25,11 +23,25 @@ plain compute of one slice). All phases alternate in one run; medians of per-op 
     allreduce       gloo all_reduce of the gradient's element count, timed inside the actors (TF: fe_ray's
                     TCP collective, which TF replicas use)
     merge           merge_outputs of N replicas' outputs          (driver)
-    pipeline        one batch from fe.Pipeline's loader           (driver, Estimator path only)
+    traces          an Estimator's per-step driver work around run_step: step counters, on_batch_begin and
+                    on_batch_end of its default traces (TrainEssential, Logger every 100 steps, printed into a
+                    buffer) on the batch and the merged outputs (the network has no pops; a pop runs on the
+                    driver after merge at its own in-process cost)
+    pipeline        one batch from fe.Pipeline's loader           (driver; in fit the replicas' step overlaps it)
 
-``unaccounted`` = full_step - (slice + call_slices + compute + allreduce + merge): replica-side Python
-(context, ``writable`` copies, to_numpy of outputs, the UpdateOp's gradient copies), the reducer's extra tensor
-ops, and scheduling noise.
+The other transports' phases (``step_transport="calls"``, and what the stream replaced):
+
+    put             ray.put of every slice                        (driver -> object store)
+    rtt_fe          ReplicaGroup.call("ping"): submit + wait loop to all N replicas, empty payload
+    rtt_raw         ray.get([actor.noop.remote() ...]) on plain actors
+    call_busy       the slices sent as the calls transport sends them (inline up to Ray's inline size, else put)
+                    to plain actors whose method sleeps as long as ``compute``, minus that sleep
+    call_slices     ray.put of the slices + ray.get([actor.noop.remote(slice_ref) ...]): put, round trip and
+                    resolving the slice in the actor
+
+``unaccounted`` = full_step - (slice + stream_busy + compute + allreduce + merge): replica-side Python (context,
+``writable`` copies, to_numpy of outputs, the UpdateOp's gradient copies), the reducer's extra tensor ops, and
+scheduling noise.
 
 ``--framework tf`` times the same phases for fe_ray's TF path (plain ``tf.function`` step as the compute).
 
@@ -38,6 +50,8 @@ Run: ``python -m benchmarks.overhead [--framework torch|tf] [--model lenet|resne
 
 from __future__ import annotations
 
+import contextlib
+import io
 import sys
 import time
 from collections.abc import Callable
@@ -87,6 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     from benchmarks.variants import fe_network
     from fe_ray.distributed.batching import merge_outputs, slice_nbytes, split_for_replicas
     from fe_ray.distributed.coordinator import INLINE_SLICE_BYTES
+    from fe_ray.distributed.step_stream import StepStream
 
     cfg = {"model": args.model, "device": device, "threads": threads}
     data = synthetic_data(args.model, batch_size * 8, channels_last=tf_mode)
@@ -97,6 +112,10 @@ def main(argv: list[str] | None = None) -> int:
     network, _ = fe_network(cfg, args.framework, n)
     network.start()
     group = network._group()  # noqa: SLF001 - benchmark instrumentation from outside
+    fe_stream = group._threaded  # noqa: SLF001 - its step stream (None if it fell back to actor calls)
+    if not isinstance(fe_stream, StepStream):
+        raise RuntimeError(f"fe_ray's replicas run without a step stream ({type(fe_stream).__name__}): the default "
+                           "transport's phases cannot be timed")
     # Hand-written actors with the same resources, for the in-replica primitives.
     port = harness.free_port()
     gpus = 1.0 / n if device == "cuda" else 0
@@ -111,6 +130,8 @@ def main(argv: list[str] | None = None) -> int:
         address = ray.get(workers[0].open_fe_collective.remote(), timeout=60)
         ray.get([w.join_fe_collective.remote(address) for w in workers], timeout=60)
     grad_numel = ray.get(workers[0].num_grad_params.remote())
+    node_ip = ray.util.get_node_ip_address()
+    echo = StepStream(ray.get([w.open_echo_stream.remote(node_ip, 60.0) for w in workers], timeout=60), 60.0)
     per = batch_size // n
 
     keys: set[str] = set()
@@ -123,6 +144,12 @@ def main(argv: list[str] | None = None) -> int:
     frozen = {key: _read_only(value) for key, value in slices[0].items()}
     results = [{"y_pred": np.random.rand(k, 10).astype(np.float32), "ce": np.float32(2.3)} for k in n_local]
     pipeline = fe.Pipeline(train_data=_dataset(data), batch_size=batch_size)
+    estimator = fe.Estimator(pipeline=pipeline, network=network, epochs=1)
+    estimator._prepare_traces(["train"])  # noqa: SLF001 - as fit does before its first epoch
+    system = estimator.system
+    system.mode, system.epoch_idx = "train", 1
+    batch_traces = estimator._traces("train", 1, "")  # noqa: SLF001
+    step_result = {**batch, **merge_outputs(results, n_local)[0]}  # what run_step hands the traces
 
     def full_step() -> float:
         with network(mode="train", epoch=1, desired_output_keys={"ce"}):
@@ -131,6 +158,25 @@ def main(argv: list[str] | None = None) -> int:
 
     def slice_() -> float:
         return per_op(lambda: split_for_replicas(batch, keys, n), iters)
+
+    def stream_rtt() -> float:
+        return per_op(lambda: fe_stream.run([None] * n, 60.0), iters)
+
+    def stream_slices() -> float:
+        return per_op(lambda: echo.run(slices, 60.0), iters)
+
+    def stream_busy() -> float:
+        return per_op(lambda: echo.run([("hold", hold_s, p) for p in slices], 60.0), iters) - hold_s
+
+    def traces() -> float:
+        def once() -> None:
+            system.update_global_step()
+            system.update_batch_idx()
+            estimator._run_event("on_batch_begin", batch_traces, batch)  # noqa: SLF001
+            estimator._run_event("on_batch_end", batch_traces, step_result)  # noqa: SLF001
+
+        with contextlib.redirect_stdout(io.StringIO()):  # the Logger's line every 100 steps
+            return per_op(once, iters)
 
     def put() -> float:
         return per_op(lambda: [ray.put(p) for p in slices], iters)
@@ -188,18 +234,18 @@ def main(argv: list[str] | None = None) -> int:
                 count += 1
             return (time.perf_counter() - start) / count
 
-    phases = {"full_step": full_step, "slice": slice_, "put": put, "rtt_fe": rtt_fe, "rtt_raw": rtt_raw,
-              "call_busy": call_busy, "call_slices": call_slices, "compute": compute, "replica_local": replica_local,
-              "allreduce": allreduce, "merge": merge,
-              "pipeline": pipe}
+    phases = {"full_step": full_step, "slice": slice_, "stream_rtt": stream_rtt, "stream_slices": stream_slices,
+              "stream_busy": stream_busy, "compute": compute, "replica_local": replica_local,
+              "allreduce": allreduce, "merge": merge, "traces": traces, "pipeline": pipe,
+              "put": put, "rtt_fe": rtt_fe, "rtt_raw": rtt_raw, "call_busy": call_busy, "call_slices": call_slices}
     print(f"== overhead: {args.framework} {args.model} batch={batch_size} replicas={n} threads/replica={per_threads} "
           f"grad elements={grad_numel:,} iters/phase={iters} repeats={repeats}")
-    hold_s = compute()  # how long call_busy's calls last
+    hold_s = compute()  # how long stream_busy's and call_busy's steps last
     for fn in phases.values():  # warm-up
         fn()
     series = harness.alternate(phases, repeats, "s", higher_is_better=False, quiet_wait_s=args.wait_quiet)
     med = {k: s.median for k, s in series.items()}
-    accounted = ["slice", "call_slices", "compute", "allreduce", "merge"]
+    accounted = ["slice", "stream_busy", "compute", "allreduce", "merge"]
     unaccounted = med["full_step"] - sum(med[k] for k in accounted)
     rows = []
     for key in phases:
@@ -207,11 +253,14 @@ def main(argv: list[str] | None = None) -> int:
                      f"{100 * series[key].spread():.0f}%"])
     rows.append(["unaccounted", unaccounted * 1e6, 100 * unaccounted / med["full_step"], "-", "-"])
     print(harness.format_table(rows, ["phase", "median us/step", "% of full_step", "n", "spread"]))
-    print("call_slices includes put; rtt_fe vs rtt_raw shows the supervisor's wait-loop cost; unaccounted = "
-          "full_step - (slice + call_slices + compute + allreduce + merge).")
-    ray_part = med["call_busy"] / (med["full_step"] - med["compute"]) if med["full_step"] > med["compute"] else 0
-    print(f"full_step - compute = {(med['full_step'] - med['compute']) * 1e6:,.0f} us, of which call_busy (a plain "
-          f"Ray actor call lasting one step) = {med['call_busy'] * 1e6:,.0f} us ({100 * ray_part:.0f}%).")
+    print("unaccounted = full_step - (" + " + ".join(accounted) + "); put, rtt_*, call_* are the calls transport's "
+          "(step_transport='calls'); traces and pipeline run on the driver outside run_step.")
+    if med["full_step"] > med["compute"]:
+        beyond = med["full_step"] - med["compute"]
+        print(f"full_step - compute = {beyond * 1e6:,.0f} us, of which stream_busy (fe_ray's step stream for a step "
+              f"of that length) = {med['stream_busy'] * 1e6:,.0f} us ({100 * med['stream_busy'] / beyond:.0f}%); a "
+              f"plain Ray actor call lasting one step (call_busy) would be {med['call_busy'] * 1e6:,.0f} us.")
+    echo.close()
     for w in workers:
         ray.kill(w)
     network.shutdown()

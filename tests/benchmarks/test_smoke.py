@@ -87,6 +87,27 @@ def test_throughput_quick_replica_variant_splits_its_steps_into_phases(tmp_path,
     assert abs(phases["unaccounted_us"]) < 0.05 * step_us
 
 
+def test_overhead_quick_times_the_default_transports_phases(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    """The breakdown times fe_ray's step stream (its own, and the slices over it to plain actors), the Estimator's
+    trace events and the calls transport's phases, and its unaccounted rest is the step less the stream's phases."""
+    ray = pytest.importorskip("ray")
+    from benchmarks import overhead
+
+    if ray.is_initialized():
+        ray.shutdown()
+    monkeypatch.setattr(harness, "RESULTS_DIR", tmp_path)
+    try:
+        assert overhead.main(["--quick", "--device", "cpu", "--threads", "2", "--replicas", "2"]) == 0
+    finally:
+        ray.shutdown()
+    result = json.loads((tmp_path / "overhead_quick.json").read_text())
+    median = result["median_us"]
+    for phase in ("stream_rtt", "stream_slices", "compute", "allreduce", "merge", "traces", "call_slices"):
+        assert median[phase] > 0, phase
+    accounted = sum(median[k] for k in ("slice", "stream_busy", "compute", "allreduce", "merge"))
+    assert result["unaccounted_us"] == pytest.approx(median["full_step"] - accounted)
+
+
 def test_mlp_probe_reports_microseconds_per_step(tmp_path, monkeypatch) -> None:  # noqa: ANN001
     """The overhead probe model runs through the plain loop and fe_ray's in-process Network; the JSON carries
     each variant's time per step, consistent with its samples/s."""
