@@ -359,6 +359,22 @@ class TFDPWorker(RoundTripProbes):
         self._plain.run([batch])
         return self._plain.run([batch] * iters) / iters
 
+    def split_compute_time(self, batch_size: int, iters: int) -> float:
+        """Mean seconds of :meth:`step` without its all-reduce on ``batch_size`` samples: the gradients out of the
+        graph as one host bucket, then applied by a second function, as every data-parallel TF step must (the
+        fused step of :meth:`compute_time` never leaves the graph)."""
+        batch = synthetic_data(self.model_name, batch_size, seed=self.rank, channels_last=True)
+
+        def once() -> None:
+            _, flat = self.grad_step(batch["x"], batch["y"])
+            self.apply_step(np.array(flat, dtype=np.float32))
+
+        once()
+        start = time.perf_counter()
+        for _ in range(iters):
+            once()
+        return (time.perf_counter() - start) / iters
+
     def open_fe_collective(self) -> tuple[str, int]:
         """(rank 0) Open fe_ray's TF all-reduce (:class:`~fe_ray.distributed.collective.TcpCollective`); returns
         the address the other ranks join with :meth:`join_fe_collective` (call that on all ranks concurrently)."""

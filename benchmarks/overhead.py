@@ -15,6 +15,8 @@ the plain compute of one slice). All phases alternate in one run; medians of per
     stream_busy     the same, with actors that answer after sleeping as long as ``compute``, minus that sleep: the
                     round trip of a step that lasts a training step (on VMs idle CPUs wake up slowly)
     compute         plain torch step (fwd+bwd+Adam) on one slice in an actor with threads // N threads
+    compute_split   (TF only) the plain step split as a data-parallel TF step must be: gradients out of the graph
+                    as one host bucket, applied by a second ``tf.function`` (no all-reduce)
     replica_local   fe_ray's own ``Replica.run_step`` on one read-only slice, run in the driver process (no Ray)
                     with threads // N threads: compute plus fe_ray's replica-side Python (ops, ``writable``
                     copy, outputs to numpy); replica_local - compute is that Python's cost. (TF: with the
@@ -43,7 +45,8 @@ The other transports' phases (``step_transport="calls"``, and what the stream re
 ``writable`` copies, to_numpy of outputs, the UpdateOp's gradient copies), the reducer's extra tensor ops, and
 scheduling noise.
 
-``--framework tf`` times the same phases for fe_ray's TF path (plain ``tf.function`` step as the compute).
+``--framework tf`` times the same phases for fe_ray's TF path (plain ``tf.function`` step as the compute), and
+also reports the rest against ``compute_split``.
 
 Run: ``python -m benchmarks.overhead [--framework torch|tf] [--model lenet|resnet] [--replicas 2] [--quick]``.
 """
@@ -217,6 +220,9 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             torch.set_num_threads(before)
 
+    def compute_split() -> float:
+        return max(ray.get([w.split_compute_time.remote(per, iters) for w in workers]))
+
     def allreduce() -> float:
         return max(ray.get([w.allreduce_time.remote(grad_numel, iters) for w in workers]))
 
@@ -238,6 +244,8 @@ def main(argv: list[str] | None = None) -> int:
               "stream_busy": stream_busy, "compute": compute, "replica_local": replica_local,
               "allreduce": allreduce, "merge": merge, "traces": traces, "pipeline": pipe,
               "put": put, "rtt_fe": rtt_fe, "rtt_raw": rtt_raw, "call_busy": call_busy, "call_slices": call_slices}
+    if tf_mode:
+        phases["compute_split"] = compute_split
     print(f"== overhead: {args.framework} {args.model} batch={batch_size} replicas={n} threads/replica={per_threads} "
           f"grad elements={grad_numel:,} iters/phase={iters} repeats={repeats}")
     hold_s = compute()  # how long stream_busy's and call_busy's steps last
@@ -252,6 +260,9 @@ def main(argv: list[str] | None = None) -> int:
         rows.append([key, med[key] * 1e6, 100 * med[key] / med["full_step"], len(series[key].values),
                      f"{100 * series[key].spread():.0f}%"])
     rows.append(["unaccounted", unaccounted * 1e6, 100 * unaccounted / med["full_step"], "-", "-"])
+    if tf_mode:
+        split_rest = unaccounted + med["compute"] - med["compute_split"]
+        rows.append(["unaccounted vs compute_split", split_rest * 1e6, 100 * split_rest / med["full_step"], "-", "-"])
     print(harness.format_table(rows, ["phase", "median us/step", "% of full_step", "n", "spread"]))
     print("unaccounted = full_step - (" + " + ".join(accounted) + "); put, rtt_*, call_* are the calls transport's "
           "(step_transport='calls'); traces and pipeline run on the driver outside run_step.")
