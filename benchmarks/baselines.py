@@ -124,6 +124,24 @@ class RoundTripProbes:
         time.sleep(seconds)
         return 0
 
+    def lockstep_times(self, batch_size: int, iters: int) -> list[float]:
+        """Seconds of each of ``iters`` plain steps on ``batch_size`` samples (the worker's ``plain_step``), each
+        started right after a barrier of all ranks, as the steps of a synchronous data-parallel loop start together:
+        per step, the slowest rank's time is what every rank waits for before the all-reduce can finish."""
+        step = self.plain_step(batch_size)
+        step()
+        times = []
+        for _ in range(iters):
+            self.dist.barrier()
+            start = time.perf_counter()
+            step()
+            times.append(time.perf_counter() - start)
+        return times
+
+    def plain_step(self, batch_size: int) -> Callable[[], Any]:
+        """One plain training step on ``batch_size`` samples of this rank's data (what ``compute_time`` times)."""
+        raise NotImplementedError
+
     def open_echo_stream(self, node_ip: str, accept_timeout_s: float) -> tuple[str, int]:
         """Serve fe_ray's step stream (its ``StepServer``, as a replica does) with :func:`echo_step` as the step:
         the transport's round trip with the real slices and answers, without the step's work. Returns the address
@@ -216,14 +234,19 @@ class DPWorker(RoundTripProbes):
     def compute_time(self, batch_size: int, iters: int) -> float:
         """Mean seconds of one local training step (forward, backward, Adam) on ``batch_size`` samples, no
         all-reduce: the compute share of a data-parallel step."""
-        data = synthetic_data(self.model_name, batch_size, seed=self.rank)
-        trainer = self.trainer
-        trainer.step(data["x"], data["y"])
+        step = self.plain_step(batch_size)
+        step()
         start = time.perf_counter()
         for _ in range(iters):
-            loss = trainer.step(data["x"], data["y"])
-        float(loss.detach())
+            step()
         return (time.perf_counter() - start) / iters
+
+    def plain_step(self, batch_size: int) -> Callable[[], Any]:
+        """One local training step on ``batch_size`` samples (torch runs it synchronously on the CPU; on a GPU
+        the loss is read back, which waits for it)."""
+        data = synthetic_data(self.model_name, batch_size, seed=self.rank)
+        trainer = self.trainer
+        return lambda: float(trainer.step(data["x"], data["y"]).detach())
 
     def allreduce_time(self, numel: int, iters: int) -> float:
         """Median seconds of a gloo all_reduce of ``numel`` float32 values (after 3 warm-ups)."""
@@ -358,6 +381,14 @@ class TFDPWorker(RoundTripProbes):
         batch = synthetic_data(self.model_name, batch_size, seed=self.rank, channels_last=True)
         self._plain.run([batch])
         return self._plain.run([batch] * iters) / iters
+
+    def plain_step(self, batch_size: int) -> Callable[[], Any]:
+        """One plain TF training step (:class:`PlainTFTrainer`'s) on ``batch_size`` samples."""
+        if self._plain is None:
+            self._plain = PlainTFTrainer(self.model_name)
+        batch = synthetic_data(self.model_name, batch_size, seed=self.rank, channels_last=True)
+        plain = self._plain
+        return lambda: plain.run([batch])
 
     def split_compute_time(self, batch_size: int, iters: int) -> float:
         """Mean seconds of :meth:`step` without its all-reduce on ``batch_size`` samples: the gradients out of the

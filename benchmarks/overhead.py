@@ -15,6 +15,9 @@ the plain compute of one slice). All phases alternate in one run; medians of per
     stream_busy     the same, with actors that answer after sleeping as long as ``compute``, minus that sleep: the
                     round trip of a step that lasts a training step (on VMs idle CPUs wake up slowly)
     compute         plain torch step (fwd+bwd+Adam) on one slice in an actor with threads // N threads
+    compute_lockstep  the same steps started together on all ranks (a barrier before each), as a synchronous
+                    data-parallel loop's are: the mean over steps of the slowest rank's time; less ``compute``, the
+                    wait for the straggler that a step pays before its all-reduce can finish
     compute_split   (TF only) the plain step split as a data-parallel TF step must be: gradients out of the graph
                     as one host bucket, applied by a second ``tf.function`` (no all-reduce)
     replica_local   fe_ray's own ``Replica.run_step`` on one read-only slice, run in the driver process (no Ray)
@@ -41,12 +44,11 @@ The other transports' phases (``step_transport="calls"``, and what the stream re
     call_slices     ray.put of the slices + ray.get([actor.noop.remote(slice_ref) ...]): put, round trip and
                     resolving the slice in the actor
 
-``unaccounted`` = full_step - (slice + stream_busy + compute + allreduce + merge): replica-side Python (context,
-``writable`` copies, to_numpy of outputs, the UpdateOp's gradient copies), the reducer's extra tensor ops, and
-scheduling noise.
+``unaccounted`` = full_step - (slice + stream_busy + compute_lockstep + allreduce + merge): replica-side Python
+(context, ``writable`` copies, to_numpy of outputs, the UpdateOp's gradient copies), the reducer's extra tensor ops,
+and scheduling noise.
 
-``--framework tf`` times the same phases for fe_ray's TF path (plain ``tf.function`` step as the compute), and
-also reports the rest against ``compute_split``.
+``--framework tf`` times the same phases for fe_ray's TF path (plain ``tf.function`` step as the compute).
 
 Run: ``python -m benchmarks.overhead [--framework torch|tf] [--model lenet|resnet] [--replicas 2] [--quick]``.
 """
@@ -220,6 +222,10 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             torch.set_num_threads(before)
 
+    def compute_lockstep() -> float:
+        per_rank = ray.get([w.lockstep_times.remote(per, iters) for w in workers])
+        return float(np.mean([max(step) for step in zip(*per_rank)]))
+
     def compute_split() -> float:
         return max(ray.get([w.split_compute_time.remote(per, iters) for w in workers]))
 
@@ -241,7 +247,8 @@ def main(argv: list[str] | None = None) -> int:
             return (time.perf_counter() - start) / count
 
     phases = {"full_step": full_step, "slice": slice_, "stream_rtt": stream_rtt, "stream_slices": stream_slices,
-              "stream_busy": stream_busy, "compute": compute, "replica_local": replica_local,
+              "stream_busy": stream_busy, "compute": compute, "compute_lockstep": compute_lockstep,
+              "replica_local": replica_local,
               "allreduce": allreduce, "merge": merge, "traces": traces, "pipeline": pipe,
               "put": put, "rtt_fe": rtt_fe, "rtt_raw": rtt_raw, "call_busy": call_busy, "call_slices": call_slices}
     if tf_mode:
@@ -253,16 +260,15 @@ def main(argv: list[str] | None = None) -> int:
         fn()
     series = harness.alternate(phases, repeats, "s", higher_is_better=False, quiet_wait_s=args.wait_quiet)
     med = {k: s.median for k, s in series.items()}
-    accounted = ["slice", "stream_busy", "compute", "allreduce", "merge"]
+    accounted = ["slice", "stream_busy", "compute_lockstep", "allreduce", "merge"]
     unaccounted = med["full_step"] - sum(med[k] for k in accounted)
     rows = []
     for key in phases:
         rows.append([key, med[key] * 1e6, 100 * med[key] / med["full_step"], len(series[key].values),
                      f"{100 * series[key].spread():.0f}%"])
     rows.append(["unaccounted", unaccounted * 1e6, 100 * unaccounted / med["full_step"], "-", "-"])
-    if tf_mode:
-        split_rest = unaccounted + med["compute"] - med["compute_split"]
-        rows.append(["unaccounted vs compute_split", split_rest * 1e6, 100 * split_rest / med["full_step"], "-", "-"])
+    skew = med["compute_lockstep"] - med["compute"]
+    rows.append(["straggler wait (compute_lockstep - compute)", skew * 1e6, 100 * skew / med["full_step"], "-", "-"])
     print(harness.format_table(rows, ["phase", "median us/step", "% of full_step", "n", "spread"]))
     print("unaccounted = full_step - (" + " + ".join(accounted) + "); put, rtt_*, call_* are the calls transport's "
           "(step_transport='calls'); traces and pipeline run on the driver outside run_step.")

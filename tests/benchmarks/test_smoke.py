@@ -89,9 +89,9 @@ def test_throughput_quick_replica_variant_splits_its_steps_into_phases(tmp_path,
 
 @pytest.mark.parametrize("framework", ["torch", "tf"])
 def test_overhead_quick_times_the_default_transports_phases(framework, tmp_path, monkeypatch) -> None:  # noqa: ANN001
-    """The breakdown times fe_ray's step stream (its own, and the slices over it to plain actors), the Estimator's
-    trace events and the calls transport's phases, and its unaccounted rest is the step less the stream's phases;
-    for TF also the plain step split as a data-parallel step is."""
+    """The breakdown times fe_ray's step stream (its own, and the slices over it to plain actors), plain steps alone
+    and in lockstep, the Estimator's trace events and the calls transport's phases, and its unaccounted rest is the
+    step less the stream's phases; for TF also the plain step split as a data-parallel step is."""
     ray = pytest.importorskip("ray")
     pytest.importorskip("tensorflow" if framework == "tf" else "torch")
     from benchmarks import overhead
@@ -107,11 +107,12 @@ def test_overhead_quick_times_the_default_transports_phases(framework, tmp_path,
     name = "overhead_tf_quick.json" if framework == "tf" else "overhead_quick.json"
     result = json.loads((tmp_path / name).read_text())
     median = result["median_us"]
-    phases = ["stream_rtt", "stream_slices", "compute", "allreduce", "merge", "traces", "call_slices"]
+    phases = ["stream_rtt", "stream_slices", "compute", "compute_lockstep", "allreduce", "merge", "traces",
+              "call_slices"]
     for phase in phases + (["compute_split"] if framework == "tf" else []):
         assert median[phase] > 0, phase
     assert ("compute_split" in median) == (framework == "tf")
-    accounted = sum(median[k] for k in ("slice", "stream_busy", "compute", "allreduce", "merge"))
+    accounted = sum(median[k] for k in ("slice", "stream_busy", "compute_lockstep", "allreduce", "merge"))
     assert result["unaccounted_us"] == pytest.approx(median["full_step"] - accounted)
 
 
