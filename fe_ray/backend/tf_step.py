@@ -176,18 +176,31 @@ def graph_safe_reducer(reducer: Callable[[Any, list[Any]], list[Any]]) -> Callab
     Inside ``tf.function`` gradients are symbolic, but a reducer that talks to other processes needs values. The
     wrapper runs the reducer through ``tf.numpy_function``, i.e. eagerly on each step's concrete gradients (given
     to it as eager TF tensors, as in eager mode), and feeds its results back into the graph.
+
+    A reducer with a ``reduce_numpy(*arrays) -> list[np.ndarray]`` method (fe_ray's all-reduce has one) is handed
+    the gradients as the numpy arrays ``tf.numpy_function`` gives it, and its arrays go straight back: no eager
+    tensor round trip per gradient (each conversion is an op dispatch; for LeNet's 10 gradients the round trips cost
+    ~0.8-1.5 ms per step on 2 CPU cores, against ~0.5 ms for the direct call).
     """
+    reduce_numpy = getattr(reducer, "reduce_numpy", None)
 
     def reduce(model: Any, gradients: list[Any]) -> list[Any]:
         if tf.executing_eagerly():
             return list(reducer(model, list(gradients)))
         dtypes = [g.dtype for g in gradients]
+        if reduce_numpy is not None:
+            reduced = tf.numpy_function(reduce_numpy, list(gradients), Tout=dtypes, stateful=True,
+                                        name="fe_ray_grad_reduce")
+        else:
 
-        def run_eagerly(*values: np.ndarray) -> list[np.ndarray]:
-            reduced = reducer(model, [tf.convert_to_tensor(v) for v in values])
-            return [np.asarray(keras.ops.convert_to_numpy(r), dtype=d.as_numpy_dtype) for r, d in zip(reduced, dtypes)]
+            def run_eagerly(*values: np.ndarray) -> list[np.ndarray]:
+                reduced = reducer(model, [tf.convert_to_tensor(v) for v in values])
+                return [np.asarray(keras.ops.convert_to_numpy(r), dtype=d.as_numpy_dtype)
+                        for r, d in zip(reduced, dtypes)]
 
-        reduced = tf.numpy_function(run_eagerly, list(gradients), Tout=dtypes, stateful=True)
+            reduced = tf.numpy_function(run_eagerly, list(gradients), Tout=dtypes, stateful=True)
+        if not isinstance(reduced, (list, tuple)):  # one gradient: numpy_function returns a bare tensor
+            reduced = [reduced]
         return [tf.ensure_shape(r, g.shape) for r, g in zip(reduced, gradients)]
 
     return reduce

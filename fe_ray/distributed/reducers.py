@@ -40,7 +40,7 @@ def make_grad_reducer(framework: str, collective: Collective, weights: StepWeigh
     if framework == "torch":
         return _torch_reducer(collective, weights)
     if framework == "tf":
-        return _tf_reducer(collective, weights)
+        return _TFReducer(collective, weights)
     raise ValueError(f"Unknown framework {framework!r}; valid choices are ['tf', 'torch'].")
 
 
@@ -80,28 +80,38 @@ def _torch_reducer(collective: Collective, weights: StepWeights) -> GradReducer:
     return reduce
 
 
-def _tf_reducer(collective: Collective, weights: StepWeights) -> GradReducer:
-    import tensorflow as tf
+class _TFReducer:
+    """The TF ``grad_reducer``: gradients as TF tensors in and out (see the module docstring for the math).
 
-    def numpy_reduce(*arrays: np.ndarray) -> list[np.ndarray]:
+    :meth:`reduce_numpy` is the same reduction on numpy arrays; fe_ray's TF step calls it directly from its graph
+    (``fe_ray.backend.tf_step.graph_safe_reducer``), without converting each gradient to an eager tensor and back.
+    """
+
+    def __init__(self, collective: Collective, weights: StepWeights) -> None:
+        self._collective = collective
+        self._weights = weights
+
+    def reduce_numpy(self, *arrays: np.ndarray) -> list[np.ndarray]:
+        """All-reduce ``arrays`` (one step's gradients, in the same order on every rank) into their weighted mean."""
         # Runs at graph execution time, so it reads this step's weights (never values frozen at tracing time).
+        weights = self._weights
         scaled = [np.asarray(a, np.float32) * np.float32(weights.n_local) for a in arrays]
-        summed = collective.allreduce_sum(scaled)
-        return [(s / np.float32(weights.n_total)).astype(a.dtype) for s, a in zip(summed, arrays)]
+        summed = self._collective.allreduce_sum(scaled)
+        return [(s / np.float32(weights.n_total)).astype(a.dtype, copy=False) for s, a in zip(summed, arrays)]
 
-    def reduce(model: Any, gradients: list[Any]) -> list[Any]:
+    def __call__(self, model: Any, gradients: list[Any]) -> list[Any]:
+        import tensorflow as tf
+
         present = [pos for pos, grad in enumerate(gradients) if grad is not None]
         if not present:
             return list(gradients)
         tensors = [tf.convert_to_tensor(gradients[pos]) for pos in present]  # IndexedSlices -> dense
         out = list(gradients)
-        if tf.executing_eagerly():
-            # fe_ray's TF step already calls grad_reducer through its own tf.numpy_function
-            # (fe_ray.backend.tf_step.graph_safe_reducer), i.e. eagerly with each step's values: reduce directly.
-            for pos, value in zip(present, numpy_reduce(*[t.numpy() for t in tensors])):
+        if tf.executing_eagerly():  # e.g. in eager mode, or inside a numpy_function of fe_ray's TF step
+            for pos, value in zip(present, self.reduce_numpy(*[t.numpy() for t in tensors])):
                 out[pos] = tf.convert_to_tensor(value)
             return out
-        reduced = tf.numpy_function(numpy_reduce, tensors, Tout=[t.dtype for t in tensors], stateful=True,
+        reduced = tf.numpy_function(self.reduce_numpy, tensors, Tout=[t.dtype for t in tensors], stateful=True,
                                     name="fe_ray_allreduce")
         if not isinstance(reduced, (list, tuple)):
             reduced = [reduced]
@@ -109,8 +119,6 @@ def _tf_reducer(collective: Collective, weights: StepWeights) -> GradReducer:
             value.set_shape(tensor.shape)  # numpy_function loses static shapes; optimizers need them
             out[pos] = value
         return out
-
-    return reduce
 
 
 __all__ = ["GradReducer", "StepWeights", "make_grad_reducer"]

@@ -111,3 +111,65 @@ def test_eager_state_runs_without_graph() -> None:
     ctx["eager"] = True
     run(ops, ctx)
     assert seen == [True] and STEP_FN_KEY not in ctx
+
+
+def test_graph_safe_reducer_runs_a_reducer_eagerly_on_each_steps_values() -> None:
+    import tensorflow as tf
+
+    from fe_ray.backend.tf_step import graph_safe_reducer
+
+    eager: list[bool] = []
+
+    def double(model: Any, gradients: list[Any]) -> list[Any]:
+        eager.append(tf.executing_eagerly())
+        return [g * 2 for g in gradients]
+
+    reduce = graph_safe_reducer(double)
+    shapes: list[Any] = []
+
+    @tf.function
+    def step(g: Any) -> Any:
+        out = reduce(None, [g, g + 1])
+        shapes.extend(o.shape for o in out)  # static shapes kept for the optimizer
+        return out
+
+    out = step(tf.constant([1.0, 2.0]))
+    np.testing.assert_allclose(out[0].numpy(), [2.0, 4.0])
+    np.testing.assert_allclose(out[1].numpy(), [4.0, 6.0])
+    assert eager == [True] and shapes == [(2,), (2,)]
+
+
+def test_graph_safe_reducer_hands_a_numpy_reducer_the_arrays_directly() -> None:
+    """A reducer with ``reduce_numpy`` (fe_ray's all-reduce) gets numpy arrays from the graph and is never called
+    with eager tensors: no conversion of each gradient to a tensor and back."""
+    import tensorflow as tf
+
+    from fe_ray.backend.tf_step import graph_safe_reducer
+
+    class NumpyReducer:
+        def __init__(self) -> None:
+            self.seen: list[list[type]] = []
+
+        def reduce_numpy(self, *arrays: np.ndarray) -> list[np.ndarray]:
+            self.seen.append([type(a) for a in arrays])
+            return [a * 3 for a in arrays]
+
+        def __call__(self, model: Any, gradients: list[Any]) -> list[Any]:
+            raise AssertionError("inside a graph, reduce_numpy is called directly")
+
+    reducer = NumpyReducer()
+    reduce = graph_safe_reducer(reducer)
+    shapes: list[Any] = []
+
+    @tf.function
+    def step(g: Any) -> Any:
+        out = reduce(None, [g, tf.reshape(g, (1, 2))])
+        shapes.extend(o.shape for o in out)
+        return out
+
+    for value in ([1.0, 2.0], [2.0, 0.5]):
+        out = step(tf.constant(value))
+        np.testing.assert_allclose(out[0].numpy(), np.multiply(value, 3))
+        np.testing.assert_allclose(out[1].numpy(), [np.multiply(value, 3)])
+    assert reducer.seen == [[np.ndarray, np.ndarray]] * 2
+    assert shapes == [(2,), (1, 2)] and step.experimental_get_tracing_count() == 1
