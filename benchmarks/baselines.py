@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.harness import per_op
 from benchmarks.models import synthetic_data, tf_model, torch_model
 
 EPSILON = 1e-7
@@ -123,6 +124,13 @@ class RoundTripProbes:
         long as a training step, without the step's compute."""
         time.sleep(seconds)
         return 0
+
+    def compute_time(self, batch_size: int, iters: int) -> float:
+        """Mean seconds of one plain training step (``plain_step``) on ``batch_size`` samples, no all-reduce: the
+        compute share of a data-parallel step."""
+        step = self.plain_step(batch_size)
+        step()
+        return per_op(step, iters)
 
     def lockstep_times(self, batch_size: int, iters: int) -> list[float]:
         """Seconds of each of ``iters`` plain steps on ``batch_size`` samples (the worker's ``plain_step``), each
@@ -231,19 +239,9 @@ class DPWorker(RoundTripProbes):
         self.dist.barrier()
         return time.perf_counter() - start
 
-    def compute_time(self, batch_size: int, iters: int) -> float:
-        """Mean seconds of one local training step (forward, backward, Adam) on ``batch_size`` samples, no
-        all-reduce: the compute share of a data-parallel step."""
-        step = self.plain_step(batch_size)
-        step()
-        start = time.perf_counter()
-        for _ in range(iters):
-            step()
-        return (time.perf_counter() - start) / iters
-
     def plain_step(self, batch_size: int) -> Callable[[], Any]:
-        """One local training step on ``batch_size`` samples (torch runs it synchronously on the CPU; on a GPU
-        the loss is read back, which waits for it)."""
+        """One local training step (forward, backward, Adam) on ``batch_size`` samples (torch runs it synchronously
+        on the CPU; on a GPU the loss is read back, which waits for it)."""
         data = synthetic_data(self.model_name, batch_size, seed=self.rank)
         trainer = self.trainer
         return lambda: float(trainer.step(data["x"], data["y"]).detach())
@@ -326,7 +324,7 @@ class TFDPWorker(RoundTripProbes):
         self.rank, self.world_size, self.port = rank, world_size, port
         self.model_name = model_name
         self.fe_collective: Any = None  # fe_ray's TcpCollective, opened only for overhead.py's all-reduce phase
-        self._plain: PlainTFTrainer | None = None  # the plain step timed by compute_time, built on first use
+        self._plain: PlainTFTrainer | None = None  # the plain step (plain_step), built on first use
 
     def setup(self) -> int:
         """Join the gloo process group and build the model, optimizer and step functions; returns TF's intra-op
@@ -373,15 +371,6 @@ class TFDPWorker(RoundTripProbes):
         """Number of gradient elements all-reduced per step."""
         return int(sum(np.prod(v.shape) for v in self.model.trainable_variables))
 
-    def compute_time(self, batch_size: int, iters: int) -> float:
-        """Mean seconds of one plain TF training step (:class:`PlainTFTrainer`) on ``batch_size`` samples: the
-        compute share of a data-parallel step."""
-        if self._plain is None:
-            self._plain = PlainTFTrainer(self.model_name)
-        batch = synthetic_data(self.model_name, batch_size, seed=self.rank, channels_last=True)
-        self._plain.run([batch])
-        return self._plain.run([batch] * iters) / iters
-
     def plain_step(self, batch_size: int) -> Callable[[], Any]:
         """One plain TF training step (:class:`PlainTFTrainer`'s) on ``batch_size`` samples."""
         if self._plain is None:
@@ -401,10 +390,7 @@ class TFDPWorker(RoundTripProbes):
             self.apply_step(np.array(flat, dtype=np.float32))
 
         once()
-        start = time.perf_counter()
-        for _ in range(iters):
-            once()
-        return (time.perf_counter() - start) / iters
+        return per_op(once, iters)
 
     def open_fe_collective(self) -> tuple[str, int]:
         """(rank 0) Open fe_ray's TF all-reduce (:class:`~fe_ray.distributed.collective.TcpCollective`); returns

@@ -402,6 +402,14 @@ def ended_threads_cpu_s(pid: int | str = "self") -> float:
     return proc_cpu_s(f"/proc/{pid}/stat") - live
 
 
+def per_op(fn: Callable[[], Any], iters: int) -> float:
+    """Mean seconds of ``fn`` over ``iters`` calls."""
+    start = time.perf_counter()
+    for _ in range(iters):
+        fn()
+    return (time.perf_counter() - start) / iters
+
+
 def init_ray(num_cpus: int) -> Any:
     """Start (or reuse) a local Ray instance with ``num_cpus`` logical CPUs, quietly.
 

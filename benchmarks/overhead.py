@@ -59,23 +59,15 @@ import contextlib
 import io
 import sys
 import time
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from benchmarks import harness
+from benchmarks.harness import per_op
 from benchmarks.models import MODELS, synthetic_data
 
 DEFAULT_BATCH = {"lenet": 32, "resnet": 64}
-
-
-def per_op(fn: Callable[[], Any], iters: int) -> float:
-    """Mean seconds of ``fn`` over ``iters`` calls."""
-    start = time.perf_counter()
-    for _ in range(iters):
-        fn()
-    return (time.perf_counter() - start) / iters
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -199,8 +199,6 @@ def graph_safe_reducer(reducer: Callable[[Any, list[Any]], list[Any]]) -> Callab
                         for r, d in zip(reduced, dtypes)]
 
             reduced = tf.numpy_function(run_eagerly, list(gradients), Tout=dtypes, stateful=True)
-        if not isinstance(reduced, (list, tuple)):  # one gradient: numpy_function returns a bare tensor
-            reduced = [reduced]
         return [tf.ensure_shape(r, g.shape) for r, g in zip(reduced, gradients)]
 
     return reduce

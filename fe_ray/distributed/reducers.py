@@ -113,8 +113,6 @@ class _TFReducer:
             return out
         reduced = tf.numpy_function(self.reduce_numpy, tensors, Tout=[t.dtype for t in tensors], stateful=True,
                                     name="fe_ray_allreduce")
-        if not isinstance(reduced, (list, tuple)):
-            reduced = [reduced]
         for pos, tensor, value in zip(present, tensors, reduced):
             value.set_shape(tensor.shape)  # numpy_function loses static shapes; optimizers need them
             out[pos] = value
