@@ -1,7 +1,8 @@
 """cProfile one throughput variant's steady-state steps and print where the time goes (the profiling behind
 RESULTS.md's analyses).
 
-Run: ``python -m benchmarks.profile_step --variant b0 [--model lenet] [--device cuda] [--steps 200] [--top 25]``.
+Run: ``python -m benchmarks.profile_step --variant b0 [--model lenet|resnet|mlp] [--device cuda] [--steps 200]
+[--top 25]``.
 Variants are those of throughput.py (a, b0, b, c, d, e; TF: a_tf, b0_tf, b_tf). Only the timed ``measure()``
 call is profiled (setup and warm-up are not).
 """
@@ -14,7 +15,7 @@ import pstats
 import sys
 
 from benchmarks import harness
-from benchmarks.models import MODELS, synthetic_data
+from benchmarks.models import MODELS, PROBE_MODELS, synthetic_data
 from benchmarks.throughput import DEFAULTS
 from benchmarks.variants import WARMUP_STEPS, build_variants
 
@@ -22,7 +23,7 @@ from benchmarks.variants import WARMUP_STEPS, build_variants
 def main(argv: list[str] | None = None) -> int:
     parser = harness.base_parser(__doc__.splitlines()[0])
     parser.add_argument("--variant", default="b0")
-    parser.add_argument("--model", choices=MODELS, default="lenet")
+    parser.add_argument("--model", choices=(*MODELS, *PROBE_MODELS), default="lenet")
     parser.add_argument("--steps", type=int, default=0)
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--sort", default="tottime", choices=("tottime", "cumulative"))
