@@ -1,15 +1,19 @@
-"""Seeding every random number generator fe_ray may use, without importing frameworks that are absent."""
+"""Seeding every random number generator fe_ray may use, without importing a framework the program does not."""
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import random
 import sys
 from collections.abc import Mapping
+from types import ModuleType
 from typing import Any
 
 import numpy as np
+
+from fe_ray.backend.import_hooks import when_imported
 
 _last_seed: int | None = None
 
@@ -17,7 +21,12 @@ _last_seed: int | None = None
 def enable_deterministic(seed: int) -> None:
     """Seed Python, numpy, and (when installed) torch and TensorFlow, and ask them for deterministic kernels.
 
-    Frameworks are imported only if installed, so a torch-only environment never pulls in TensorFlow.
+    Python's and numpy's generators are seeded now. A framework that is already imported is seeded now too; one
+    that is installed but not imported yet is seeded the moment the program imports it (before any of its code
+    can draw from it), so a torch program never loads TensorFlow only to seed it, nor a TensorFlow one torch. Such
+    an import leaves Python's and numpy's generators where they were (TensorFlow's draws from Python's), so the
+    numbers drawn are the same whether the program imports its framework before this call or after it. Calling
+    again before that import replaces the waiting seed.
 
     Args:
         seed: The seed for every generator.
@@ -32,20 +41,30 @@ def enable_deterministic(seed: int) -> None:
     os.environ["PYTHONHASHSEED"] = str(seed)  # only affects subprocesses (e.g. Ray workers) started from now on
     random.seed(seed)
     np.random.seed(seed)
-    if importlib.util.find_spec("torch") is not None:
-        import torch
+    for name, seed_it in (("torch", _seed_torch), ("tensorflow", _seed_tensorflow)):
+        if name in sys.modules or importlib.util.find_spec(name) is not None:
+            when_imported(name, "fe_ray.enable_deterministic", functools.partial(seed_it, seed),
+                          keep_global_random=True)
+    keras = sys.modules.get("keras")
+    if keras is not None:
+        # Keras makes its global seed generator from Python's generator when first needed; one made before this
+        # call is dropped. (A Keras imported later starts without one, so it needs no seeding of its own.)
+        keras.utils.set_random_seed(seed)
 
-        torch.manual_seed(seed)
-        # Deterministic cuBLAS needs this workspace setting; it is read when CUDA initialises.
-        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-        # warn_only: ops without a deterministic kernel warn instead of failing the whole run.
-        torch.use_deterministic_algorithms(True, warn_only=True)
-        torch.backends.cudnn.benchmark = False
-    if importlib.util.find_spec("tensorflow") is not None:
-        import tensorflow as tf
 
-        tf.keras.utils.set_random_seed(seed)
-        tf.config.experimental.enable_op_determinism()
+def _seed_torch(seed: int, torch: ModuleType) -> None:
+    # Deterministic cuBLAS needs this workspace setting; it is read when CUDA initialises, which is later.
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    torch.manual_seed(seed)
+    # warn_only: ops without a deterministic kernel warn instead of failing the whole run.
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    torch.backends.cudnn.benchmark = False
+
+
+def _seed_tensorflow(seed: int, tf: ModuleType) -> None:
+    # Not through tf.keras: importing Keras imports TensorFlow, so this may run while Keras is half imported.
+    tf.random.set_seed(seed)
+    tf.config.experimental.enable_op_determinism()
 
 
 def last_seed() -> int | None:

@@ -33,3 +33,48 @@ def test_same_seed_same_numbers() -> None:
 def test_seed_must_be_int() -> None:
     with pytest.raises(TypeError, match="int seed"):
         enable_deterministic("7")  # type: ignore[arg-type]
+
+
+# Seeds, draws from every generator (a Keras layer's initial weights included) and prints them as JSON; the argument
+# says whether the frameworks are imported before enable_deterministic or only after it.
+_DRAW_SCRIPT = """
+import json, random, sys
+import numpy as np
+import fe_ray as fe
+if sys.argv[1] == "before":
+    import keras, tensorflow, torch
+fe.enable_deterministic(3)
+imported = sorted(name for name in ("keras", "tensorflow", "torch") if name in sys.modules)
+first = [random.random(), float(np.random.rand())]
+import torch
+import tensorflow as tf
+import keras
+layer = keras.layers.Dense(2)
+layer.build((None, 2))
+print(json.dumps({"imported": imported, "deterministic": torch.are_deterministic_algorithms_enabled(),
+                  "draws": first + [float(torch.rand(1)), float(tf.random.uniform(())), random.random(),
+                                    float(np.random.rand())] + layer.kernel.numpy().ravel().tolist()}))
+"""
+
+
+def _draws(order: str) -> dict:
+    import json
+    import subprocess
+    import sys
+
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    done = subprocess.run([sys.executable, "-c", _DRAW_SCRIPT, order], capture_output=True, text=True, env=env,
+                          timeout=180, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_frameworks_are_seeded_when_imported_later_not_imported_to_seed() -> None:
+    later = _draws("after")
+    assert later["imported"] == [], "enable_deterministic imported a framework the program had not"
+    assert later["deterministic"]
+    earlier = _draws("before")
+    assert earlier["imported"] == ["keras", "tensorflow", "torch"]
+    # The same numbers either way: a framework seeded on import draws as one seeded at once, and its import
+    # (TensorFlow's draws from Python's generator) leaves Python's and numpy's streams where they were.
+    assert later["draws"] == earlier["draws"]
