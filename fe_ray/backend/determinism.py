@@ -7,7 +7,7 @@ import importlib.util
 import os
 import random
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import ModuleType
 from typing import Any
 
@@ -72,28 +72,38 @@ def last_seed() -> int | None:
     return _last_seed
 
 
-def seed_generators(seed: int) -> None:
-    """Seed Python's, numpy's and (if imported) torch's global generators, without the determinism switches."""
+def seed_generators(seed: int, models: Sequence[Any] = ()) -> None:
+    """Seed Python's, numpy's and (if imported) torch's and TensorFlow's global generators, and the Keras seed
+    generators of ``models`` (their Dropout layers' and the like), without the determinism switches."""
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch = sys.modules.get("torch")
     if torch is not None:
         torch.manual_seed(seed)
+    tf = sys.modules.get("tensorflow")
+    if tf is not None:
+        tf.random.set_seed(seed % 2**63)
+    for model in _keras_models(models):
+        _tf_io().reseed_generators(model, seed)
 
 
-def get_rng_state() -> dict[str, Any]:
-    """The states of Python's, numpy's and (if imported) torch's global generators (CPU, and CUDA if in use)."""
+def get_rng_state(models: Sequence[Any] = ()) -> dict[str, Any]:
+    """The states of Python's, numpy's and (if imported) torch's global generators (CPU, and CUDA if in use), and of
+    the Keras seed generators of ``models`` by model name (which ``model.weights`` and so checkpoints leave out)."""
     state: dict[str, Any] = {"python": random.getstate(), "numpy": np.random.get_state()}
     torch = sys.modules.get("torch")
     if torch is not None:
         state["torch"] = torch.get_rng_state().numpy().copy()
         if torch.cuda.is_available() and torch.cuda.is_initialized():
             state["cuda"] = [s.numpy().copy() for s in torch.cuda.get_rng_state_all()]
+    keras_models = _keras_models(models)
+    if keras_models:
+        state["keras_seeds"] = {model.model_name: _tf_io().seed_generator_states(model) for model in keras_models}
     return state
 
 
-def set_rng_state(state: Mapping[str, Any]) -> None:
-    """Restore a :func:`get_rng_state` snapshot (parts for absent frameworks or devices are skipped)."""
+def set_rng_state(state: Mapping[str, Any], models: Sequence[Any] = ()) -> None:
+    """Restore a :func:`get_rng_state` snapshot (parts for absent frameworks, devices or models are skipped)."""
     if "python" in state:
         random.setstate(state["python"])
     if "numpy" in state:
@@ -105,3 +115,19 @@ def set_rng_state(state: Mapping[str, Any]) -> None:
         cuda = [torch.from_numpy(np.array(s, dtype=np.uint8)) for s in state["cuda"]]
         if len(cuda) == torch.cuda.device_count():
             torch.cuda.set_rng_state_all(cuda)
+    seeds = state.get("keras_seeds") or {}
+    for model in _keras_models(models):
+        if model.model_name in seeds:
+            _tf_io().set_seed_generator_states(model, seeds[model.model_name])
+
+
+def _keras_models(models: Sequence[Any]) -> list[Any]:
+    from fe_ray.backend import get_framework  # no framework is imported by it
+
+    return [model for model in models if get_framework(model) == "tf"]
+
+
+def _tf_io() -> ModuleType:
+    from fe_ray.backend import tf_io  # only reached with a Keras model, so TensorFlow is already imported
+
+    return tf_io

@@ -7,7 +7,8 @@ variables in order, so loading a checkpoint never unpickles arbitrary objects.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import zlib
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -151,3 +152,36 @@ def set_state(model: keras.Model, state: dict[str, Any], copy: bool = True) -> N
         variable.assign(value)
     if getattr(model, "current_optimizer", None) is not None and state.get("optimizer") is not None:
         _assign_optimizer(model, state["optimizer"])
+
+
+# ------------------------------------------------------------------------------------------------ random state
+def seed_generator_states(model: keras.Model) -> list[np.ndarray]:
+    """The states of the model's Keras seed generators (e.g. each Dropout layer's), in a fixed order.
+
+    They are random-number state rather than weights: ``model.weights`` leaves them out, and a pickled model gets
+    new ones drawn from the unpickling process's Python generator. :mod:`fe_ray.backend.determinism` keeps them with
+    the generators' states (checkpoints, replica seeding).
+    """
+    return [np.array(keras.ops.convert_to_numpy(v)) for v in _seed_variables(model)]
+
+
+def set_seed_generator_states(model: keras.Model, states: Sequence[np.ndarray]) -> None:
+    """Restore :func:`seed_generator_states` (a list for a different architecture is ignored, as fresh seeds)."""
+    variables = _seed_variables(model)
+    if len(variables) == len(states):
+        for variable, value in zip(variables, states):
+            variable.assign(np.asarray(value, dtype=variable.dtype))
+
+
+def reseed_generators(model: keras.Model, seed: int) -> None:
+    """Give the model's seed generators fresh states derived from ``seed`` (and the model's name)."""
+    variables = _seed_variables(model)
+    name = str(getattr(model, "model_name", ""))
+    draws = np.random.default_rng([seed % 2**63, zlib.crc32(name.encode())]).integers(1, 2**31, len(variables))
+    for variable, draw in zip(variables, draws):
+        variable.assign(np.array([draw, 0], dtype=variable.dtype))
+
+
+def _seed_variables(model: keras.Model) -> list[Any]:
+    weights = {id(v) for v in model.weights}
+    return [v for v in model.variables if id(v) not in weights and v.name == "seed_generator_state"]

@@ -331,10 +331,11 @@ class Replica:
     # ------------------------------------------------------------------ random state
     @_guarded
     def seed_rng(self, seed: int) -> bool:
-        """Seed this process's Python / numpy / torch generators (random ops in the network draw from them)."""
+        """Seed this process's generators and its models' Keras seed generators (the network's random ops draw
+        from them; a Keras model unpickled here got seeds from this process's unseeded Python generator)."""
         from fe_ray.backend.determinism import seed_generators
 
-        seed_generators(seed)
+        seed_generators(seed, self._models())
         return True
 
     @_guarded
@@ -342,15 +343,18 @@ class Replica:
         """This process's generator states (see :func:`fe_ray.backend.determinism.get_rng_state`)."""
         from fe_ray.backend.determinism import get_rng_state
 
-        return get_rng_state()
+        return get_rng_state(self._models())
 
     @_guarded
     def set_rng(self, state: Mapping[str, Any]) -> bool:
         """Restore :meth:`get_rng`."""
         from fe_ray.backend.determinism import set_rng_state
 
-        set_rng_state(state)
+        set_rng_state(state, self._models())
         return True
+
+    def _models(self) -> list[Any]:
+        return list(self.network.models) if self.network is not None else []
 
     # ------------------------------------------------------------------ introspection
     def _info(self) -> dict[str, Any]:

@@ -323,7 +323,7 @@ def _model_name(model: Any) -> str:
 
 def _capture_rng(network: Any) -> dict[str, Any]:
     """The driver's generator states, plus each replica's when the network runs on replicas."""
-    state = get_rng_state()
+    state = get_rng_state(getattr(network, "models", ()))
     replicas = getattr(network, "replica_rng_states", None)
     if replicas is not None:
         states = replicas()
@@ -333,7 +333,7 @@ def _capture_rng(network: Any) -> dict[str, Any]:
 
 
 def _restore_rng(network: Any, state: Mapping[str, Any]) -> None:
-    set_rng_state(state)
+    set_rng_state(state, getattr(network, "models", ()))
     load = getattr(network, "load_replica_rng_states", None)
     if load is not None and state.get("replicas") is not None:
         load(state["replicas"])

@@ -78,3 +78,38 @@ def test_frameworks_are_seeded_when_imported_later_not_imported_to_seed() -> Non
     # The same numbers either way: a framework seeded on import draws as one seeded at once, and its import
     # (TensorFlow's draws from Python's generator) leaves Python's and numpy's streams where they were.
     assert later["draws"] == earlier["draws"]
+
+
+def test_keras_seed_generators_are_seeded_saved_and_restored_as_random_state() -> None:
+    import keras
+
+    import fe_ray as fe
+    from fe_ray.backend.determinism import get_rng_state, seed_generators, set_rng_state
+
+    model = fe.build(lambda: keras.Sequential([keras.Input((64,)), keras.layers.Dropout(0.5)]), "adam",
+                     model_name="dropout")
+    x = np.ones((1, 64), np.float32)
+
+    def mask() -> np.ndarray:
+        return np.asarray(model(x, training=True)) > 0
+
+    state = get_rng_state([model])
+    assert list(state["keras_seeds"]) == ["dropout"]
+    first = mask()
+    assert not np.array_equal(mask(), first), "each call draws a new mask"
+    set_rng_state(state, [model])
+    assert np.array_equal(mask(), first), "restoring the random state repeats the mask"
+    seed_generators(5, [model])
+    seeded = mask()
+    seed_generators(5, [model])
+    assert np.array_equal(mask(), seeded)
+    seed_generators(6, [model])
+    assert not np.array_equal(mask(), seeded)
+
+
+def test_torch_models_add_no_keras_state() -> None:
+    import torch
+
+    from fe_ray.backend.determinism import get_rng_state
+
+    assert "keras_seeds" not in get_rng_state([torch.nn.Linear(2, 2)])

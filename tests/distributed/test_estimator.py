@@ -103,20 +103,43 @@ def input_dropout(x: Any) -> Any:
     return torch.nn.functional.dropout(x, p=0.3, training=True)
 
 
-@pytest.mark.timeout(180)
-def test_recovery_with_random_ops_is_exact(ray_session: None, tmp_path: Any) -> None:
-    """Replica generator states are seeded per rank and checkpointed, so a recovered run with dropout repeats the
-    uninterrupted run's random draws exactly."""
+def tf_dropout_mlp() -> Any:
+    """tf_mlp with a Dropout layer: Keras draws its masks from the layer's own seed generator, not a global one."""
+    import keras
+
+    keras.utils.set_random_seed(0)
+
+    def make() -> Any:
+        return keras.Sequential([keras.Input((8, 8, 1)), keras.layers.Flatten(), keras.layers.Dropout(0.3),
+                                 keras.layers.Dense(16, "relu"), keras.layers.Dense(10, "softmax")])
+
+    return fe.build(make, optimizer_fn=lambda: keras.optimizers.Adam(0.05), model_name="mlp")
+
+
+def random_ops_network(framework: str, directory: str) -> tuple[Any, Any]:
+    """A network with random ops: torch's input dropout on each replica's global generator; Keras' Dropout layer."""
+    if framework == "torch":
+        model = torch_mlp(seed=0)
+        ops = [LambdaOp(fn=input_dropout, inputs="x", outputs="x", mode="train")]
+    else:
+        model = tf_dropout_mlp()
+        ops = []
+    ops += [ModelOp(model=model, inputs="x", outputs="y_pred"), CrossEntropy(inputs=("y_pred", "y"), outputs="ce"),
+            UpdateOp(model=model, loss_name="ce")]
+    return fe.Network(ops, num_replicas=2, max_failures=1, checkpoint_dir=directory), model
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("framework", ["torch", "tf"])
+def test_recovery_with_random_ops_is_exact(ray_session: None, tmp_path: Any, framework: str) -> None:
+    """Replica generator states (Keras models' seed generators included) are seeded per rank from
+    enable_deterministic's seed and checkpointed, so a run with dropout repeats exactly, and a recovered run repeats
+    the uninterrupted run's random draws exactly."""
 
     def run(directory: str, kill: bool) -> tuple[Any, Any]:
         fe.enable_deterministic(3)
-        train, evaluation = digits_arrays("torch", n_train=80, n_eval=64)
-        model = torch_mlp(seed=0)
-        network = fe.Network([LambdaOp(fn=input_dropout, inputs="x", outputs="x", mode="train"),
-                              ModelOp(model=model, inputs="x", outputs="y_pred"),
-                              CrossEntropy(inputs=("y_pred", "y"), outputs="ce"),
-                              UpdateOp(model=model, loss_name="ce")],
-                             num_replicas=2, max_failures=1, checkpoint_dir=directory)
+        train, evaluation = digits_arrays(framework, n_train=80, n_eval=64)
+        network, model = random_ops_network(framework, directory)
         done: list[bool] = []
         traces = [RestoreWizard(directory, steps=4)] + ([KillReplica(network, step=10, done=done)] if kill else [])
         try:
