@@ -99,7 +99,9 @@ def torch_mlp(name: str = "mlp", seed: int = 0, lr: float = 0.05) -> Any:
     return fe.build(make, optimizer_fn=lambda p: torch.optim.Adam(p, lr=lr), model_name=name)
 
 
-def tf_mlp(name: str = "mlp", seed: int = 0, lr: float = 0.05) -> Any:
+def tf_mlp(name: str = "mlp", seed: int = 0, lr: float = 0.05, dropout: float = 0.0) -> Any:
+    """The Keras twin of :func:`torch_mlp`; ``dropout`` > 0 adds a Dropout layer on the inputs (a random op whose
+    masks come from the layer's own Keras seed generator)."""
     import keras
 
     import fe_ray as fe
@@ -107,8 +109,9 @@ def tf_mlp(name: str = "mlp", seed: int = 0, lr: float = 0.05) -> Any:
     keras.utils.set_random_seed(seed)
 
     def make() -> Any:
-        return keras.Sequential([keras.Input((8, 8, 1)), keras.layers.Flatten(), keras.layers.Dense(16, "relu"),
-                                 keras.layers.Dense(10, "softmax")])
+        random_ops = [keras.layers.Dropout(dropout)] if dropout else []
+        return keras.Sequential([keras.Input((8, 8, 1)), keras.layers.Flatten(), *random_ops,
+                                 keras.layers.Dense(16, "relu"), keras.layers.Dense(10, "softmax")])
 
     return fe.build(make, optimizer_fn=lambda: keras.optimizers.Adam(lr), model_name=name)
 

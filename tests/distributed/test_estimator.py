@@ -103,26 +103,13 @@ def input_dropout(x: Any) -> Any:
     return torch.nn.functional.dropout(x, p=0.3, training=True)
 
 
-def tf_dropout_mlp() -> Any:
-    """tf_mlp with a Dropout layer: Keras draws its masks from the layer's own seed generator, not a global one."""
-    import keras
-
-    keras.utils.set_random_seed(0)
-
-    def make() -> Any:
-        return keras.Sequential([keras.Input((8, 8, 1)), keras.layers.Flatten(), keras.layers.Dropout(0.3),
-                                 keras.layers.Dense(16, "relu"), keras.layers.Dense(10, "softmax")])
-
-    return fe.build(make, optimizer_fn=lambda: keras.optimizers.Adam(0.05), model_name="mlp")
-
-
 def random_ops_network(framework: str, directory: str) -> tuple[Any, Any]:
     """A network with random ops: torch's input dropout on each replica's global generator; Keras' Dropout layer."""
     if framework == "torch":
         model = torch_mlp(seed=0)
         ops = [LambdaOp(fn=input_dropout, inputs="x", outputs="x", mode="train")]
     else:
-        model = tf_dropout_mlp()
+        model = tf_mlp(seed=0, dropout=0.3)
         ops = []
     ops += [ModelOp(model=model, inputs="x", outputs="y_pred"), CrossEntropy(inputs=("y_pred", "y"), outputs="ce"),
             UpdateOp(model=model, loss_name="ce")]
