@@ -52,10 +52,35 @@ def enable_deterministic(seed: int) -> None:
         keras.utils.set_random_seed(seed)
 
 
+def use_deterministic_kernels() -> None:
+    """Ask torch and TensorFlow (now, or when the program imports them) for deterministic kernels, without seeding.
+
+    :func:`enable_deterministic`'s switches for a process seeded otherwise: replicas, which get a seed per rank.
+    """
+    for name, switch in (("torch", _torch_kernels), ("tensorflow", _tensorflow_kernels)):
+        if name in sys.modules or importlib.util.find_spec(name) is not None:
+            when_imported(name, "fe_ray.use_deterministic_kernels", switch, keep_global_random=True)
+
+
+def deterministic_kernels(framework: str) -> bool | None:
+    """Whether ``framework`` ("torch" or "tf") runs deterministic kernels in this process (None: not imported)."""
+    if framework == "torch" and "torch" in sys.modules:
+        return bool(sys.modules["torch"].are_deterministic_algorithms_enabled())
+    if framework == "tf" and "tensorflow" in sys.modules:
+        from tensorflow.python.framework import config  # no public getter for the switch
+
+        return bool(config.is_op_determinism_enabled())
+    return None
+
+
 def _seed_torch(seed: int, torch: ModuleType) -> None:
+    torch.manual_seed(seed)
+    _torch_kernels(torch)
+
+
+def _torch_kernels(torch: ModuleType) -> None:
     # Deterministic cuBLAS needs this workspace setting; it is read when CUDA initialises, which is later.
     os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-    torch.manual_seed(seed)
     # warn_only: ops without a deterministic kernel warn instead of failing the whole run.
     torch.use_deterministic_algorithms(True, warn_only=True)
     torch.backends.cudnn.benchmark = False
@@ -64,6 +89,10 @@ def _seed_torch(seed: int, torch: ModuleType) -> None:
 def _seed_tensorflow(seed: int, tf: ModuleType) -> None:
     # Not through tf.keras: importing Keras imports TensorFlow, so this may run while Keras is half imported.
     tf.random.set_seed(seed)
+    _tensorflow_kernels(tf)
+
+
+def _tensorflow_kernels(tf: ModuleType) -> None:
     tf.config.experimental.enable_op_determinism()
 
 

@@ -162,10 +162,10 @@ class RayNetwork(BaseNetwork):
         payload = check_picklable(self._ops_list, self.models)
         group = ReplicaGroup(self.num_replicas, self.target_type, payload, bundle, self.placement_timeout_s,
                              setup_timeout_s=max(self.step_timeout_s, 120.0),
-                             collective_timeout_s=self.collective_timeout_s,
+                             collective_timeout_s=self.collective_timeout_s, strategy=self.placement_strategy,
                              runtime_env=cluster.actor_runtime_env(self.runtime_env),
-                             strategy=self.placement_strategy,
-                             collective_backend=self._backend_for(bundle), step_transport=self.step_transport)
+                             collective_backend=self._backend_for(bundle), step_transport=self.step_transport,
+                             deterministic=last_seed() is not None)
         self._holder.group = group
         group.start()
         self.load_models_from_driver()  # identical start on every replica, whatever pickling preserved

@@ -82,13 +82,22 @@ class Replica:
 
     # ------------------------------------------------------------------ lifecycle
     @_guarded
-    def setup(self) -> dict[str, Any]:
-        """Rebuild the ops, build the Network on this process's device, and return :meth:`info`."""
+    def setup(self, deterministic: bool = False) -> dict[str, Any]:
+        """Rebuild the ops, build the Network on this process's device, and return :meth:`info`.
+
+        Args:
+            deterministic: Use deterministic kernels (the driver called ``fe.enable_deterministic``). Switched on
+                before the ops load, as CUDA reads cuBLAS' workspace setting when it initialises.
+        """
         from fe_ray.distributed.reducers import StepWeights
         from fe_ray.distributed.serialization import loads_ops
         from fe_ray.network import TFNetwork, TorchNetwork
 
         assert self._payload is not None, "setup() runs once"
+        if deterministic:
+            from fe_ray.backend.determinism import use_deterministic_kernels
+
+            use_deterministic_kernels()
         ops = loads_ops(self._payload)
         self._payload = None
         self.network = TorchNetwork(ops) if self.framework == "torch" else TFNetwork(ops)
@@ -373,6 +382,9 @@ class Replica:
         info["malloc_env"] = {var: os.environ[var] for var in sorted(os.environ)
                               if var.startswith("MALLOC_") or var == "GLIBC_TUNABLES"}
         info["niceness"] = os.getpriority(os.PRIO_PROCESS, 0) if hasattr(os, "getpriority") else None
+        from fe_ray.backend.determinism import deterministic_kernels
+
+        info["deterministic_kernels"] = deterministic_kernels(self.framework)
         return info
 
     @_guarded

@@ -55,12 +55,14 @@ class ReplicaGroup:
         step_transport: How :meth:`run_steps` reaches the replicas: "stream" (a TCP stream per replica, see
             :mod:`fe_ray.distributed.step_stream`), "calls" (one actor call per replica) or "compiled" (a Ray
             Compiled Graph, see :mod:`fe_ray.distributed.step_graph`).
+        deterministic: Replicas use deterministic kernels (the driver called ``fe.enable_deterministic``).
     """
 
     def __init__(self, num_replicas: int, framework: str, payload: bytes, bundle: Mapping[str, float],
                  placement_timeout_s: float, setup_timeout_s: float, collective_timeout_s: float,
                  runtime_env: Mapping[str, Any] | None, strategy: str = "PACK",
-                 collective_backend: str | None = None, step_transport: str = "stream") -> None:
+                 collective_backend: str | None = None, step_transport: str = "stream",
+                 deterministic: bool = False) -> None:
         self.num_replicas = num_replicas
         self.framework = framework
         self.bundle = dict(bundle)
@@ -69,6 +71,7 @@ class ReplicaGroup:
         self._payload = payload
         self._placement_timeout_s = placement_timeout_s
         self._setup_timeout_s = setup_timeout_s
+        self._deterministic = deterministic
         self._collective_timeout_s = collective_timeout_s
         self._runtime_env = runtime_env
         self._strategy = strategy
@@ -95,7 +98,8 @@ class ReplicaGroup:
                         self._collective_backend, self._step_transport)
                 self.actors.append(cluster.start_actor(Replica, args, self._placement, rank, self.bundle,
                                                        self._runtime_env))
-            self.infos = self.call("setup", timeout_s=self._setup_timeout_s, what="setting up")
+            self.infos = self.call("setup", args=(self._deterministic,), timeout_s=self._setup_timeout_s,
+                                   what="setting up")
             cluster.check_same_source(self.infos)
             if self.num_replicas > 1:
                 address = self.call_one(0, "collective_address", timeout_s=self._setup_timeout_s,

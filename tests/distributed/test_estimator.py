@@ -119,9 +119,9 @@ def random_ops_network(framework: str, directory: str) -> tuple[Any, Any]:
 @pytest.mark.timeout(240)
 @pytest.mark.parametrize("framework", ["torch", "tf"])
 def test_recovery_with_random_ops_is_exact(ray_session: None, tmp_path: Any, framework: str) -> None:
-    """Replica generator states (Keras models' seed generators included) are seeded per rank from
-    enable_deterministic's seed and checkpointed, so a run with dropout repeats exactly, and a recovered run repeats
-    the uninterrupted run's random draws exactly."""
+    """Replicas run deterministic kernels, and their generator states (Keras models' seed generators included) are
+    seeded per rank from enable_deterministic's seed and checkpointed, so a run with dropout repeats exactly, and a
+    recovered run repeats the uninterrupted run's random draws exactly."""
 
     def run(directory: str, kill: bool) -> tuple[Any, Any]:
         fe.enable_deterministic(3)
@@ -132,6 +132,8 @@ def test_recovery_with_random_ops_is_exact(ray_session: None, tmp_path: Any, fra
         try:
             fe.Estimator(ToyPipeline(train, evaluation, batch_size=10, seed=0), network, epochs=2, traces=traces,
                          log_steps=None).fit()
+            # enable_deterministic's kernel switches reach the replicas (the recovered ones too), as on the driver.
+            assert [info["deterministic_kernels"] for info in network.replica_info()] == [True, True]
         finally:
             network.shutdown()
         assert bool(done) == kill and network.recoveries == int(kill)
