@@ -7,7 +7,7 @@ import importlib.util
 import os
 import random
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
 from typing import Any
 
@@ -42,9 +42,7 @@ def enable_deterministic(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed)
     for name, seed_it in (("torch", _seed_torch), ("tensorflow", _seed_tensorflow)):
-        if name in sys.modules or importlib.util.find_spec(name) is not None:
-            when_imported(name, "fe_ray.enable_deterministic", functools.partial(seed_it, seed),
-                          keep_global_random=True)
+        _when_installed(name, "fe_ray.enable_deterministic", functools.partial(seed_it, seed))
     keras = sys.modules.get("keras")
     if keras is not None:
         # Keras makes its global seed generator from Python's generator when first needed; one made before this
@@ -58,8 +56,14 @@ def use_deterministic_kernels() -> None:
     :func:`enable_deterministic`'s switches for a process seeded otherwise: replicas, which get a seed per rank.
     """
     for name, switch in (("torch", _torch_kernels), ("tensorflow", _tensorflow_kernels)):
-        if name in sys.modules or importlib.util.find_spec(name) is not None:
-            when_imported(name, "fe_ray.use_deterministic_kernels", switch, keep_global_random=True)
+        _when_installed(name, "fe_ray.use_deterministic_kernels", switch)
+
+
+def _when_installed(name: str, key: str, callback: Callable[[ModuleType], None]) -> None:
+    """``callback(module)`` now if ``name`` is imported, when it is imported if installed (without that import
+    moving Python's and numpy's generators), never if it is absent."""
+    if name in sys.modules or importlib.util.find_spec(name) is not None:
+        when_imported(name, key, callback, keep_global_random=True)
 
 
 def deterministic_kernels(framework: str) -> bool | None:
