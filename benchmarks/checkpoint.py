@@ -350,10 +350,8 @@ def main(argv: list[str] | None = None) -> int:
                    "peak_extra_rss_bytes": {k: max(v) for k, v in bench.peaks.items()},
                    "background_write": background,
                    "ratios": {label: {"value": v, "target": t} for label, v, t, _ in checks}}
-        path = harness.write_json("checkpoint" + ("_cuda" if device == "cuda" else "")
-                                  + ("_quick" if args.quick else ""), payload, not args.no_save)
-        if path:
-            print(f"wrote {path}")
+        harness.save_results("checkpoint" + ("_cuda" if device == "cuda" else "") + ("_quick" if args.quick else ""),
+                             payload, args)
     finally:
         if bench is not None:
             bench.close()

@@ -181,6 +181,8 @@ def base_parser(description: str) -> argparse.ArgumentParser:
                         help="total intra-op thread budget (0 = all available cores); replicas share it")
     parser.add_argument("--repeats", type=int, default=0, help="alternating repeats (0 = script default)")
     parser.add_argument("--no-save", action="store_true", help="do not write benchmarks/results/<name>.json")
+    parser.add_argument("--json-out", default="", metavar="PATH",
+                        help="write the JSON to PATH instead of benchmarks/results/<name>.json")
     parser.add_argument("--wait-quiet", type=float, default=0.0, metavar="S",
                         help="first wait up to S seconds for other processes to go idle (shared machines)")
     return parser
@@ -366,13 +368,21 @@ def ratio_table(checks: Sequence[tuple[str, float | None, float | None, str]]) -
     return format_table(rows, ["ratio", "measured", "target", "verdict"])
 
 
-def write_json(name: str, payload: Mapping[str, Any], enabled: bool = True) -> Path | None:
-    """Write ``payload`` to benchmarks/results/<name>.json; return the path (None when disabled)."""
+def write_json(name: str, payload: Mapping[str, Any], enabled: bool = True, path: str | Path = "") -> Path | None:
+    """Write ``payload`` to ``path`` or else benchmarks/results/<name>.json; return the path (None when disabled)."""
     if not enabled:
         return None
-    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    path = RESULTS_DIR / f"{name}.json"
+    path = Path(path) if path else RESULTS_DIR / f"{name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(payload, indent=2, sort_keys=False, default=str) + "\n")
+    return path
+
+
+def save_results(name: str, payload: Mapping[str, Any], args: argparse.Namespace) -> Path | None:
+    """:func:`write_json` as the common flags ask (``--no-save``, ``--json-out``), saying where it went."""
+    path = write_json(name, payload, not args.no_save, args.json_out)
+    if path:
+        print(f"\nwrote {path}")
     return path
 
 

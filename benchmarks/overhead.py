@@ -280,9 +280,7 @@ def main(argv: list[str] | None = None) -> int:
                "median_us": {k: v * 1e6 for k, v in med.items()}, "unaccounted_us": unaccounted * 1e6}
     name = "overhead" + ("_tf" if tf_mode else "") + ("" if args.model == "lenet" else f"_{args.model}")
     name += ("_cuda" if device == "cuda" else "") + ("_quick" if args.quick else "")
-    path = harness.write_json(name, payload, not args.no_save)
-    if path:
-        print(f"wrote {path}")
+    harness.save_results(name, payload, args)
     return 0
 
 

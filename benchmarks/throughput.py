@@ -2,6 +2,7 @@
 
 Variants (torch):
     a   plain single-process PyTorch loop
+    a_twin  (informational) the same plain loop built a second time: a_twin/a is an A/A ratio, this run's noise
     b0  fe_ray in-process ``Network.run_step`` loop (no Pipeline/Estimator): isolates the Network's own cost
     b   fe_ray in-process Network + Pipeline + Estimator.fit
     c   fe_ray ``num_replicas=1`` (Estimator.fit; default ``step_transport="stream"``: one TCP stream per replica
@@ -53,7 +54,9 @@ from benchmarks.variants import WARMUP_STEPS, Variant, build_variants, ray_unava
 DEFAULTS = {"lenet": (32, 150), "resnet": (64, 10), "mlp": (32, 1000)}
 QUICK = {"lenet": (32, 10), "resnet": (16, 2), "mlp": (32, 50)}
 LABELS = {
-    "a": "(a) plain torch loop", "a_sync": "(a_sync) plain loop, loss.item() every step",
+    "a": "(a) plain torch loop", "a_twin": "(a_twin) plain torch loop, second copy",
+    "a_twin_tf": "(a_twin) plain tf.function loop, second copy",
+    "a_sync": "(a_sync) plain loop, loss.item() every step",
     "b0": "(b0) fe_ray Network.run_step loop", "b": "(b) fe_ray Network+Estimator",
     "c": "(c) fe_ray num_replicas=1", "d": "(d) fe_ray num_replicas=2", "e": "(e) hand-written gloo DP x2",
     "c_compiled": "(c_compiled) c, compiled graph", "d_compiled": "(d_compiled) d, compiled graph",
@@ -81,6 +84,7 @@ TARGETS = [("b", "a", 0.97), ("c", "a", 0.93), ("d", "e", 0.95),
            ("b_tf", "a_tf", 0.97), ("c_tf", "a_tf", 0.93), ("d_tf", "e_tf", 0.95)]
 #: Informational ratios (label, numerator, denominator), printed where both variants ran.
 EXTRA_RATIOS = [
+    ("a_twin/a", "a_twin", "a"), ("a_twin_tf/a_tf", "a_twin_tf", "a_tf"),
     ("b0/a", "b0", "a"), ("b/a_sync", "b", "a_sync"), ("b0/a_sync", "b0", "a_sync"),
     ("d/c", "d", "c"), ("e/a", "e", "a"), ("e/e_local", "e", "e_local"),
     ("c/a_malloc", "c", "a_malloc"), ("a_malloc/a", "a_malloc", "a"), ("d/e_malloc", "d", "e_malloc"),
@@ -289,9 +293,7 @@ def main(argv: list[str] | None = None) -> int:
         name += "_quick"
     payload = {"benchmark": name, "environment": harness.environment(threads, device), "args": vars(args),
                "ray_unavailable": ray_unavailable(), "results": results}
-    path = harness.write_json(name, payload, not args.no_save)
-    if path:
-        print(f"\nwrote {path}")
+    harness.save_results(name, payload, args)
     return 0
 
 

@@ -414,6 +414,7 @@ def build_variants(cfg: dict[str, Any], framework: str, only: set[str] | None) -
     replica_envs = (("glibc", no_glibc), ("nopad", no_pad), ("nice15", RAY_NICENESS))
     if framework == "torch":
         add("a", lambda: PlainTorch("a", cfg), needs_ray=False)
+        add("a_twin", lambda: PlainTorch("a_twin", cfg), needs_ray=False)
         if cfg["device"] == "cuda":
             add("a_sync", lambda: PlainTorch("a_sync", cfg, sync_each_step=True), needs_ray=False)
         add("b0", lambda: FeNetworkLoop("b0", cfg, "torch"), needs_ray=False)
@@ -437,6 +438,7 @@ def build_variants(cfg: dict[str, Any], framework: str, only: set[str] | None) -
         add("e_nice0", lambda: GlooDP("e_nice0", {**cfg, "replicas": 2}, env_vars=NICE0))
     else:
         add("a_tf", lambda: PlainTF("a_tf", cfg), needs_ray=False)
+        add("a_twin_tf", lambda: PlainTF("a_twin_tf", cfg), needs_ray=False)
         add("b0_tf", lambda: FeNetworkLoopTF("b0_tf", cfg, "tf"), needs_ray=False)
         add("b_tf", lambda: FeEstimator("b_tf", cfg, "tf"), needs_ray=False)
         # fe_ray's TF replica variants; --no-tf-distributed leaves them out.
