@@ -88,19 +88,26 @@ def combine(payloads: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any
             if any(value is None for value in per_process):
                 continue
             num, den = label.split("/")
-            pooled = [n / d for r in runs for n, d in zip(r["series"][num]["values"], r["series"][den]["values"]) if d]
+            pooled = [ratio for r in runs for ratio in harness.per_repeat_ratios(_series(r), num, den)]
             interval = harness.median_interval(per_process)
+            pooled_interval = harness.median_interval(pooled)
             target = info.get("target")
             rows[label] = {
                 "per_process": per_process, "median": statistics.median(per_process),
                 "interval_90": list(interval) if interval else None,
                 "pooled_median": statistics.median(pooled),
-                "pooled_interval_90": list(harness.median_interval(pooled) or ()) or None,
+                "pooled_interval_90": list(pooled_interval) if pooled_interval else None,
                 "target": target,
                 "verdict": harness.interval_verdict(interval, target) if target is not None else None,
             }
         combined[model] = rows
     return combined
+
+
+def _series(result: dict[str, Any]) -> dict[str, harness.Series]:
+    """One model's series of one process, back from their JSON form."""
+    return {key: harness.Series(key, data.get("unit", ""), list(data["values"]))
+            for key, data in result["series"].items()}
 
 
 def print_table(combined: dict[str, dict[str, dict[str, Any]]], processes: int) -> None:
