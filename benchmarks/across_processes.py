@@ -2,9 +2,9 @@
 
 Inside one process the paired ratios of two variants can sit tightly around a value that the next process does not
 repeat: on the 2-core VM, torch LeNet b/a read 0.930 with all six pairs in [0.906, 0.956] in one process and 0.998
-with all six in [0.989, 1.015] in the next, with nothing changed. Something fixed for a process's lifetime (where
-its arrays and weights land in memory, which core its threads start on) moves the ratio more than the repeats inside
-it vary, so the paired interval of a single run (throughput.py's verdict) is narrower than the real uncertainty.
+with all six in [0.989, 1.015] in the next, with nothing changed. Something fixed for a process's lifetime (not
+identified; where its arrays and weights land in memory is one candidate) moves the ratio more than the repeats
+inside it vary, so the paired interval of a single run (throughput.py's verdict) is narrower than the real uncertainty.
 
 This script runs ``benchmarks.throughput`` ``--processes`` times, each in a new Python process (one after another,
 never two at once), and reports for every ratio: each process's paired ratio, their median, and a distribution-free
