@@ -82,13 +82,14 @@ def combine(payloads: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any
     combined: dict[str, dict[str, dict[str, Any]]] = {}
     for model in payloads[0]["results"]:
         runs = [p["results"][model] for p in payloads if model in p["results"]]
+        series = [_series(r) for r in runs]
         rows: dict[str, dict[str, Any]] = {}
         for label, info in runs[0]["ratios"].items():
-            per_process = [r["paired_ratios"].get(label) for r in runs]
-            if any(value is None for value in per_process):
-                continue
             num, den = label.split("/")
-            pooled = [ratio for r in runs for ratio in harness.per_repeat_ratios(_series(r), num, den)]
+            per_process = [harness.ratio(s, num, den, paired=True) for s in series]
+            if any(value is None for value in per_process):
+                continue  # a variant that did not run (or not in every process)
+            pooled = [ratio for s in series for ratio in harness.per_repeat_ratios(s, num, den)]
             interval = harness.median_interval(per_process)
             pooled_interval = harness.median_interval(pooled)
             target = info.get("target")
