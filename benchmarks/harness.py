@@ -412,6 +412,11 @@ def ended_threads_cpu_s(pid: int | str = "self") -> float:
     return proc_cpu_s(f"/proc/{pid}/stat") - live
 
 
+#: The longest a benchmark waits on one remote result (an actor's setup, a timed pass of many steps) before it
+#: fails instead of hanging on a dead or stuck rank.
+REMOTE_TIMEOUT_S = 600.0
+
+
 def per_op(fn: Callable[[], Any], iters: int) -> float:
     """Mean seconds of ``fn`` over ``iters`` calls."""
     start = time.perf_counter()

@@ -122,11 +122,11 @@ def main(argv: list[str] | None = None) -> int:
     else:
         remote = ray.remote(num_cpus=per_threads, num_gpus=gpus)(DPWorker)
         workers = [remote.remote(r, n, port, args.model, per_threads, device) for r in range(n)]
-    ray.get([w.setup.remote() for w in workers])
+    ray.get([w.setup.remote() for w in workers], timeout=harness.REMOTE_TIMEOUT_S)
     if tf_mode:  # the all-reduce phase times what a TF replica uses: fe_ray's TCP collective (not the baseline's gloo)
         address = ray.get(workers[0].open_fe_collective.remote(), timeout=60)
         ray.get([w.join_fe_collective.remote(address) for w in workers], timeout=60)
-    grad_numel = ray.get(workers[0].num_grad_params.remote())
+    grad_numel = ray.get(workers[0].num_grad_params.remote(), timeout=60)
     node_ip = ray.util.get_node_ip_address()
     echo = StepStream(ray.get([w.open_echo_stream.remote(node_ip, 60.0) for w in workers], timeout=60), 60.0)
     per = batch_size // n
@@ -182,22 +182,22 @@ def main(argv: list[str] | None = None) -> int:
         return per_op(lambda: group.call("ping", timeout_s=60), iters)
 
     def rtt_raw() -> float:
-        return per_op(lambda: ray.get([w.noop.remote() for w in workers]), iters)
+        return per_op(lambda: ray.get([w.noop.remote() for w in workers], timeout=60), iters)
 
     def call_busy() -> float:
         def once() -> None:
             sent = [p if slice_nbytes(p) <= INLINE_SLICE_BYTES else ray.put(p) for p in slices]
-            ray.get([w.hold.remote(hold_s, p) for w, p in zip(workers, sent)])
+            ray.get([w.hold.remote(hold_s, p) for w, p in zip(workers, sent)], timeout=60)
         return per_op(once, iters) - hold_s
 
     def call_slices() -> float:
         def once() -> None:
             refs = [ray.put(p) for p in slices]
-            ray.get([w.noop.remote(ref) for w, ref in zip(workers, refs)])
+            ray.get([w.noop.remote(ref) for w, ref in zip(workers, refs)], timeout=60)
         return per_op(once, iters)
 
     def compute() -> float:
-        return max(ray.get([w.compute_time.remote(per, iters) for w in workers]))
+        return max(ray.get([w.compute_time.remote(per, iters) for w in workers], timeout=harness.REMOTE_TIMEOUT_S))
 
     def replica_local() -> float:
         def once() -> None:
@@ -215,14 +215,17 @@ def main(argv: list[str] | None = None) -> int:
             torch.set_num_threads(before)
 
     def compute_lockstep() -> float:
-        per_rank = ray.get([w.lockstep_times.remote(per, iters) for w in workers])
+        per_rank = ray.get([w.lockstep_times.remote(per, iters) for w in workers],
+                           timeout=harness.REMOTE_TIMEOUT_S)
         return float(np.mean([max(step) for step in zip(*per_rank)]))
 
     def compute_split() -> float:
-        return max(ray.get([w.split_compute_time.remote(per, iters) for w in workers]))
+        return max(ray.get([w.split_compute_time.remote(per, iters) for w in workers],
+                           timeout=harness.REMOTE_TIMEOUT_S))
 
     def allreduce() -> float:
-        return max(ray.get([w.allreduce_time.remote(grad_numel, iters) for w in workers]))
+        return max(ray.get([w.allreduce_time.remote(grad_numel, iters) for w in workers],
+                           timeout=harness.REMOTE_TIMEOUT_S))
 
     def merge() -> float:
         return per_op(lambda: merge_outputs(results, n_local), iters)

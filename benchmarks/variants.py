@@ -92,12 +92,13 @@ class PlainLoopInActor(Variant):
         batches = batches_of(data, cfg["batch_size"])[:cfg["steps"]]
         self.count = len(batches)
         self.batches = ray.put(batches)
-        ray.get(self.actor.run.remote(batches[:WARMUP_STEPS]), timeout=600)
+        ray.get(self.actor.run.remote(batches[:WARMUP_STEPS]), timeout=harness.REMOTE_TIMEOUT_S)
 
     def measure(self) -> float:
         import ray
 
-        return self.count * self.cfg["batch_size"] / ray.get(self.actor.run.remote(self.batches), timeout=600)
+        seconds = ray.get(self.actor.run.remote(self.batches), timeout=harness.REMOTE_TIMEOUT_S)
+        return self.count * self.cfg["batch_size"] / seconds
 
     def close(self) -> None:
         import ray
@@ -139,11 +140,12 @@ class GlooDP(Variant):
             self.workers = [remote.remote(r, self.n, port, cfg["model"], threads, cfg["device"])
                             for r in range(self.n)]
             data = cfg["data"]
-        self.actor_threads = ray.get([w.setup.remote() for w in self.workers], timeout=600)
+        self.actor_threads = ray.get([w.setup.remote() for w in self.workers], timeout=harness.REMOTE_TIMEOUT_S)
         self.batches = batches_of(data, cfg["batch_size"])[:cfg["steps"]]
         self._run(self.batches[:WARMUP_STEPS])
         if self.local_data:
-            ray.get([w.run_local.remote(WARMUP_STEPS, cfg["batch_size"] // self.n) for w in self.workers])
+            ray.get([w.run_local.remote(WARMUP_STEPS, cfg["batch_size"] // self.n) for w in self.workers],
+                    timeout=harness.REMOTE_TIMEOUT_S)
 
     def _run(self, batches: list[dict[str, Any]]) -> float:
         import ray
@@ -153,7 +155,7 @@ class GlooDP(Variant):
         for batch in batches:
             refs = [w.step.remote(batch["x"][r * per:(r + 1) * per], batch["y"][r * per:(r + 1) * per])
                     for r, w in enumerate(self.workers)]
-            ray.get(refs)
+            ray.get(refs, timeout=harness.REMOTE_TIMEOUT_S)
         return time.perf_counter() - start
 
     def measure(self) -> float:
@@ -162,7 +164,8 @@ class GlooDP(Variant):
         cfg = self.cfg
         if self.local_data:
             per = cfg["batch_size"] // self.n
-            seconds = max(ray.get([w.run_local.remote(cfg["steps"], per) for w in self.workers]))
+            seconds = max(ray.get([w.run_local.remote(cfg["steps"], per) for w in self.workers],
+                                  timeout=harness.REMOTE_TIMEOUT_S))
             return cfg["steps"] * per * self.n / seconds
         return len(self.batches) * cfg["batch_size"] / self._run(self.batches)
 
