@@ -180,7 +180,8 @@ def base_parser(description: str) -> argparse.ArgumentParser:
     parser.add_argument("--threads", type=int, default=0,
                         help="total intra-op thread budget (0 = all available cores); replicas share it")
     parser.add_argument("--repeats", type=int, default=0, help="alternating repeats (0 = script default)")
-    parser.add_argument("--no-save", action="store_true", help="do not write benchmarks/results/<name>.json")
+    parser.add_argument("--no-save", action="store_true",
+                        help="do not write benchmarks/results/<name>.json (a --json-out PATH is still written)")
     parser.add_argument("--json-out", default="", metavar="PATH",
                         help="write the JSON to PATH instead of benchmarks/results/<name>.json")
     parser.add_argument("--wait-quiet", type=float, default=0.0, metavar="S",
@@ -369,8 +370,9 @@ def ratio_table(checks: Sequence[tuple[str, float | None, float | None, str]]) -
 
 
 def write_json(name: str, payload: Mapping[str, Any], enabled: bool = True, path: str | Path = "") -> Path | None:
-    """Write ``payload`` to ``path`` or else benchmarks/results/<name>.json; return the path (None when disabled)."""
-    if not enabled:
+    """Write ``payload`` to ``path``, or else, when ``enabled``, to benchmarks/results/<name>.json; return the path
+    written (None if none). ``enabled`` governs the default location only: a path asked for is always written."""
+    if not path and not enabled:
         return None
     path = Path(path) if path else RESULTS_DIR / f"{name}.json"
     path.parent.mkdir(parents=True, exist_ok=True)

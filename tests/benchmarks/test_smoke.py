@@ -59,6 +59,18 @@ def test_interval_verdict_tells_noise_from_a_miss() -> None:
     assert harness.interval_verdict(None, 0.9) == "too few repeats"
 
 
+def test_no_save_skips_the_default_file_but_writes_an_asked_for_path(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    monkeypatch.setattr(harness, "RESULTS_DIR", tmp_path / "results")
+    parser = harness.base_parser("test")
+    assert harness.save_results("x", {"k": 1}, parser.parse_args(["--no-save"])) is None
+    assert not (tmp_path / "results").exists()
+    out = tmp_path / "run" / "x.json"
+    written = harness.save_results("x", {"k": 1}, parser.parse_args(["--no-save", "--json-out", str(out)]))
+    assert written == out and json.loads(out.read_text()) == {"k": 1}
+    assert not (tmp_path / "results").exists()
+    assert harness.save_results("x", {"k": 2}, parser.parse_args([])) == tmp_path / "results" / "x.json"
+
+
 def test_throughput_quick_plain_variant(tmp_path, monkeypatch) -> None:  # noqa: ANN001
     monkeypatch.setattr(harness, "RESULTS_DIR", tmp_path)
     assert throughput.main(["--quick", "--model", "lenet", "--variants", "a", "--device", "cpu",
