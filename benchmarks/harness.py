@@ -26,6 +26,9 @@ from typing import Any
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 _THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "TF_NUM_INTRAOP_THREADS")
+#: The longest a benchmark waits on one remote result (an actor's setup, a timed pass of many steps) before it
+#: fails instead of hanging on a dead or stuck rank.
+REMOTE_TIMEOUT_S = 600.0
 
 
 # ---------------------------------------------------------------------------------------------------- environment
@@ -412,11 +415,6 @@ def ended_threads_cpu_s(pid: int | str = "self") -> float:
         except OSError:  # ended while we looked: its time is in the process total, as it should be
             pass
     return proc_cpu_s(f"/proc/{pid}/stat") - live
-
-
-#: The longest a benchmark waits on one remote result (an actor's setup, a timed pass of many steps) before it
-#: fails instead of hanging on a dead or stuck rank.
-REMOTE_TIMEOUT_S = 600.0
 
 
 def per_op(fn: Callable[[], Any], iters: int) -> float:
