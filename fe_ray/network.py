@@ -10,6 +10,7 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from fe_ray.allocator import tune_process_malloc
 from fe_ray.backend import BACKEND_CACHE_KEY, get_backend, get_framework
 from fe_ray.op.numpyop.numpyop import NumpyOp, check_numpy_ops, forward_numpyop
 from fe_ray.op.tensorop.tensorop import TensorOp
@@ -181,6 +182,10 @@ class BaseNetwork:
 
     def _enter_context(self) -> None:
         """Framework hook run when a context starts (device moves, defer defaults)."""
+        # The steps run in this process: keep their freed tensors for the next step (fe_ray.allocator; once per
+        # process, and not where the user chose malloc settings). RayNetwork overrides this hook: its driver only
+        # slices and merges.
+        tune_process_malloc()
         prepare = getattr(self._backend, "enter_context", None)
         if prepare is not None:
             prepare(self.ctx_models, self.ctx_state["mode"], self.device)

@@ -19,6 +19,7 @@ from ray.util.placement_group import PlacementGroup, placement_group, remove_pla
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
 import fe_ray
+from fe_ray.allocator import MALLOC_ENV, malloc_chosen
 from fe_ray.distributed.errors import PlacementError, SourceMismatchError
 
 #: The source tree fe_ray is imported from; actors put it first on their PYTHONPATH so they run the same code.
@@ -242,31 +243,6 @@ def start_actor(cls: type, args: tuple[Any, ...], group: PlacementGroup | None, 
     return ray.remote(cls).options(**options).remote(*args)
 
 
-#: glibc malloc settings for replica processes: keep freed memory for the next step instead of giving it back.
-#: With glibc's defaults a training step's large tensors (activations, gradients) are unmapped or trimmed when
-#: freed and faulted in again, zero-filled, by the next step: a replica's LeNet step on one CPU thread took ~1,750
-#: page faults, 3.0 ms of them in the kernel, 15.6 ms in all; with these ~27 faults and 12.1 ms
-#: (benchmarks/RESULTS.md). 32 MiB is the largest mmap threshold glibc accepts; up to 1 GiB of free memory at the
-#: heap's top is kept, as caching allocators do. The top pad is for threads other than the main one (a replica
-#: computes on its step thread): their arenas grow in heaps of 64 MiB, and glibc unmaps a heap as soon as it is
-#: wholly free, whatever the trim threshold, unless the top pad is a heap's size. A ResNet-8 step (batch 64) on a
-#: side thread took ~6,900 page faults and 15 ms of kernel time without it, ~64 and 0.5 ms with it.
-MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": str(32 << 20), "MALLOC_TRIM_THRESHOLD_": str(1 << 30),
-              "MALLOC_TOP_PAD_": str(64 << 20)}
-
-#: Variables by which a user (or an administrator) already chose malloc settings; fe_ray then adds none. So does a
-#: ``GLIBC_TUNABLES`` that is empty or names a ``glibc.malloc.`` tunable (others, e.g. CPU tunables, are unrelated).
-_MALLOC_VARS = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_", "MALLOC_MMAP_MAX_")
-
-
-def _malloc_chosen(env_vars: Mapping[str, str]) -> bool:
-    for source in (env_vars, os.environ):
-        tunables = source.get("GLIBC_TUNABLES")
-        if any(var in source for var in _MALLOC_VARS) or tunables == "" or "glibc.malloc." in (tunables or ""):
-            return True
-    return False
-
-
 #: Ray's variable for the niceness its worker processes add to their own at start-up (default 15). Set per actor in
 #: the runtime environment, it applies to that actor's process only.
 WORKER_NICENESS_VAR = "RAY_worker_niceness"
@@ -279,10 +255,10 @@ def replica_env(runtime_env: Mapping[str, Any] | None, num_cpus: float) -> dict[
       fractional ones keep Ray's defaults). A worker process inherits the driver's environment, so an
       ``OMP_NUM_THREADS`` exported for the whole machine (common on HPC nodes) would give every one of N replicas
       that many threads on the same cores.
-    * :data:`MALLOC_ENV`, unless ``runtime_env["env_vars"]`` or the driver's environment already chose malloc
-      settings (a ``MALLOC_*_`` threshold variable, or a ``GLIBC_TUNABLES`` naming a ``glibc.malloc.`` tunable):
-      then the user's choice stands alone; ``GLIBC_TUNABLES=""`` keeps glibc's defaults. Other C libraries, and
-      allocators loaded with ``LD_PRELOAD``, ignore these variables.
+    * :data:`~fe_ray.allocator.MALLOC_ENV` (why: :mod:`fe_ray.allocator`), unless ``runtime_env["env_vars"]`` or
+      the driver's environment already chose malloc settings (:func:`~fe_ray.allocator.malloc_chosen`): then the
+      user's choice stands alone; ``GLIBC_TUNABLES=""`` keeps glibc's defaults. Other C libraries, and allocators
+      loaded with ``LD_PRELOAD``, ignore these variables.
     * The scheduling priority of the Ray node (on the embedded local Ray, the driver's): :data:`WORKER_NICENESS_VAR`
       ``=0`` adds no levels, unless the user set that variable in ``runtime_env`` or the driver's environment. Ray
       starts its workers 15 nice levels lower so that the raylet stays responsive under arbitrary task loads, but a
@@ -297,7 +273,7 @@ def replica_env(runtime_env: Mapping[str, Any] | None, num_cpus: float) -> dict[
     if num_cpus >= 1:
         for var in ("OMP_NUM_THREADS", "TF_NUM_INTRAOP_THREADS"):
             env_vars.setdefault(var, str(int(num_cpus)))
-    if not _malloc_chosen(env_vars):
+    if not malloc_chosen(env_vars):
         env_vars.update(MALLOC_ENV)
     if WORKER_NICENESS_VAR not in os.environ:
         env_vars.setdefault(WORKER_NICENESS_VAR, "0")

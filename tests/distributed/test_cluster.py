@@ -3,12 +3,9 @@ and priority."""
 
 from __future__ import annotations
 
-import ast
 import os
 import platform
 import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +17,7 @@ from fe_ray.distributed.cluster import MALLOC_ENV, WORKER_NICENESS_VAR, replica_
 from fe_ray.distributed.errors import SourceMismatchError
 from fe_ray.op.tensorop.loss import MeanSquaredError
 from fe_ray.op.tensorop.model import ModelOp, UpdateOp
+from tests.helpers.heap_rounds import heap_rounds
 from tests.helpers.models import linear
 
 
@@ -48,42 +46,14 @@ def test_replica_env_sets_thread_share_and_malloc_and_respects_user_values(monke
     assert WORKER_NICENESS_VAR not in replica_env(None, 0.0)["env_vars"]
 
 
-# A side thread (as a replica's step thread) allocates 96 MiB in 8 MiB blocks, touches and frees them, three times;
-# it prints the page faults of each round.
-_HEAP_ROUNDS = """
-import ctypes, resource, threading
-libc = ctypes.CDLL("libc.so.6")
-libc.malloc.restype = ctypes.c_void_p
-libc.malloc.argtypes = [ctypes.c_size_t]
-libc.free.argtypes = [ctypes.c_void_p]
-faults = []
-def rounds():
-    for _ in range(3):
-        before = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt
-        blocks = [libc.malloc(8 << 20) for _ in range(12)]
-        for block in blocks:
-            ctypes.memset(block, 1, 8 << 20)
-        for block in reversed(blocks):
-            libc.free(block)
-        faults.append(resource.getrusage(resource.RUSAGE_THREAD).ru_minflt - before)
-thread = threading.Thread(target=rounds)
-thread.start()
-thread.join()
-print(faults)
-"""
-
-
 @pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="MALLOC_ENV configures glibc's malloc")
 def test_malloc_env_keeps_a_side_threads_freed_memory() -> None:
     # A non-main thread's arena grows in 64 MiB heaps, which glibc unmaps once wholly free unless the top pad is a
     # heap's size: without MALLOC_TOP_PAD_ every round after the first faulted ~10,000 pages in again.
-    env = {key: value for key, value in os.environ.items() if not key.startswith("MALLOC_")}
-    env.pop("GLIBC_TUNABLES", None)
-    done = subprocess.run([sys.executable, "-c", _HEAP_ROUNDS], env={**env, **MALLOC_ENV}, capture_output=True,
-                          text=True, timeout=60, check=True)
-    first, *later = ast.literal_eval(done.stdout.strip())
-    assert first > 20_000, done.stdout  # 96 MiB touched for the first time: ~24,600 pages
-    assert max(later) < first // 20, done.stdout
+    _, faults = heap_rounds(**MALLOC_ENV)
+    first, *later = faults["side"]
+    assert first > 20_000, faults  # 96 MiB touched for the first time: ~24,600 pages
+    assert max(later) < first // 20, faults
 
 
 @pytest.mark.parametrize("resources, expected", [({"CPU": 8.0, "GPU": 2.0}, {"GPU": 1.0}),
