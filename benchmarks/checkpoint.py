@@ -276,6 +276,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--paired-repeats", type=int, default=0,
                         help="repeats of the paired-window stall per path (default: max(repeats, 5))")
     args = parser.parse_args(argv)
+    harness.set_process_malloc(args.glibc_defaults)
     try:
         kinds = choose_paths(args.paths)  # checked before the minutes of work below
     except ValueError as err:

@@ -26,6 +26,8 @@ from typing import Any
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 _THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "TF_NUM_INTRAOP_THREADS")
+#: This process's malloc settings, as :func:`set_process_malloc` chose them ("not set" before).
+_MALLOC = "not set"
 #: The longest a benchmark waits on one remote result (an actor's setup, a timed pass of many steps) before it
 #: fails instead of hanging on a dead or stuck rank.
 REMOTE_TIMEOUT_S = 600.0
@@ -78,6 +80,25 @@ def load_average() -> list[float]:
         return [float(v) for v in Path("/proc/loadavg").read_text().split()[:3]]
     except (OSError, ValueError):
         return []
+
+
+def set_process_malloc(glibc_defaults: bool) -> str:
+    """Fix this process's malloc settings before anything is measured, and record them for :func:`environment`.
+
+    By default this process gets the settings fe_ray gives every process that trains (:mod:`fe_ray.allocator`;
+    an in-process Network applies them when its first context starts), so that the plain loops and fe_ray's
+    in-process variants run with the same allocator whichever variants a run holds. ``glibc_defaults``: this
+    process keeps glibc's defaults, as a hand-written script's would, and fe_ray's in-process Network leaves it so
+    (:func:`fe_ray.allocator.leave_process_malloc`); fe_ray's replicas keep their settings. This was the state of
+    every run before 2026-11-25 (midday).
+    """
+    global _MALLOC
+    from fe_ray.allocator import leave_process_malloc, malloc_chosen, tune_process_malloc
+
+    tuned = leave_process_malloc() if glibc_defaults else tune_process_malloc()  # True: the settings apply
+    _MALLOC = ("fe_ray.allocator settings" if tuned else "the environment's choice" if malloc_chosen()
+               else "glibc defaults")
+    return _MALLOC
 
 
 def set_thread_budget(threads: int) -> None:
@@ -156,7 +177,7 @@ def environment(threads: int, device: str) -> dict[str, Any]:
         "thread_budget": threads, "device": device, "python": platform.python_version(),
         "platform": platform.platform(), "git_commit": git_commit(),
         "timestamp": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "load_average_at_end": load_average(),
+        "load_average_at_end": load_average(), "driver_malloc": _MALLOC,
     }
     try:
         mem_kb = int(Path("/proc/meminfo").read_text().split()[1])
@@ -187,6 +208,10 @@ def base_parser(description: str) -> argparse.ArgumentParser:
                         help="do not write benchmarks/results/<name>.json (a --json-out PATH is still written)")
     parser.add_argument("--json-out", default="", metavar="PATH",
                         help="write the JSON to PATH instead of benchmarks/results/<name>.json")
+    parser.add_argument("--glibc-defaults", action="store_true",
+                        help="this process keeps glibc's malloc defaults, as a hand-written script's would "
+                             "(fe_ray's replicas keep their settings); by default it gets fe_ray's training settings "
+                             "(fe_ray.allocator)")
     parser.add_argument("--wait-quiet", type=float, default=0.0, metavar="S",
                         help="first wait up to S seconds for other processes to go idle (shared machines)")
     return parser

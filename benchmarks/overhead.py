@@ -78,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--iters", type=int, default=0, help="ops per phase per repeat")
     parser.add_argument("--framework", choices=("torch", "tf"), default="torch")
     args = parser.parse_args(argv)
+    harness.set_process_malloc(args.glibc_defaults)
     tf_mode = args.framework == "tf"
     if tf_mode:
         import tensorflow  # noqa: F401 - set_thread_budget configures TF only once it is imported

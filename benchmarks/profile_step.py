@@ -28,6 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--sort", default="tottime", choices=("tottime", "cumulative"))
     args = parser.parse_args(argv)
+    harness.set_process_malloc(args.glibc_defaults)
     threads = args.threads or harness.available_cores()
     framework = "tf" if args.variant.endswith("_tf") else "torch"
     if framework == "tf":

@@ -17,8 +17,8 @@ Variants (torch):
         next batch while the replicas compute (compare c_ops/c with b_ops/b)
     e_local  (informational) the same ranks training on data generated inside the actors: no driver round trip
     a_malloc, e_malloc  (informational) a in a Ray actor with fe_ray's replica environment, and e with its glibc
-        malloc settings (fe_ray.distributed.cluster.MALLOC_ENV): c / a_malloc and d / e_malloc compare fe_ray with
-        hand-written loops at equal allocator settings (TF: a_malloc_tf, the plain tf.function loop in such an actor)
+        malloc settings (fe_ray.allocator.MALLOC_ENV): c / a_malloc and d / e_malloc compare fe_ray with
+        hand-written loops in the same kind of process (TF: a_malloc_tf, the plain tf.function loop in such an actor)
     c_glibc, d_glibc  (informational) c and d with glibc's malloc defaults (fe_ray's opt-out, ``GLIBC_TUNABLES=""``):
         what the replicas' malloc settings change (TF: c_glibc_tf, d_glibc_tf)
     c_nice15, d_nice15, e_nice0  (informational) c and d with their replicas at Ray's default worker niceness (15
@@ -30,6 +30,12 @@ Variants (torch):
 ``--framework tf``: the same letters with an ``_tf`` suffix: a plain ``tf.function`` loop (a_tf), fe_ray in-process
 (b0_tf, b_tf) and with replicas (c_tf, d_tf and their calls / compiled twins), and e_tf, a hand-written 2-rank TF
 data-parallel loop on Ray actors (tf.function gradients, one flat bucket averaged by a gloo all_reduce).
+
+Allocator: this process runs with the malloc settings fe_ray gives every process that trains (fe_ray.allocator),
+whichever variants run, so the plain loops (a, a_twin) and fe_ray in-process (b0, b) share them; ``--glibc-defaults``
+keeps glibc's defaults in this process, as in a hand-written script (fe_ray's replicas keep their settings; every
+run before 2026-11-25, midday, ran so). The hand-written ranks (e) keep glibc's defaults either way (e_malloc: with
+the settings).
 
 Thread budget: ``--threads`` (default: all cores) intra-op threads for in-process variants; each of N replicas
 gets ``threads // N`` (min 1), for fe_ray replicas and hand-written ranks alike.
@@ -265,6 +271,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--verbose", action="store_true")
     parser.add_argument("--try-fix", default="", help="comma list of benchmarks/fixes.py patches (experiments)")
     args = parser.parse_args(argv)
+    harness.set_process_malloc(args.glibc_defaults)
     if args.try_fix:
         from benchmarks import fixes
 

@@ -465,6 +465,6 @@ def build_variants(cfg: dict[str, Any], framework: str, only: set[str] | None) -
 
 
 def _malloc_env() -> dict[str, str]:
-    from fe_ray.distributed.cluster import MALLOC_ENV
+    from fe_ray.allocator import MALLOC_ENV
 
     return dict(MALLOC_ENV)

@@ -71,6 +71,20 @@ def test_no_save_skips_the_default_file_but_writes_an_asked_for_path(tmp_path, m
     assert harness.save_results("x", {"k": 2}, parser.parse_args([])) == tmp_path / "results" / "x.json"
 
 
+def test_the_process_malloc_is_fixed_before_measuring(monkeypatch) -> None:  # noqa: ANN001
+    from fe_ray import allocator
+
+    monkeypatch.setattr(harness, "_MALLOC", harness._MALLOC)  # noqa: SLF001 - restored after the test
+    monkeypatch.setattr(allocator, "_apply", lambda: True)
+    monkeypatch.setattr(allocator, "malloc_chosen", lambda env_vars=None: False)
+    monkeypatch.setattr(allocator, "_tuned", None)
+    assert harness.set_process_malloc(glibc_defaults=True) == "glibc defaults"
+    assert allocator.tune_process_malloc() is False  # an in-process Network started later leaves it so
+    assert harness.environment(1, "cpu")["driver_malloc"] == "glibc defaults"
+    monkeypatch.setattr(allocator, "_tuned", None)
+    assert harness.set_process_malloc(glibc_defaults=False) == "fe_ray.allocator settings"
+
+
 def test_throughput_quick_plain_variant(tmp_path, monkeypatch) -> None:  # noqa: ANN001
     monkeypatch.setattr(harness, "RESULTS_DIR", tmp_path)
     assert throughput.main(["--quick", "--model", "lenet", "--variants", "a", "--device", "cpu",
