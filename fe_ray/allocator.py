@@ -31,13 +31,13 @@ from collections.abc import Mapping
 
 logger = logging.getLogger("fe_ray")
 
-#: The settings as glibc's environment variables, for processes fe_ray starts (replicas).
-MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": str(32 << 20), "MALLOC_TRIM_THRESHOLD_": str(1 << 30),
-              "MALLOC_TOP_PAD_": str(64 << 20)}
+#: The settings, once: glibc's environment variable, its ``mallopt`` parameter (``M_TRIM_THRESHOLD`` -1,
+#: ``M_TOP_PAD`` -2, ``M_MMAP_THRESHOLD`` -3 in glibc's malloc.h) and the value in bytes.
+_SETTINGS = (("MALLOC_MMAP_THRESHOLD_", -3, 32 << 20), ("MALLOC_TRIM_THRESHOLD_", -1, 1 << 30),
+             ("MALLOC_TOP_PAD_", -2, 64 << 20))
 
-#: The same settings as ``mallopt`` parameters (``M_TRIM_THRESHOLD`` -1, ``M_TOP_PAD`` -2, ``M_MMAP_THRESHOLD`` -3
-#: in glibc's malloc.h), for a process already running.
-_MALLOPT = ((-3, 32 << 20), (-1, 1 << 30), (-2, 64 << 20))
+#: The settings as glibc's environment variables, for processes fe_ray starts (replicas).
+MALLOC_ENV = {name: str(value) for name, _, value in _SETTINGS}
 
 #: Variables by which a user (or an administrator) already chose malloc settings; fe_ray then adds none.
 _MALLOC_VARS = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_", "MALLOC_MMAP_MAX_")
@@ -90,8 +90,9 @@ def _apply() -> bool:
     except (OSError, AttributeError):
         return False
     mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
-    applied = all(mallopt(param, value) == 1 for param, value in _MALLOPT)
+    applied = all(mallopt(param, value) == 1 for _, param, value in _SETTINGS)
     if applied:
-        logger.info("fe_ray: glibc malloc keeps freed memory for the next step (mmap threshold 32 MiB, trim threshold "
-                    "1 GiB, top pad 64 MiB); set GLIBC_TUNABLES= (empty) or a MALLOC_*_ variable to choose otherwise.")
+        settings = ", ".join(f"{name}={value}" for name, _, value in _SETTINGS)
+        logger.info("fe_ray: glibc malloc keeps freed memory for the next step (%s); set GLIBC_TUNABLES= (empty) or a "
+                    "MALLOC_*_ variable to choose otherwise.", settings)
     return applied
