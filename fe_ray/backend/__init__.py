@@ -19,6 +19,7 @@ FRAMEWORKS = ("torch", "tf", "np")
 #: Context-state key of the Network's cache that outlives its contexts (what a backend may keep across them).
 BACKEND_CACHE_KEY = "_backend_cache"
 _MODULES = {"torch": "fe_ray.backend.torch", "tf": "fe_ray.backend.tf", "np": "fe_ray.backend.numpy"}
+_LOADED: dict[str, ModuleType] = {}  # the backends imported so far, by framework name
 
 
 def get_framework(obj: Any) -> str:
@@ -50,10 +51,14 @@ def get_backend(framework_or_obj: Any) -> ModuleType:
         ImportError: If the framework is not installed, naming the pip extra that installs it.
     """
     name = framework_or_obj if isinstance(framework_or_obj, str) else get_framework(framework_or_obj)
+    module = _LOADED.get(name)
+    if module is not None:  # every step asks several times: skip importlib's lookup and locking
+        return module
     if name not in _MODULES:
         raise ValueError(f"Unknown framework {name!r}; valid choices are {list(FRAMEWORKS)}.")
     try:
-        return importlib.import_module(_MODULES[name])
+        module = _LOADED[name] = importlib.import_module(_MODULES[name])
+        return module
     except ImportError as err:
         extra = {"torch": "torch", "tf": "tf"}.get(name, "")
         raise ImportError(f"fe_ray's {name} backend needs its framework: pip install 'fe_ray[{extra}]' ({err})") \

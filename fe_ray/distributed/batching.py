@@ -40,6 +40,8 @@ def batch_size_of(arrays: Mapping[str, Any]) -> int | None:
     sizes = [int(np.shape(v)[0]) for v in arrays.values() if np.ndim(v) >= 1]
     if not sizes:
         return None
+    if min(sizes) == max(sizes):  # the usual batch: every array has the same leading dimension
+        return sizes[0]
     counts = Counter(sizes)
     top = max(counts.values())
     return max(size for size, count in counts.items() if count == top)

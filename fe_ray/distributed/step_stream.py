@@ -255,6 +255,7 @@ class StepStream:
                  is_failure: Callable[[Any], bool] = lambda value: False) -> None:
         self._is_failure = is_failure
         self._conns: list[socket.socket] = []
+        self._timeout_s: float | None = None  # the sockets' timeout, set by run()
         self._selector = selectors.DefaultSelector()
         try:
             for rank, address in enumerate(addresses):
@@ -279,8 +280,11 @@ class StepStream:
             StepStreamError: A replica's stream closed or broke (it died, or its thread ended).
         """
         assert len(per_rank_args) == len(self._conns), "one argument per replica"
+        if timeout_s != self._timeout_s:  # a system call per socket: only when the timeout changes
+            for conn in self._conns:
+                conn.settimeout(timeout_s)
+            self._timeout_s = timeout_s
         for rank, (conn, args) in enumerate(zip(self._conns, per_rank_args)):
-            conn.settimeout(timeout_s)
             try:
                 send_message(conn, args)
             except TimeoutError:
@@ -298,16 +302,16 @@ class StepStream:
                 raise TimeoutError(f"ranks {missing} did not answer within {timeout_s:g}s")
             for key, _ in self._selector.select(timeout=remaining):
                 rank = key.data  # each rank sends one answer per step, so a readable rank has not answered yet
-                results[rank] = self._receive(rank, max(deadline - time.monotonic(), 0.001))
+                results[rank] = self._receive(rank, timeout_s)
                 if self._is_failure(results[rank]):
                     return [results.get(r) for r in range(len(self._conns))]
         return [results[rank] for rank in range(len(self._conns))]
 
     def _receive(self, rank: int, timeout_s: float) -> Any:
-        conn = self._conns[rank]
-        conn.settimeout(timeout_s)  # the frame's first bytes are here: the rest follows at once
+        # The frame's first bytes are here and the rest follows at once: the socket's timeout (the step's) bounds
+        # a stall in the middle of it.
         try:
-            return recv_message(conn)
+            return recv_message(self._conns[rank])
         except TimeoutError:
             raise TimeoutError(f"rank {rank} sent part of its answer and then nothing for {timeout_s:g}s") from None
         except (EOFError, OSError) as err:

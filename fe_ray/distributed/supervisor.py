@@ -212,8 +212,9 @@ class ReplicaGroup:
             if not causes:
                 self._raise_if_any_died(what, failures[0])
             raise (causes or failures)[0]
-        # Channel values are views of buffers that cannot be rewritten while referenced: keep owned copies (a
-        # stream's values are owned already, and writable() leaves them as they are).
+        if isinstance(self._threaded, StepStream):
+            return values  # unpickled into buffers of their own: owned and writable already
+        # Channel values are views of buffers that cannot be rewritten while referenced: keep owned copies.
         return [writable(value) for value in values]
 
     def _raise_if_any_died(self, what: str, failure: BaseException) -> None:
