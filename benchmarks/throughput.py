@@ -214,7 +214,7 @@ def fixed_costs(cfg: dict[str, Any], series: dict[str, harness.Series],
             rest = [batch_size / sps - sum(p[name] for name in step_probe.PHASES)
                     for sps, p in zip(series[key].values, variant.phases)]
             phases = {f"{name}_us": 1e6 * statistics.median(p[name] for p in variant.phases)
-                      for name in (*step_probe.PHASES, "replica_cpu")}
+                      for name in (*step_probe.PHASES, "replica_cpu", "driver_cpu")}
             faults = statistics.median(p["replica_faults"] for p in variant.phases)
             fixed.setdefault(key, {}).update({**phases, "unaccounted_us": 1e6 * statistics.median(rest),
                                               "replica_faults": faults})
@@ -226,6 +226,7 @@ def fixed_costs(cfg: dict[str, Any], series: dict[str, harness.Series],
         print("Per-epoch fixed costs (outside the steady-state figures above) and, with replicas, each step's phases "
               "(benchmarks/step_probe.py): to_replicas (send, the replicas' wake-up and read), replica (their own "
               "step; replica_cpu: its thread's CPU time; replica_faults: the replica process's minor page faults), "
+              "driver_cpu (the CPU time the driver's thread used per step: its whole share of the step's work), "
               "back (answers sent, the driver's wake-up and read), driver "
               "(answers -> next step sent), all means over a fit's timed steps; unaccounted (step time - phases); "
               "medians over the repeats:")

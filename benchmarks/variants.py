@@ -318,7 +318,8 @@ class FeEstimator(Variant):
         self.fit_walls.append(time.perf_counter() - start)
         if self.step_log is not None:
             stamps = step_probe.collect(self.step_log, self.num_replicas)
-            self.phases.append(step_probe.breakdown(calls, stamps, last=self.cfg["steps"]))
+            phases = step_probe.breakdown(calls, stamps, last=self.cfg["steps"])
+            self.phases.append({**phases, "driver_cpu": timer.thread_cpu_per_step()})
         return timer.samples_per_second(self.cfg["batch_size"])
 
     def measure(self) -> float:
@@ -333,7 +334,8 @@ class FeEstimator(Variant):
 
 
 def make_timing_trace(skip: int) -> Any:
-    """A Trace recording perf_counter at the end of every train batch (steps after ``skip`` are timed)."""
+    """A Trace recording perf_counter and the thread's CPU time at the end of every train batch (steps after
+    ``skip`` are timed)."""
     from fe_ray.trace import Trace
 
     class StepTimer(Trace):
@@ -342,15 +344,22 @@ def make_timing_trace(skip: int) -> Any:
         def __init__(self) -> None:
             super().__init__(mode="train")
             self.stamps: list[float] = []
+            self.cpu_stamps: list[float] = []
 
         def on_batch_end(self, data: Any) -> None:
             self.stamps.append(time.perf_counter())
+            self.cpu_stamps.append(time.thread_time())
 
         def samples_per_second(self, batch_size: int) -> float:
             timed = self.stamps[skip - 1:]
             if len(timed) < 2:
                 raise RuntimeError(f"StepTimer saw only {len(self.stamps)} batches.")
             return (len(timed) - 1) * batch_size / (timed[-1] - timed[0])
+
+        def thread_cpu_per_step(self) -> float:
+            """CPU seconds the Estimator's thread used per timed step (with replicas: the driver's own work)."""
+            timed = self.cpu_stamps[skip - 1:]
+            return (timed[-1] - timed[0]) / (len(timed) - 1)
 
     return StepTimer()
 

@@ -96,7 +96,8 @@ def test_throughput_quick_plain_variant(tmp_path, monkeypatch) -> None:  # noqa:
 
 def test_throughput_quick_replica_variant_splits_its_steps_into_phases(tmp_path, monkeypatch) -> None:  # noqa: ANN001
     """One replica on a local Ray started by the harness: the step probe's setup hook (named in ``ray.init``'s
-    runtime environment) runs in the replica, and the phases it stamps add up to the measured step time."""
+    runtime environment) runs in the replica, the phases it stamps add up to the measured step time, and the
+    driver's CPU per step is reported."""
     ray = pytest.importorskip("ray")
     if ray.is_initialized():  # the probe's hook is part of the Ray the harness starts, not of one started before
         ray.shutdown()
@@ -111,6 +112,8 @@ def test_throughput_quick_replica_variant_splits_its_steps_into_phases(tmp_path,
     assert phases["replica_us"] > 0 and phases["to_replicas_us"] > 0 and phases["back_us"] > 0
     step_us = result["us_per_step"]["c"]
     assert abs(phases["unaccounted_us"]) < 0.05 * step_us
+    # The driver's own CPU per step: one thread's time, so above zero and below the step's wall time.
+    assert 0 < phases["driver_cpu_us"] < step_us
 
 
 @pytest.mark.parametrize("framework", ["torch", "tf"])
