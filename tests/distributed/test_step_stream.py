@@ -166,6 +166,36 @@ def test_a_hung_replica_times_out_and_a_dead_one_names_its_rank() -> None:
 
 
 @pytest.mark.timeout(30)
+def test_a_stalled_answer_times_out_at_the_timeout_of_the_run_that_waits_for_it() -> None:
+    """The sockets keep their timeout between steps (set only when it changes): a later run's shorter timeout must
+    still bound a stall in the middle of an answer."""
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def replica() -> None:  # answers the warm-up and one step, then sends a third of a frame header and stalls
+        conn, _ = listener.accept()
+        with conn:
+            send_message(conn, recv_message(conn))
+            send_message(conn, recv_message(conn))
+            recv_message(conn)
+            conn.sendall(b"\0" * 4)
+            time.sleep(3)
+
+    thread = threading.Thread(target=replica, daemon=True)
+    thread.start()
+    stream = StepStream([listener.getsockname()], timeout_s=10)
+    try:
+        assert stream.run(["x"], timeout_s=10) == ["x"]
+        start = time.monotonic()
+        with pytest.raises(TimeoutError, match=r"rank 0 sent part of its answer and then nothing for 0.5s"):
+            stream.run(["y"], timeout_s=0.5)
+        assert time.monotonic() - start < 2
+    finally:
+        stream.close()
+        listener.close()
+        thread.join(timeout=5)
+
+
+@pytest.mark.timeout(30)
 def test_an_unpicklable_answer_reaches_the_driver_as_a_failure() -> None:
     def handler(rank: int) -> Any:
         return lambda args: True if args is None else threading.Lock()
