@@ -226,9 +226,9 @@ def fixed_costs(cfg: dict[str, Any], series: dict[str, harness.Series],
         print("Per-epoch fixed costs (outside the steady-state figures above) and, with replicas, each step's phases "
               "(benchmarks/step_probe.py): to_replicas (send, the replicas' wake-up and read), replica (their own "
               "step; replica_cpu: its thread's CPU time; replica_faults: the replica process's minor page faults), "
-              "driver_cpu (the CPU time the driver's thread used per step: its whole share of the step's work), "
               "back (answers sent, the driver's wake-up and read), driver "
-              "(answers -> next step sent), all means over a fit's timed steps; unaccounted (step time - phases); "
+              "(answers -> next step sent; driver_cpu: the CPU time the driver's thread used per step, its whole "
+              "share of the step's work), all means over a fit's timed steps; unaccounted (step time - phases); "
               "medians over the repeats:")
         for key, info in fixed.items():
             print(f"  {LABELS[key]}: " + ", ".join(f"{k}={v:.3f}" for k, v in info.items()))

@@ -351,15 +351,18 @@ def make_timing_trace(skip: int) -> Any:
             self.cpu_stamps.append(time.thread_time())
 
         def samples_per_second(self, batch_size: int) -> float:
-            timed = self.stamps[skip - 1:]
-            if len(timed) < 2:
-                raise RuntimeError(f"StepTimer saw only {len(self.stamps)} batches.")
+            timed = self._timed(self.stamps)
             return (len(timed) - 1) * batch_size / (timed[-1] - timed[0])
 
         def thread_cpu_per_step(self) -> float:
             """CPU seconds the Estimator's thread used per timed step (with replicas: the driver's own work)."""
-            timed = self.cpu_stamps[skip - 1:]
+            timed = self._timed(self.cpu_stamps)
             return (timed[-1] - timed[0]) / (len(timed) - 1)
+
+        def _timed(self, stamps: list[float]) -> list[float]:
+            if len(stamps) < skip + 1:
+                raise RuntimeError(f"StepTimer saw only {len(stamps)} batches.")
+            return stamps[skip - 1:]
 
     return StepTimer()
 
