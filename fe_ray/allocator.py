@@ -39,8 +39,9 @@ _SETTINGS = (("MALLOC_MMAP_THRESHOLD_", -3, 32 << 20), ("MALLOC_TRIM_THRESHOLD_"
 #: The settings as glibc's environment variables, for processes fe_ray starts (replicas).
 MALLOC_ENV = {name: str(value) for name, _, value in _SETTINGS}
 
-#: Variables by which a user (or an administrator) already chose malloc settings; fe_ray then adds none.
-_MALLOC_VARS = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_", "MALLOC_MMAP_MAX_")
+#: Variables by which a user (or an administrator) already chose malloc settings; fe_ray then adds none: its own
+#: three, and the mmap count limit.
+_MALLOC_VARS = (*MALLOC_ENV, "MALLOC_MMAP_MAX_")
 
 _lock = threading.Lock()
 _tuned: bool | None = None  # this process: None = not tried yet, else whether the settings were applied
