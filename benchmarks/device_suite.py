@@ -185,7 +185,7 @@ def install_wheels(wheel_dir: Path, target: Path = Path(SITE)) -> str:
                           text=True)
     if done.returncode != 0:
         raise RuntimeError(f"installing {len(wheels)} wheels into {target} failed:\n{done.stdout}{done.stderr}")
-    path = os.pathsep.join(p for p in (str(target), os.environ.get("PYTHONPATH", "")) if p)
+    path = _pythonpath_with_first(target)
     still = _missing(path)
     if still:
         errors = "; ".join(f"{name}: {error}" for name, error in still.items())
@@ -193,6 +193,11 @@ def install_wheels(wheel_dir: Path, target: Path = Path(SITE)) -> str:
                            f"({errors}): add the wheels of what they need to {wheel_dir}/.")
     os.environ["PYTHONPATH"] = path  # the parts, and Ray's workers, inherit it
     return f"installed {len(wheels)} wheels into {target}: {', '.join(w.name for w in wheels)}"
+
+
+def _pythonpath_with_first(folder: Path) -> str:
+    """This process's PYTHONPATH with ``folder`` in front of it."""
+    return os.pathsep.join(p for p in (str(folder), os.environ.get("PYTHONPATH", "")) if p)
 
 
 def _missing(pythonpath: str) -> dict[str, str]:
@@ -215,7 +220,7 @@ def run_part(part: Part, json_path: Path, timeout_s: float, log: Any) -> Outcome
     start = time.perf_counter()
     # The repository first on the path: fe_ray is not installed on the GPU image, and a script (the example) gets
     # only its own folder on sys.path.
-    pythonpath = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    pythonpath = _pythonpath_with_first(ROOT)
     process = subprocess.Popen(outcome.command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
                                start_new_session=True,
                                env={**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": pythonpath})
