@@ -93,6 +93,9 @@ def _torch_kernels(torch: ModuleType) -> None:
 def _seed_tensorflow(seed: int, tf: ModuleType) -> None:
     # Not through tf.keras: importing Keras imports TensorFlow, so this may run while Keras is half imported.
     tf.random.set_seed(seed)
+    # tf.random.set_seed leaves the global tf.random.Generator alone. One is never made here (that would initialise
+    # TensorFlow's devices on import); without one, TensorFlow's deterministic mode makes the program set its own.
+    _seed_global_generator(tf, seed, create=False)
     _tensorflow_kernels(tf)
 
 
@@ -114,21 +117,29 @@ def seed_generators(seed: int, models: Sequence[Any] = ()) -> None:
     if torch is not None:
         torch.manual_seed(seed)
     tf = sys.modules.get("tensorflow")
+    keras_models = _keras_models(models)
     if tf is not None:
         tf.random.set_seed(seed % 2**63)
-    for model in _keras_models(models):
+        # Made here only for a process that runs Keras models: a tf.Variable initialises TensorFlow's devices,
+        # which a torch process that merely imported TensorFlow must not pay for (or lose GPU memory to).
+        _seed_global_generator(tf, seed, create=bool(keras_models))
+    for model in keras_models:
         _tf_io().reseed_generators(model, seed)
 
 
 def get_rng_state(models: Sequence[Any] = ()) -> dict[str, Any]:
-    """The states of Python's, numpy's and (if imported) torch's global generators (CPU, and CUDA if in use), and of
-    the Keras seed generators of ``models`` by model name (which ``model.weights`` and so checkpoints leave out)."""
+    """The states of Python's, numpy's and (if imported) torch's global generators (CPU, and CUDA if in use), of
+    TensorFlow's global ``tf.random.Generator`` (if the program made one), and of the Keras seed generators of
+    ``models`` by model name (which ``model.weights`` and so checkpoints leave out)."""
     state: dict[str, Any] = {"python": random.getstate(), "numpy": np.random.get_state()}
     torch = sys.modules.get("torch")
     if torch is not None:
         state["torch"] = torch.get_rng_state().numpy().copy()
         if torch.cuda.is_available() and torch.cuda.is_initialized():
             state["cuda"] = [s.numpy().copy() for s in torch.cuda.get_rng_state_all()]
+    generator = _existing_global_generator(sys.modules.get("tensorflow"))
+    if generator is not None:
+        state["tf_global_generator"] = {"state": generator.state.numpy().copy(), "algorithm": int(generator.algorithm)}
     keras_models = _keras_models(models)
     if keras_models:
         state["keras_seeds"] = {model.model_name: _tf_io().seed_generator_states(model) for model in keras_models}
@@ -148,10 +159,44 @@ def set_rng_state(state: Mapping[str, Any], models: Sequence[Any] = ()) -> None:
         cuda = [torch.from_numpy(np.array(s, dtype=np.uint8)) for s in state["cuda"]]
         if len(cuda) == torch.cuda.device_count():
             torch.cuda.set_rng_state_all(cuda)
+    tf = sys.modules.get("tensorflow")
+    if tf is not None and state.get("tf_global_generator"):
+        _restore_global_generator(tf, state["tf_global_generator"])
     seeds = state.get("keras_seeds") or {}
     for model in _keras_models(models):
         if model.model_name in seeds:
             _tf_io().set_seed_generator_states(model, seeds[model.model_name])
+
+
+def _existing_global_generator(tf: ModuleType | None) -> Any:
+    """TensorFlow's global ``tf.random.Generator``, or None while nothing made one (or TensorFlow is not imported).
+
+    ``tf.random.get_global_generator()`` would make one (from a non-deterministic state, or raise under deterministic
+    mode), hence the module attribute behind it.
+    """
+    if tf is None:
+        return None
+    from tensorflow.python.ops import stateful_random_ops  # TensorFlow is already imported
+
+    return stateful_random_ops.global_generator
+
+
+def _seed_global_generator(tf: ModuleType, seed: int, create: bool) -> None:
+    generator = _existing_global_generator(tf)
+    if generator is not None:
+        generator.reset_from_seed(seed % 2**63)  # in place: tf.functions that captured it draw the new stream
+    elif create:
+        tf.random.set_global_generator(tf.random.Generator.from_seed(seed % 2**63))
+
+
+def _restore_global_generator(tf: ModuleType, saved: Mapping[str, Any]) -> None:
+    values = np.asarray(saved["state"], dtype=np.int64)
+    algorithm = int(saved["algorithm"])
+    generator = _existing_global_generator(tf)
+    if generator is not None and int(generator.algorithm) == algorithm and tuple(generator.state.shape) == values.shape:
+        generator.reset(values)  # in place, as above
+    else:
+        tf.random.set_global_generator(tf.random.Generator.from_state(values, alg=algorithm))
 
 
 def _keras_models(models: Sequence[Any]) -> list[Any]:

@@ -23,7 +23,8 @@ The snapshot (the "payload") is a dict::
       "traces": [{"type": class name, "state": trace.state_dict()}, ...],
       "summary": Summary.state_dict(),
       "custom_graphs": {name: [Summary.state_dict(), ...]},
-      "rng": {"python": ..., "numpy": ..., "torch": ... (only if torch is loaded)},
+      "rng": {"python": ..., "numpy": ..., "torch": ..., "tf_global_generator": ..., "keras_seeds": ...
+              (each only where that framework / generator / model is in use)},
     }
 """
 

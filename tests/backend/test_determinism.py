@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import random
+from typing import Any
 
 import numpy as np
 import pytest
@@ -113,3 +114,50 @@ def test_torch_models_add_no_keras_state() -> None:
     from fe_ray.backend.determinism import get_rng_state
 
     assert "keras_seeds" not in get_rng_state([torch.nn.Linear(2, 2)])
+
+
+def test_tensorflow_global_generator_is_seeded_saved_and_restored_in_place() -> None:
+    """TensorFlow's global tf.random.Generator (which tf.random.set_seed leaves alone) is seeded for processes that
+    run Keras models, travels with the random state, and is restored into the same object (tf.functions that
+    captured it draw the restored stream); a process that made none gets none."""
+    import keras
+    import tensorflow as tf
+    from tensorflow.python.ops import stateful_random_ops
+
+    import fe_ray as fe
+    from fe_ray.backend.determinism import get_rng_state, seed_generators, set_rng_state
+
+    model = fe.build(lambda: keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)]), "adam", model_name="m")
+    previous = stateful_random_ops.global_generator
+    try:
+        stateful_random_ops.global_generator = None
+        assert "tf_global_generator" not in get_rng_state([model])
+        seed_generators(5)  # no Keras model here: making one would initialise TensorFlow's devices for nothing
+        assert stateful_random_ops.global_generator is None
+        seed_generators(5, [model])
+        generator = stateful_random_ops.global_generator
+        assert generator is not None
+
+        @tf.function
+        def draw() -> Any:
+            return tf.random.get_global_generator().normal([4])
+
+        seeded = draw().numpy()
+        seed_generators(5, [model])
+        assert stateful_random_ops.global_generator is generator
+        np.testing.assert_array_equal(draw().numpy(), seeded)
+        enable_deterministic(5)  # resets an existing global generator too (it never makes one)
+        np.testing.assert_array_equal(draw().numpy(), seeded)
+
+        state = get_rng_state([model])
+        following = draw().numpy()
+        assert not np.array_equal(following, seeded)
+        set_rng_state(state, [model])
+        assert stateful_random_ops.global_generator is generator
+        np.testing.assert_array_equal(draw().numpy(), following)
+
+        stateful_random_ops.global_generator = None  # a fresh process restoring the checkpoint
+        set_rng_state(state, [model])
+        np.testing.assert_array_equal(tf.random.get_global_generator().normal([4]).numpy(), following)
+    finally:
+        stateful_random_ops.global_generator = previous

@@ -103,14 +103,22 @@ def input_dropout(x: Any) -> Any:
     return torch.nn.functional.dropout(x, p=0.3, training=True)
 
 
+def input_noise(x: Any) -> Any:
+    """A random op: adds noise drawn from each replica's global tf.random.Generator."""
+    import tensorflow as tf
+
+    return x + tf.random.get_global_generator().normal(tf.shape(x), stddev=0.5)
+
+
 def random_ops_network(framework: str, directory: str) -> tuple[Any, Any]:
-    """A network with random ops: torch's input dropout on each replica's global generator; Keras' Dropout layer."""
+    """A network with random ops: torch's input dropout on each replica's global generator; for TF, input noise from
+    each replica's global tf.random.Generator and a Keras Dropout layer."""
     if framework == "torch":
         model = torch_mlp(seed=0)
         ops = [LambdaOp(fn=input_dropout, inputs="x", outputs="x", mode="train")]
     else:
         model = tf_mlp(seed=0, dropout=0.3)
-        ops = []
+        ops = [LambdaOp(fn=input_noise, inputs="x", outputs="x", mode="train")]
     ops += [ModelOp(model=model, inputs="x", outputs="y_pred"), CrossEntropy(inputs=("y_pred", "y"), outputs="ce"),
             UpdateOp(model=model, loss_name="ce")]
     return fe.Network(ops, num_replicas=2, max_failures=1, checkpoint_dir=directory), model

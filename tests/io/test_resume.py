@@ -16,6 +16,7 @@ import pytest
 
 import fe_ray as fe
 from fe_ray.io import CheckpointStore
+from fe_ray.op.tensorop import LambdaOp
 from fe_ray.trace import Accuracy, RestoreWizard, Trace
 from tests.estimator_helpers import ToyPipeline, classifier_network, digits_arrays, model_weights, tf_mlp, torch_mlp
 
@@ -44,15 +45,30 @@ class Interrupt(Trace):
             raise Interrupted(f"before step {self.step}")
 
 
+def input_noise(x: Any) -> Any:
+    """A random op drawing from TensorFlow's global tf.random.Generator (not from a Keras seed generator)."""
+    import tensorflow as tf
+
+    return x + tf.random.get_global_generator().normal(tf.shape(x), stddev=0.5)
+
+
 def _run(framework: str, directory: str | None, epochs: int = 3, interrupt: Interrupt | None = None,
-         steps: int | None = None, background: bool = True, dropout: float = 0.0) -> tuple[Any, Any]:
+         steps: int | None = None, background: bool = True, dropout: float = 0.0,
+         noise: bool = False) -> tuple[Any, Any]:
     fe.enable_deterministic(7)
     train, evaluation = digits_arrays(framework, n_train=96, n_eval=32)
     model = torch_mlp(seed=7) if framework == "torch" else tf_mlp(seed=7, dropout=dropout)
     traces: list[Any] = [Accuracy("y", "y_pred"), interrupt or Interrupt()]
     if directory is not None:
         traces.append(RestoreWizard(directory, steps=steps, background=background))
-    estimator = fe.Estimator(ToyPipeline(train, evaluation, batch_size=16, seed=3), classifier_network(model),
+    network = classifier_network(model)
+    if noise:
+        import tensorflow as tf
+
+        # TensorFlow's deterministic mode (enable_deterministic) has the program make its global generator.
+        tf.random.set_global_generator(tf.random.Generator.from_seed(7))
+        network = fe.Network([LambdaOp(fn=input_noise, inputs="x", outputs="x", mode="train"), *network.ops])
+    estimator = fe.Estimator(ToyPipeline(train, evaluation, batch_size=16, seed=3), network,
                              epochs=epochs, traces=traces, log_steps=2)
     return estimator.fit(), model
 
@@ -102,15 +118,17 @@ def test_resume_mid_epoch(tmp_path, stop_step: int, expected: tuple, background:
     _assert_same(reference, resumed)
 
 
-@pytest.mark.parametrize("dropout", [0.0, 0.3], ids=["plain", "keras-dropout"])
-def test_resume_mid_epoch_tf(tmp_path, dropout: float) -> None:
+@pytest.mark.parametrize("dropout, noise", [(0.0, False), (0.3, False), (0.0, True)],
+                         ids=["plain", "keras-dropout", "tf-global-generator"])
+def test_resume_mid_epoch_tf(tmp_path, dropout: float, noise: bool) -> None:
     # With dropout, the Dropout layer's Keras seed generator has advanced by the checkpoint's step: its state travels
-    # with the random state (it is not a weight), or the resumed run draws the first steps' masks again.
-    reference = _run("tf", None, epochs=2, dropout=dropout)
+    # with the random state (it is not a weight), or the resumed run draws the first steps' masks again. The same
+    # holds for TensorFlow's global tf.random.Generator, which the noise op draws from.
+    reference = _run("tf", None, epochs=2, dropout=dropout, noise=noise)
     directory = str(tmp_path / "ckpt")
     with pytest.raises(Interrupted):
-        _run("tf", directory, epochs=2, interrupt=Interrupt(step=9), steps=4, dropout=dropout)
-    _assert_same(reference, _run("tf", directory, epochs=2, steps=4, dropout=dropout))
+        _run("tf", directory, epochs=2, interrupt=Interrupt(step=9), steps=4, dropout=dropout, noise=noise)
+    _assert_same(reference, _run("tf", directory, epochs=2, steps=4, dropout=dropout, noise=noise))
 
 
 def test_resume_twice_and_memory_filesystem() -> None:
