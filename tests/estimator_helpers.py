@@ -116,6 +116,13 @@ def tf_mlp(name: str = "mlp", seed: int = 0, lr: float = 0.05, dropout: float = 
     return fe.build(make, optimizer_fn=lambda: keras.optimizers.Adam(lr), model_name=name)
 
 
+def tf_global_noise(x: Any) -> Any:
+    """A random op for a TensorOp: adds noise drawn from TensorFlow's global tf.random.Generator."""
+    import tensorflow as tf
+
+    return x + tf.random.get_global_generator().normal(tf.shape(x), stddev=0.5)
+
+
 def classifier_network(model: Any) -> Any:
     import fe_ray as fe
     from fe_ray.op.tensorop.loss import CrossEntropy

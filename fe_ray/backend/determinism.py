@@ -193,7 +193,7 @@ def _restore_global_generator(tf: ModuleType, saved: Mapping[str, Any]) -> None:
     values = np.asarray(saved["state"], dtype=np.int64)
     algorithm = int(saved["algorithm"])
     generator = _existing_global_generator(tf)
-    if generator is not None and int(generator.algorithm) == algorithm and tuple(generator.state.shape) == values.shape:
+    if generator is not None and int(generator.algorithm) == algorithm:  # the algorithm fixes the state's size
         generator.reset(values)  # in place, as above
     else:
         tf.random.set_global_generator(tf.random.Generator.from_state(values, alg=algorithm))

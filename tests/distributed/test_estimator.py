@@ -16,7 +16,7 @@ from fe_ray.op.tensorop import LambdaOp
 from fe_ray.op.tensorop.loss import CrossEntropy
 from fe_ray.op.tensorop.model import ModelOp, UpdateOp
 from fe_ray.trace import Accuracy, RestoreWizard, Trace
-from tests.estimator_helpers import ToyPipeline, digits_arrays, model_weights, tf_mlp, torch_mlp
+from tests.estimator_helpers import ToyPipeline, digits_arrays, model_weights, tf_global_noise, tf_mlp, torch_mlp
 
 
 def setup(framework: str, n_train: int = 128, **network_kwargs: Any) -> tuple[Any, Any, Any]:
@@ -103,13 +103,6 @@ def input_dropout(x: Any) -> Any:
     return torch.nn.functional.dropout(x, p=0.3, training=True)
 
 
-def input_noise(x: Any) -> Any:
-    """A random op: adds noise drawn from each replica's global tf.random.Generator."""
-    import tensorflow as tf
-
-    return x + tf.random.get_global_generator().normal(tf.shape(x), stddev=0.5)
-
-
 def random_ops_network(framework: str, directory: str) -> tuple[Any, Any]:
     """A network with random ops: torch's input dropout on each replica's global generator; for TF, input noise from
     each replica's global tf.random.Generator and a Keras Dropout layer."""
@@ -118,7 +111,7 @@ def random_ops_network(framework: str, directory: str) -> tuple[Any, Any]:
         ops = [LambdaOp(fn=input_dropout, inputs="x", outputs="x", mode="train")]
     else:
         model = tf_mlp(seed=0, dropout=0.3)
-        ops = [LambdaOp(fn=input_noise, inputs="x", outputs="x", mode="train")]
+        ops = [LambdaOp(fn=tf_global_noise, inputs="x", outputs="x", mode="train")]
     ops += [ModelOp(model=model, inputs="x", outputs="y_pred"), CrossEntropy(inputs=("y_pred", "y"), outputs="ce"),
             UpdateOp(model=model, loss_name="ce")]
     return fe.Network(ops, num_replicas=2, max_failures=1, checkpoint_dir=directory), model

@@ -18,7 +18,15 @@ import fe_ray as fe
 from fe_ray.io import CheckpointStore
 from fe_ray.op.tensorop import LambdaOp
 from fe_ray.trace import Accuracy, RestoreWizard, Trace
-from tests.estimator_helpers import ToyPipeline, classifier_network, digits_arrays, model_weights, tf_mlp, torch_mlp
+from tests.estimator_helpers import (
+    ToyPipeline,
+    classifier_network,
+    digits_arrays,
+    model_weights,
+    tf_global_noise,
+    tf_mlp,
+    torch_mlp,
+)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TIMING_KEYS = {"steps/sec", "epoch_time(sec)", "total_time(sec)"}
@@ -45,13 +53,6 @@ class Interrupt(Trace):
             raise Interrupted(f"before step {self.step}")
 
 
-def input_noise(x: Any) -> Any:
-    """A random op drawing from TensorFlow's global tf.random.Generator (not from a Keras seed generator)."""
-    import tensorflow as tf
-
-    return x + tf.random.get_global_generator().normal(tf.shape(x), stddev=0.5)
-
-
 def _run(framework: str, directory: str | None, epochs: int = 3, interrupt: Interrupt | None = None,
          steps: int | None = None, background: bool = True, dropout: float = 0.0,
          noise: bool = False) -> tuple[Any, Any]:
@@ -67,7 +68,7 @@ def _run(framework: str, directory: str | None, epochs: int = 3, interrupt: Inte
 
         # TensorFlow's deterministic mode (enable_deterministic) has the program make its global generator.
         tf.random.set_global_generator(tf.random.Generator.from_seed(7))
-        network = fe.Network([LambdaOp(fn=input_noise, inputs="x", outputs="x", mode="train"), *network.ops])
+        network = fe.Network([LambdaOp(fn=tf_global_noise, inputs="x", outputs="x", mode="train"), *network.ops])
     estimator = fe.Estimator(ToyPipeline(train, evaluation, batch_size=16, seed=3), network,
                              epochs=epochs, traces=traces, log_steps=2)
     return estimator.fit(), model
