@@ -92,10 +92,9 @@ def _torch_kernels(torch: ModuleType) -> None:
 
 def _seed_tensorflow(seed: int, tf: ModuleType) -> None:
     # Not through tf.keras: importing Keras imports TensorFlow, so this may run while Keras is half imported.
-    tf.random.set_seed(seed)
-    # tf.random.set_seed leaves the global tf.random.Generator alone. One is never made here (that would initialise
-    # TensorFlow's devices on import); without one, TensorFlow's deterministic mode makes the program set its own.
-    _seed_global_generator(tf, seed, create=False)
+    # No global tf.random.Generator is made here (that would initialise TensorFlow's devices on import); without
+    # one, TensorFlow's deterministic mode makes the program set its own.
+    _seed_tensorflow_generators(tf, seed, create=False)
     _tensorflow_kernels(tf)
 
 
@@ -119,10 +118,10 @@ def seed_generators(seed: int, models: Sequence[Any] = ()) -> None:
     tf = sys.modules.get("tensorflow")
     keras_models = _keras_models(models)
     if tf is not None:
-        tf.random.set_seed(seed % 2**63)
-        # Made here only for a process that runs Keras models: a tf.Variable initialises TensorFlow's devices,
-        # which a torch process that merely imported TensorFlow must not pay for (or lose GPU memory to).
-        _seed_global_generator(tf, seed, create=bool(keras_models))
+        # A global tf.random.Generator is made only for a process that runs Keras models: a tf.Variable initialises
+        # TensorFlow's devices, which a torch process that merely imported TensorFlow must not pay for (or lose GPU
+        # memory to).
+        _seed_tensorflow_generators(tf, seed % 2**63, create=bool(keras_models))
     for model in keras_models:
         _tf_io().reseed_generators(model, seed)
 
@@ -181,7 +180,10 @@ def _existing_global_generator(tf: ModuleType | None) -> Any:
     return stateful_random_ops.global_generator
 
 
-def _seed_global_generator(tf: ModuleType, seed: int, create: bool) -> None:
+def _seed_tensorflow_generators(tf: ModuleType, seed: int, create: bool) -> None:
+    """``tf.random.set_seed``, and the global ``tf.random.Generator``, which it leaves alone: an existing one is
+    reseeded, and one is made only if ``create``."""
+    tf.random.set_seed(seed)
     generator = _existing_global_generator(tf)
     if generator is not None:
         generator.reset_from_seed(seed % 2**63)  # in place: tf.functions that captured it draw the new stream
