@@ -10,8 +10,10 @@ deadline), and the owner tears the whole group down (a group with a failed membe
 
 from __future__ import annotations
 
+import gc
 import logging
 import time
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -20,6 +22,7 @@ import ray
 from fe_ray.distributed import cluster
 from fe_ray.distributed.errors import (
     CollectiveError,
+    PlacementError,
     RemoteFailure,
     ReplicaDiedError,
     ReplicaError,
@@ -36,6 +39,8 @@ logger = logging.getLogger(__name__)
 _POLL_S = 1.0
 #: After a collective failure, how long to wait for a peer's death to be reported (it is the better error).
 _PEER_GRACE_S = 5.0
+#: The groups this driver process holds resources for (weak: each is owned by its network's GroupHolder).
+_HOLDING: weakref.WeakSet[ReplicaGroup] = weakref.WeakSet()
 
 
 class ReplicaGroup:
@@ -91,7 +96,8 @@ class ReplicaGroup:
             ReplicaError: (or the original exception type) if a replica fails to set up.
             SourceMismatchError: If a replica imported other fe_ray sources than the driver's.
         """
-        self._placement = cluster.reserve(self.num_replicas, self.bundle, self._placement_timeout_s, self._strategy)
+        self._placement = self._reserve()
+        _HOLDING.add(self)
         try:
             for rank in range(self.num_replicas):
                 args = (rank, self.num_replicas, self.framework, self._payload, self._collective_timeout_s,
@@ -127,6 +133,27 @@ class ReplicaGroup:
         logger.info("fe_ray: started %d %s replicas: %s", self.num_replicas, self.framework,
                     [(i.get("rank"), i.get("node_ip"), i.get("pid"), i.get("device")) for i in self.infos])
 
+    def _reserve(self) -> Any:
+        """Reserve the placement group, first releasing the replicas of networks nobody references any more.
+
+        An Estimator, its System and its Network refer to each other, so a network the user dropped (a finished run
+        in a sweep, a rebound notebook variable) is freed only by the cyclic garbage collector, whose finalizer
+        then stops its replicas. Until that runs, the old replicas keep their CPUs/GPUs and the new group would
+        wait out its placement timeout, so collect now when this process holds any group.
+        """
+        if _HOLDING:
+            gc.collect()
+        try:
+            return cluster.reserve(self.num_replicas, self.bundle, self._placement_timeout_s, self._strategy)
+        except PlacementError as err:
+            others = [group for group in _HOLDING if group is not self]
+            if not others:
+                raise
+            held = ", ".join(f"{group.num_replicas} x {group.bundle}" for group in others)
+            raise PlacementError(f"{err} This process still holds replicas of {len(others)} other fe_ray "
+                                 f"network(s) ({held}): call shutdown() on a network you are done with (its models "
+                                 f"keep the trained weights, and it restarts its replicas if used again).") from None
+
     @property
     def transport(self) -> str:
         """How steps reach the replicas now: "calls", "stream" or "compiled" (a graph that failed to compile
@@ -153,6 +180,7 @@ class ReplicaGroup:
         self.actors = []
         cluster.release(self._placement)
         self._placement = None
+        _HOLDING.discard(self)
 
     # ------------------------------------------------------------------ calls
     def submit(self, method: str, per_rank_args: Sequence[tuple[Any, ...]] | None = None,

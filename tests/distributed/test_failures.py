@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import threading
@@ -132,6 +133,32 @@ def test_unplaceable_request_fails_fast(ray_session: None) -> None:
     with pytest.raises(PlacementError, match=r"resources_per_replica=\{'GPU': 1.0\}.*Available now"):
         network.start()
     assert timeit.default_timer() - start < 5
+
+
+@pytest.mark.timeout(120)
+def test_a_dropped_network_frees_its_replicas_and_a_held_one_is_named(ray_session: None) -> None:
+    """A sweep that builds one network per run: the previous, unreferenced one must not hold the cluster."""
+    bundle = {"CPU": 2}  # two replicas take the session's 4 CPUs
+    first = make_network(num_replicas=2, resources_per_replica=bundle)
+    first.start()
+    first.cycle = first  # like an Estimator <-> System <-> Network cycle: only the cyclic collector frees it
+    del first
+    collecting = gc.isenabled()
+    gc.disable()  # no automatic collection may free it by chance
+    try:
+        second = make_network(num_replicas=2, resources_per_replica=bundle, placement_timeout_s=20)
+        second.start()  # without collecting the first network, this waited out its 20 s and raised
+        third = make_network(num_replicas=1, resources_per_replica={"CPU": 1}, placement_timeout_s=2)
+        with pytest.raises(PlacementError, match=r"holds replicas of 1 other fe_ray network\(s\) "
+                                                 r"\(2 x \{'CPU': 2.0\}\): call shutdown\(\)"):
+            third.start()
+        second.shutdown()
+        third.start()
+        assert third.started
+        third.shutdown()
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def test_the_collective_outlasts_the_step_timeout_unless_set() -> None:
