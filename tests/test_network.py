@@ -295,6 +295,17 @@ def test_error_mixed_precision_with_gradients_key() -> None:
         UpdateOp(model=model, loss_name="mse", gradients="grads")
 
 
+def test_pops_receive_float32_from_torch_mixed_precision_on_cpu() -> None:
+    # CPU autocast computes in bfloat16, which numpy lacks: a pop used to fail with "unsupported ScalarType".
+    model = fe.build(linear_model_fn("torch"), optimizer_fn="sgd", mixed_precision=True)
+    network = fe.Network([ModelOp(model=model, inputs="x", outputs="y_pred")],
+                         pops=NumpyLambda(lambda pred: pred * 2.0, inputs="y_pred", outputs="y_double"))
+    out = network.transform({"x": np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]], np.float32)}, mode="infer")
+    assert str(out["y_pred"].dtype) == "torch.bfloat16"
+    assert out["y_double"].dtype == np.float32
+    np.testing.assert_array_equal(out["y_double"], [[2.0], [4.0]])
+
+
 def test_error_bad_num_replicas() -> None:
     network_ops = linear_network("torch")[0].ops
     with pytest.raises(ValueError, match="num_replicas must be a positive int"):

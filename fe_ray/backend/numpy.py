@@ -25,6 +25,8 @@ def _to_numpy_leaf(data: Any) -> Any:
     if hasattr(data, "numpy"):
         detach = getattr(data, "detach", None)
         value = detach().cpu() if detach is not None else data
+        if detach is not None and str(value.dtype) == "torch.bfloat16":
+            value = value.float()  # numpy has no bfloat16 (torch CPU autocast makes it); float32 holds it exactly
         return value.numpy()
     return data
 

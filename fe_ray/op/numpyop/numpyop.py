@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from fe_ray.backend import numpy as numpy_backend
 from fe_ray.op.op import Op, get_inputs_by_op, write_outputs_by_op
 
 
@@ -117,7 +118,6 @@ def forward_numpyop(ops: list[NumpyOp], data: MutableMapping[str, Any], state: d
 def _to_numpy(value: Any) -> Any:
     if isinstance(value, np.ndarray):
         return value
-    if hasattr(value, "numpy"):
-        detach = getattr(value, "detach", None)
-        return (detach() if detach else value).numpy()
+    if hasattr(value, "numpy"):  # a torch / TF tensor (bfloat16 included) from the network's step
+        return numpy_backend.to_numpy(value)
     return np.asarray(value)
