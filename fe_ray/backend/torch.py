@@ -18,14 +18,14 @@ from fe_ray.backend.torch_io import get_state, load_model, load_weights, save_mo
 from fe_ray.backend.torch_losses import cross_entropy, mean_squared_error
 from fe_ray.util import NonContext, map_nested
 
-#: Optimizer names accepted by :func:`make_optimizer`, with the constructor used for each. Learning rates follow
-#: the Keras defaults (SGD 0.01, RMSprop 0.001) so that "sgd" means the same thing in both frameworks.
+#: Optimizer names accepted by :func:`make_optimizer`, with the constructor used for each: torch's defaults except
+#: SGD's rate of 0.01, as FastEstimator builds them, so a ported program trains at the same rates.
 _OPTIMIZERS: dict[str, Callable[[Iterator[torch.nn.Parameter]], torch.optim.Optimizer]] = {
     "adadelta": lambda params: torch.optim.Adadelta(params),
     "adagrad": lambda params: torch.optim.Adagrad(params),
     "adam": lambda params: torch.optim.Adam(params),
     "adamax": lambda params: torch.optim.Adamax(params),
-    "rmsprop": lambda params: torch.optim.RMSprop(params, lr=0.001),
+    "rmsprop": lambda params: torch.optim.RMSprop(params),
     "sgd": lambda params: torch.optim.SGD(params, lr=0.01),
 }
 

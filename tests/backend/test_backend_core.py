@@ -128,6 +128,15 @@ def test_make_optimizer_names(framework: str, name: str) -> None:
         assert optimizer.scaler is None
 
 
+@pytest.mark.parametrize("name, rate", [("adadelta", 1.0), ("adagrad", 0.01), ("adam", 0.001), ("adamax", 0.002),
+                                        ("rmsprop", 0.01), ("sgd", 0.01)])
+def test_torch_optimizer_names_take_fastestimators_learning_rates(name: str, rate: float) -> None:
+    # FastEstimator builds torch optimizers from names with torch's defaults (SGD: 0.01); a ported program must train
+    # at the same rates (rmsprop was 0.001).
+    optimizer = get_backend("torch").make_optimizer(model_of("torch", None), name, False)
+    assert optimizer.param_groups[0]["lr"] == pytest.approx(rate)
+
+
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_make_optimizer_unknown_name_and_none(framework: str) -> None:
     backend = get_backend(framework)
