@@ -9,7 +9,7 @@ from typing import Any
 from fe_ray.schedule import get_current_items, get_signature_epochs
 from fe_ray.summary.summary import Summary
 from fe_ray.summary.system import System
-from fe_ray.trace.essential import EvalEssential, TrainEssential
+from fe_ray.trace.essential import EvalEssential, TestEssential, TrainEssential
 from fe_ray.trace.logger import Logger
 from fe_ray.trace.trace import Data, Trace, sort_traces
 from fe_ray.util import filter_nones, to_list, to_set
@@ -131,8 +131,11 @@ class Estimator:
         traces: list[Any] = []
         if "train" in run_modes:
             traces.append(TrainEssential(monitor_names=monitor))
-        if "eval" in run_modes:
+        modes_with_data = self.pipeline.get_modes()
+        if "eval" in run_modes and "eval" in modes_with_data:
             traces.append(EvalEssential(monitor_names=monitor))
+        if "test" in run_modes and "test" in modes_with_data:
+            traces.append(TestEssential(monitor_names=monitor))
         traces.extend(self.traces)
         if self.system.log_steps is not None:
             traces.append(Logger())

@@ -92,6 +92,18 @@ def test_test_mode_runs_test_traces() -> None:
     summary = estimator.test()
     assert 0.0 <= summary.history["test"]["accuracy"][8] <= 1.0
     assert "accuracy" in summary.history["eval"]
+    # The test loss is averaged over the test batches as FastEstimator's TestEssential does; the test data is the
+    # eval data and the weights did not change since the last evaluation, so the means agree.
+    assert summary.history["test"]["ce"][8] == pytest.approx(summary.history["eval"]["ce"][8], rel=1e-6)
+
+
+def test_evaluation_means_are_kept_only_for_modes_with_data() -> None:
+    train, _ = digits_arrays("torch", n_train=64, n_eval=16)
+    pipeline, network = ToyPipeline(train, None, batch_size=8), classifier_network(torch_mlp())
+    estimator = fe.Estimator(pipeline, network, epochs=1, log_steps=None)
+    summary = estimator.fit()
+    assert "eval" not in summary.history
+    assert [type(trace).__name__ for trace in estimator.traces_in_use] == ["TrainEssential"]
 
 
 @pytest.mark.parametrize("kwargs, match", [({"epochs": 0}, "epochs"), ({"epochs": 1, "log_steps": -1}, "log_steps"),

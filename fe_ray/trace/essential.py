@@ -1,4 +1,5 @@
-"""Traces the Estimator adds by itself: timing and monitored values in training, epoch means in evaluation."""
+"""Traces the Estimator adds by itself: timing and monitored values in training, epoch means in evaluation and
+testing."""
 
 from __future__ import annotations
 
@@ -61,11 +62,12 @@ class EvalEssential(Trace):
 
     Args:
         monitor_names: Keys (usually the losses) to average.
+        mode: The mode whose epochs it averages (:class:`TestEssential` uses "test").
     """
 
-    def __init__(self, monitor_names: Iterable[str]) -> None:
+    def __init__(self, monitor_names: Iterable[str], mode: str = "eval") -> None:
         names = sorted(monitor_names)
-        super().__init__(inputs=names, outputs=names, mode="eval")
+        super().__init__(inputs=names, outputs=names, mode=mode)
         self.eval_results: dict[str, list[Any]] = {}
 
     def on_epoch_begin(self, data: Data) -> None:
@@ -85,3 +87,16 @@ class EvalEssential(Trace):
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         self.eval_results = {key: list(values) for key, values in state.get("eval_results", {}).items()}
+
+
+class TestEssential(EvalEssential):
+    """Logs the mean over the test batches of each monitored key at the end of the test epoch (``Estimator.test``).
+
+    Args:
+        monitor_names: Keys (usually the losses) to average.
+    """
+
+    __test__ = False  # not a pytest test class, despite its name
+
+    def __init__(self, monitor_names: Iterable[str]) -> None:
+        super().__init__(monitor_names, mode="test")
