@@ -31,7 +31,8 @@ class Estimator:
         traces: Traces (or Schedulers of Traces) to run.
         log_steps: Log every N training steps; 0 logs only epoch summaries; None disables the Logger (the Summary
             is recorded regardless).
-        eval_log_steps: Evaluation batch indices after which a progress line is printed.
+        eval_log_steps: Evaluation batch indices after which a progress line is printed (default: the first, a
+            third, two thirds and the last batch of the evaluation epoch).
         monitor_names: Extra keys to log during training besides the losses.
 
     Network contract. The Estimator uses only ``network(mode, epoch, ds_id, desired_output_keys, warmup, eager)``
@@ -278,6 +279,8 @@ class Estimator:
                 self.network(mode=mode, epoch=epoch, ds_id=ds_id, desired_output_keys=self._wanted_keys(traces),
                              warmup=False, eager=eager) as network:
             system.epoch_length = steps if steps is not None else _safe_len(loader)
+            if mode == "eval":
+                system.eval_log_steps = _eval_log_steps(system.eval_log_steps_request, system.epoch_length)
             for batch in _with_lookahead(loader, getattr(network, "set_lookahead", None)):
                 if mode == "train":
                     system.update_global_step()
@@ -303,6 +306,16 @@ class Estimator:
         data = self._data(batch)
         for trace in traces:
             getattr(trace, event)(data)
+
+
+
+def _eval_log_steps(request: Sequence[int], length: int | None) -> tuple[list[int], int]:
+    """The evaluation batches that print a progress line, and the epoch's batch count (0 if unknown), as
+    FastEstimator's ``System.eval_log_steps``: the request, else the first, a third, two thirds and the last batch."""
+    total = length or 0
+    if request:
+        return list(request), total
+    return ([1, total // 3, 2 * total // 3, total] if total else []), total
 
 
 _END = object()

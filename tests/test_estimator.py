@@ -190,8 +190,28 @@ def test_multiple_eval_datasets_and_progress_output(capsys) -> None:
     assert seen == ["a", "a", "b"]
     assert set(summary.history["eval"]) >= {"accuracy", "ce"}
     out = capsys.readouterr()
-    assert "FastEstimator-Eval: step: 4; progress: 1/?;" in out.out
+    assert "FastEstimator-Eval: step: 4; progress: 1/2;" in out.out  # 16 samples of "a" in batches of 8
+    assert "FastEstimator-Eval: step: 4; progress: 1/1;" in out.out  # the 8 of "b"
+    assert "progress: 2/2" not in out.out  # only the requested batch
     assert "train epoch 1" in out.out + out.err  # the tqdm bar
+    # FastEstimator's System fields: the request, and (steps that print, batches) of the latest eval dataset.
+    assert estimator.system.eval_log_steps_request == [1]
+    assert estimator.system.eval_log_steps == ([1], 1)
+
+
+def test_eval_progress_is_logged_at_four_points_by_default(capsys) -> None:
+    from fe_ray.dataset.data import digits
+    from fe_ray.op.numpyop.univariate import ExpandDims
+
+    train, evaluation = digits.load_data()
+    pipeline = fe.Pipeline(train_data=train.subset(np.arange(16)), eval_data=evaluation.subset(np.arange(48)),
+                           batch_size=8, ops=[ExpandDims("x", "x", axis=0)])  # 6 eval batches: progress at 1, 2, 4, 6
+    estimator = fe.Estimator(pipeline, classifier_network(torch_mlp()), epochs=1, log_steps=0)
+    estimator.fit()
+    progress = [line.split("progress: ")[1].split(";")[0] for line in capsys.readouterr().out.splitlines()
+                if "progress: " in line]
+    assert progress == ["1/6", "2/6", "4/6", "6/6"]
+    assert estimator.system.eval_log_steps == ([1, 2, 4, 6], 6)
 
 
 def _lookahead_run(peek: bool, seen: list[Any], peeked: list[Any], fail_at: int | None = None) -> None:

@@ -65,7 +65,8 @@ class System:
         total_epochs: How many epochs training runs for.
         train_steps_per_epoch: Cut or extend every training epoch to this many steps (None: one pass over the data).
         eval_steps_per_epoch: Same for evaluation.
-        eval_log_steps: Evaluation batch indices after which a progress line is printed.
+        eval_log_steps: Evaluation batch indices after which a progress line is printed (kept as
+            ``eval_log_steps_request``; default: the first, a third, two thirds and the last batch).
         system_config: A description of the Estimator configuration, stored in the Summary.
 
     Attributes:
@@ -94,7 +95,10 @@ class System:
         self.total_epochs = total_epochs
         self.train_steps_per_epoch = train_steps_per_epoch
         self.eval_steps_per_epoch = eval_steps_per_epoch
-        self.eval_log_steps: list[int] = [int(step) for step in to_list(eval_log_steps)]
+        self.eval_log_steps_request: list[int] = [int(step) for step in to_list(eval_log_steps)]
+        #: (the evaluation batch indices that print a progress line, the batches in this evaluation epoch; 0 if
+        #: unknown): set as each evaluation dataset starts, from the request or, without one, four evenly spaced.
+        self.eval_log_steps: tuple[list[int], int] = ([], 0)
         self.batch_idx: int | None = None
         self.epoch_length: int | None = None  # batches in the current epoch when known (for progress bars)
         self.stop_training = False

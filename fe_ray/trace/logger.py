@@ -54,9 +54,8 @@ class Logger(Trace):
             step = system.global_step or 0
             if system.log_steps and (step % system.log_steps == 0 or step == 1):
                 self._print("Train", data)
-        elif system.mode == "eval" and system.batch_idx in system.eval_log_steps:
-            total = system.eval_steps_per_epoch
-            self._print("Eval", data, extra=f"progress: {system.batch_idx}/{total or '?'}; ")
+        elif system.mode == "eval" and system.batch_idx in system.eval_log_steps[0]:
+            self._print("Eval", data, extra=f"progress: {system.batch_idx}/{system.eval_log_steps[1] or '?'}; ")
 
     def on_epoch_end(self, data: Data) -> None:
         mode = self.system.mode
