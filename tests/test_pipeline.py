@@ -311,3 +311,42 @@ def test_unknown_mode_and_missing_data() -> None:
 def test_constructor_errors(kwargs: dict[str, Any], error: type[Exception], match: str) -> None:
     with pytest.raises(error, match=match):
         Pipeline(**kwargs)
+
+
+class _Curriculum(NumpyDataset):
+    """A dataset that changes as training goes on (a difficulty level), with its own state."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__(_ds(n).data)
+        self.level = 0
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"level": self.level}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.level = int(state["level"])
+
+
+def test_dataset_states_are_saved_and_restored_with_the_pipeline() -> None:
+    def make() -> tuple[Pipeline, _Curriculum, _Curriculum]:
+        first, second = _Curriculum(4), _Curriculum(4)
+        pipeline = Pipeline(train_data=EpochScheduler({1: first, 3: second}), eval_data={"a": _ds(4), "b": _ds(2)},
+                            batch_size=2, shuffle_seed=0)
+        return pipeline, first, second
+
+    pipeline, first, second = make()
+    first.level, second.level = 2, 5
+    state = pipeline.state_dict()
+    assert state["datasets"] == {"train": {"": [{"level": 2}, {"level": 5}]}, "eval": {"a": [{}], "b": [{}]}}
+    first.level = 3  # the saved state is a copy
+    restored, new_first, new_second = make()
+    restored.load_state_dict(state)
+    assert (new_first.level, new_second.level) == (2, 5)
+
+    other = Pipeline(train_data=_Curriculum(4), eval_data={"a": _ds(4)}, batch_size=2, shuffle_seed=0)
+    with pytest.raises(ValueError, match=r"2 dataset state\(s\) for mode 'train', ds_id '', but this Pipeline has 1"):
+        other.load_state_dict(state)
+    state["datasets"]["train"] = {"": [{"level": 1}]}
+    with pytest.raises(ValueError, match=r"mode 'eval', ds_id 'b', which this Pipeline has no data for"):
+        other.load_state_dict(state)
+    assert other.data["train"][""].level == 0  # nothing restored from a state that does not fit

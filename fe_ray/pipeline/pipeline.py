@@ -46,13 +46,16 @@ class Pipeline:
         Every tracked loader records, per (mode, ds_id), ``{"epoch": e, "batches": k}``: ``k`` batches of epoch ``e``
         have been handed out (the counter moves just before a batch is yielded, so a checkpoint taken while that
         batch is processed counts it as consumed). The entry is removed once the epoch's last batch is handed out.
-        :meth:`state_dict` returns ``{"seed", "positions": {mode: {ds_id: {"epoch", "batches"}}}, "ops": [...]}``
-        (the ops' own ``state_dict``s). After :meth:`load_state_dict`, the next tracked loader for that (mode,
-        ds_id) *and the same epoch* starts at batch ``k``: batches before it are skipped without loading data or
-        running ops, so the remaining batches equal those of the uninterrupted run. A loader for another epoch
-        starts at 0 and replaces the entry. Loaders are tracked unless ``track=False``; by default a call with an
-        explicit ``shuffle=False`` (a side look at the data, like the Estimator's warmup) is not tracked.
-        :meth:`get_results` never tracks. Datasets are immutable and stateless.
+        :meth:`state_dict` returns ``{"seed", "positions": {mode: {ds_id: {"epoch", "batches"}}}, "ops": [...],
+        "datasets": {mode: {ds_id: [...]}}}`` (the ops' own ``state_dict``s, and each dataset's -- every dataset of a
+        Scheduler, in order -- or None for a dataset without ``state_dict``). After :meth:`load_state_dict`, the
+        next tracked loader for that (mode, ds_id) *and the same epoch* starts at batch ``k``: batches before it are
+        skipped without loading data or running ops, so the remaining batches equal those of the uninterrupted run.
+        A loader for another epoch starts at 0 and replaces the entry. Loaders are tracked unless ``track=False``;
+        by default a call with an explicit ``shuffle=False`` (a side look at the data, like the Estimator's warmup)
+        is not tracked.
+        :meth:`get_results` never tracks. A dataset that changes as it is read (one defining ``state_dict`` /
+        ``load_state_dict``) is saved and restored with the Pipeline, as FastEstimator saves its datasets' states.
 
     Raises:
         ValueError: For an empty dataset, a missing or non-positive batch size for a mode with data, a bad ds_id or
@@ -247,8 +250,10 @@ class Pipeline:
         positions: dict[str, dict[str, dict[str, int]]] = {}
         for (mode, ds_id), position in self._positions.items():
             positions.setdefault(mode, {})[ds_id] = dict(position)
+        datasets = {mode: {ds_id: [_dataset_state(dataset) for dataset in get_current_items([value])]
+                           for ds_id, value in by_id.items()} for mode, by_id in self.data.items()}
         return {"seed": self.shuffle_seed, "positions": positions,
-                "ops": [op.state_dict() for op in get_current_items(self.ops)]}
+                "ops": [op.state_dict() for op in get_current_items(self.ops)], "datasets": datasets}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Restore a :meth:`state_dict`; the next tracked loader of a saved (mode, ds_id, epoch) resumes it.
@@ -270,11 +275,46 @@ class Pipeline:
         if len(op_states) != len(ops):
             raise ValueError(f"Pipeline state holds {len(op_states)} op state(s) but this Pipeline has {len(ops)} "
                              "op(s); restore into a Pipeline with the same ops.")
+        restores = self._dataset_restores(state.get("datasets", {}))  # all checked before anything changes
         for op, op_state in zip(ops, op_states):
             op.load_state_dict(copy.deepcopy(op_state))
+        for dataset, dataset_state in restores:
+            dataset.load_state_dict(copy.deepcopy(dataset_state))
         self.shuffle_seed = int(state["seed"])
         self._positions = positions
+
+    def _dataset_restores(self, states: Mapping[str, Mapping[str, list[Any]]]) -> list[tuple[Any, Any]]:
+        """Pair each saved dataset state with this Pipeline's dataset at the same (mode, ds_id, position).
+
+        Raises:
+            ValueError: If the saved states name a (mode, ds_id) this Pipeline lacks, hold another number of
+                datasets there, or hold a state for a dataset that cannot load one.
+        """
+        restores = []
+        for mode, by_id in states.items():
+            for ds_id, saved in by_id.items():
+                if ds_id not in self.data.get(mode, {}):
+                    raise ValueError(f"Pipeline state holds a dataset state for mode {mode!r}, ds_id {ds_id!r}, which "
+                                     f"this Pipeline has no data for; restore into a Pipeline with the same datasets.")
+                datasets = get_current_items([self.data[mode][ds_id]])
+                if len(saved) != len(datasets):
+                    raise ValueError(f"Pipeline state holds {len(saved)} dataset state(s) for mode {mode!r}, ds_id "
+                                     f"{ds_id!r}, but this Pipeline has {len(datasets)} dataset(s) there.")
+                for dataset, dataset_state in zip(datasets, saved):
+                    if dataset_state is None:
+                        continue
+                    if not callable(getattr(dataset, "load_state_dict", None)):
+                        raise ValueError(f"Pipeline state holds a state for the {type(dataset).__name__} of mode "
+                                         f"{mode!r}, ds_id {ds_id!r}, which has no load_state_dict.")
+                    restores.append((dataset, dataset_state))
+        return restores
 
     def __repr__(self) -> str:
         data = {mode: {ds_id: value for ds_id, value in by_id.items()} for mode, by_id in self.data.items()}
         return f"Pipeline(data={data}, batch_size={self.batch_size!r}, ops={self.ops}, num_process={self.num_process})"
+
+
+def _dataset_state(dataset: Any) -> Any:
+    """A dataset's own ``state_dict()`` (copied: the dataset goes on changing), or None if it keeps no state."""
+    state_dict = getattr(dataset, "state_dict", None)
+    return copy.deepcopy(state_dict()) if callable(state_dict) else None

@@ -163,3 +163,33 @@ def test_tf_states_are_never_views() -> None:
 
     model = tf_mlp()
     assert get_backend(model).state_is_view(model) is False
+
+
+def test_dataset_states_travel_in_the_checkpoint(tmp_path) -> None:
+    from fe_ray.dataset import NumpyDataset
+    from fe_ray.pipeline import Pipeline
+
+    class Curriculum(NumpyDataset):
+        def __init__(self, data: dict) -> None:
+            super().__init__(data)
+            self.level = 0
+
+        def state_dict(self) -> dict:
+            return {"level": self.level, "seen": np.arange(3) * self.level}
+
+        def load_state_dict(self, state: dict) -> None:
+            self.level = int(state["level"])
+            assert state["seen"].tolist() == [0, self.level, 2 * self.level]
+
+    def make() -> tuple[System, Curriculum]:
+        train, evaluation = digits_arrays(n_train=32, n_eval=16)
+        dataset = Curriculum(train)
+        pipeline = Pipeline(train_data=dataset, eval_data=NumpyDataset(evaluation), batch_size=8, shuffle_seed=0)
+        return System(classifier_network(torch_mlp()), pipeline, total_epochs=2), dataset
+
+    system, dataset = make()
+    dataset.level = 4
+    system.save_state(str(tmp_path))
+    other, restored = make()
+    other.load_state(str(tmp_path))
+    assert restored.level == 4
