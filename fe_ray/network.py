@@ -16,7 +16,7 @@ from fe_ray.op.numpyop.numpyop import NumpyOp, check_numpy_ops, forward_numpyop
 from fe_ray.op.tensorop.tensorop import TensorOp
 from fe_ray.schedule import Scheduler, get_current_items
 from fe_ray.slicer import Slicer, forward_slicers, reverse_slicers, sanity_assert_slicers
-from fe_ray.util import check_mode, filter_nones, to_list
+from fe_ray.util import check_ds_id, check_epoch, check_mode, filter_nones, to_list
 
 OpsArg = Any  # TensorOp | Scheduler[TensorOp] | Sequence of them (kept loose for FastEstimator compatibility)
 
@@ -140,8 +140,15 @@ class BaseNetwork:
 
     def __call__(self, mode: str, epoch: int, ds_id: str = "", desired_output_keys: set[str] | None = None,
                  warmup: bool = False, eager: bool = False) -> BaseNetwork:
-        """Configure the network for a (mode, epoch, ds_id) context; use the result in a ``with`` block."""
+        """Configure the network for a (mode, epoch, ds_id) context; use the result in a ``with`` block.
+
+        Raises:
+            ValueError: If ``mode`` is not a mode or ``epoch`` is not an int >= 1.
+            TypeError: If ``ds_id`` is not a str.
+        """
         check_mode(mode)
+        epoch = check_epoch(epoch)
+        check_ds_id(ds_id)
         if self.ctx_lock.locked():
             raise ValueError("You cannot configure a Network while it is in use (already inside a `with` block).")
         self.ctx_inputs, self.ctx_gpu_inputs, self.ctx_outputs = self.get_io_keys(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 import os
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
@@ -78,6 +79,26 @@ def check_mode(mode: str) -> str:
     if mode not in MODES:
         raise ValueError(f"Unknown mode {mode!r}; valid modes are {list(MODES)}.")
     return mode
+
+
+def check_count(value: Any, name: str, minimum: int = 0) -> int:
+    """Return ``value`` as an int if it is an int (numpy ints too) >= ``minimum``, else raise ValueError naming
+    ``name``."""
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < minimum:
+        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}.")
+    return int(value)
+
+
+def check_epoch(epoch: Any) -> int:
+    """Return ``epoch`` if it is an int >= 1 (epochs count from 1), else raise ValueError."""
+    return check_count(epoch, "epoch", minimum=1)
+
+
+def check_ds_id(ds_id: Any) -> str:
+    """Return ``ds_id`` if it is a str ('' when a mode has a single dataset), else raise TypeError."""
+    if not isinstance(ds_id, str):
+        raise TypeError(f"ds_id must be a str (the dataset id, '' when a mode has a single dataset), got {ds_id!r}.")
+    return ds_id
 
 
 def get_batch_size(batch: Mapping[str, Any]) -> int:

@@ -312,6 +312,19 @@ def test_error_bad_num_replicas() -> None:
         fe.Network(network_ops, num_replicas=0)
 
 
+@pytest.mark.parametrize("kwargs, error, match", [
+    ({"mode": "training", "epoch": 1}, ValueError, r"Unknown mode 'training'; valid modes are \['train'"),
+    ({"mode": "train", "epoch": "one"}, ValueError, r"epoch must be an int >= 1, got 'one'"),
+    ({"mode": "train", "epoch": 0}, ValueError, r"epoch must be an int >= 1, got 0"),
+    ({"mode": "train", "epoch": 1, "ds_id": None}, TypeError, r"ds_id must be a str .*got None")])
+def test_bad_context_arguments_are_named(kwargs: dict, error: type, match: str) -> None:
+    network, _ = linear_network("torch")
+    with pytest.raises(error, match=match):
+        network(**kwargs)
+    with network(mode="train", epoch=np.int64(2)):  # numpy ints are ints
+        assert network.ctx_state["epoch"] == 2
+
+
 def test_run_step_outside_context() -> None:
     network, _ = linear_network("torch")
     with pytest.raises(ValueError, match="inside `with network"):

@@ -10,9 +10,9 @@ import numpy as np
 
 from fe_ray.op.numpyop.numpyop import NumpyOp, check_numpy_ops, forward_numpyop
 from fe_ray.pipeline.loader import Loader
-from fe_ray.pipeline.validation import check_batch_size, check_count, check_epoch, normalize_data
+from fe_ray.pipeline.validation import check_batch_size, normalize_data
 from fe_ray.schedule import Scheduler, get_current_items
-from fe_ray.util import MODES, check_mode, to_list
+from fe_ray.util import MODES, check_count, check_epoch, check_mode, to_list
 
 
 class Pipeline:

@@ -1,4 +1,4 @@
-"""Argument checks for the Pipeline: data per mode, batch sizes, counts and epochs."""
+"""Argument checks for the Pipeline: data per mode and batch sizes (counts and epochs: ``fe_ray.util``)."""
 
 from __future__ import annotations
 
@@ -62,15 +62,3 @@ def check_batch_size(value: Any) -> None:
             continue
         if not isinstance(item, (int, np.integer)) or isinstance(item, bool) or item < 1:
             raise ValueError(f"batch_size must be a positive int (or a Scheduler of them), got {item!r}.")
-
-
-def check_count(value: Any, name: str, minimum: int = 0) -> int:
-    """Return ``value`` as an int if it is an int >= ``minimum``, else raise ValueError naming ``name``."""
-    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}.")
-    return int(value)
-
-
-def check_epoch(epoch: Any) -> int:
-    """Return ``epoch`` if it is an int >= 1, else raise ValueError."""
-    return check_count(epoch, "epoch", minimum=1)
