@@ -1,6 +1,10 @@
 """Shipping the user's ops (with their models and optimizers) from the driver to the replicas.
 
 Ops are pickled with cloudpickle, so lambdas and classes defined in ``__main__`` or a notebook travel by value.
+Code travelling by value keeps its file name (Ray's cloudpickle; the standalone one replaces it by
+``<dynamic-code>``), and the source lines of those files travel with it and are put into the replica's
+``linecache``: TensorFlow's AutoGraph reads an op's source to convert Python control flow on tensors inside the
+replica's ``tf.function`` step, and remote tracebacks show the user's lines, also on nodes without the file.
 Models need care:
 
 * torch ``nn.Module`` objects pickle completely (weights, the optimizer attached by :func:`fe_ray.build`, and
@@ -18,12 +22,14 @@ Models need care:
 from __future__ import annotations
 
 import io
+import linecache
 import pickle
 import sys
+import types
 from collections.abc import Sequence
 from typing import Any
 
-import cloudpickle
+from ray import cloudpickle
 
 #: Attributes fe_ray.build / UpdateOp attach to models (besides any ``fe_*`` attribute), restored on Keras models.
 _FE_MODEL_ATTRS = ("model_name", "mixed_precision", "loss_name")
@@ -42,10 +48,17 @@ def _is_keras_optimizer(obj: Any) -> bool:
 class _KerasAwarePickler(cloudpickle.Pickler):
     """A cloudpickle Pickler that replaces Keras models / optimizers by persistent ids."""
 
-    def __init__(self, file: io.BytesIO, models: dict[int, int], optimizers: bool) -> None:
+    def __init__(self, file: io.BytesIO, models: dict[int, int], optimizers: bool,
+                 source_files: set[str] | None = None) -> None:
         super().__init__(file)
         self._models = models
         self._optimizers = optimizers
+        self._source_files = source_files
+
+    def reducer_override(self, obj: Any) -> Any:  # noqa: D102 - pickle protocol hook
+        if self._source_files is not None and isinstance(obj, types.CodeType):
+            self._source_files.add(obj.co_filename)  # only code travelling by value is pickled as a code object
+        return super().reducer_override(obj)
 
     def persistent_id(self, obj: Any) -> Any:  # noqa: D102 - pickle protocol hook
         if id(obj) in self._models and _is_keras_model(obj):
@@ -75,17 +88,34 @@ class _KerasAwareUnpickler(pickle.Unpickler):
         raise pickle.UnpicklingError(f"Unknown persistent id {pid[0]!r}.")
 
 
-def _dumps(obj: Any, models: dict[int, int], optimizers: bool) -> bytes:
+def _dumps(obj: Any, models: dict[int, int], optimizers: bool, source_files: set[str] | None = None) -> bytes:
     buffer = io.BytesIO()
-    _KerasAwarePickler(buffer, models, optimizers).dump(obj)
+    _KerasAwarePickler(buffer, models, optimizers, source_files).dump(obj)
     return buffer.getvalue()
 
 
-def _keras_spec(model: Any) -> dict[str, Any]:
+def _sources(files: set[str]) -> dict[str, list[str]]:
+    """The driver's lines of ``files`` (from disk, or from the linecache for notebook cells); unknown ones left out."""
+    found = {}
+    for name in sorted(files):
+        lines = linecache.getlines(name)
+        if lines:
+            found[name] = lines
+    return found
+
+
+def _install_sources(sources: dict[str, list[str]]) -> None:
+    """Put the driver's source lines into this process's linecache (no modification time: never re-read from a
+    file of the same name here, which may be another version or not exist)."""
+    for name, lines in sources.items():
+        linecache.cache[name] = (sum(len(line) for line in lines), None, list(lines), name)
+
+
+def _keras_spec(model: Any, source_files: set[str]) -> dict[str, Any]:
     attrs = {name: value for name, value in vars(model).items()
              if name in _FE_MODEL_ATTRS or (name.startswith("fe_") and not callable(value))}
     optimizers = (getattr(model, "optimizer", None), getattr(model, "current_optimizer", None))
-    return {"class": cloudpickle.dumps(type(model)), "class_name": type(model).__name__,
+    return {"class": _dumps(type(model), {}, False, source_files), "class_name": type(model).__name__,
             "model": cloudpickle.dumps(model), "attrs": cloudpickle.dumps(attrs),
             "optimizers": _dumps(optimizers, {}, optimizers=True)}
 
@@ -112,14 +142,17 @@ def _load_keras_model(spec: dict[str, Any]) -> Any:
 def dumps_ops(ops: Sequence[Any], models: Sequence[Any]) -> bytes:
     """Serialise ``ops`` (and the ``models`` they use) for :func:`loads_ops` in another process."""
     index = {id(model): pos for pos, model in enumerate(models) if _is_keras_model(model)}
-    specs = {pos: _keras_spec(model) for pos, model in enumerate(models) if id(model) in index}
-    return cloudpickle.dumps({"keras_models": specs, "n_models": len(models),
-                              "ops": _dumps(list(ops), index, optimizers=False)})
+    source_files: set[str] = set()
+    specs = {pos: _keras_spec(model, source_files) for pos, model in enumerate(models) if id(model) in index}
+    ops_payload = _dumps(list(ops), index, False, source_files)
+    return cloudpickle.dumps({"keras_models": specs, "n_models": len(models), "ops": ops_payload,
+                              "sources": _sources(source_files)})
 
 
 def loads_ops(payload: bytes) -> list[Any]:
     """Rebuild the ops serialised by :func:`dumps_ops` (models shared between ops stay shared)."""
     data = cloudpickle.loads(payload)
+    _install_sources(data.get("sources", {}))
     models: list[Any] = [None] * data["n_models"]
     for pos, spec in data["keras_models"].items():
         models[pos] = _load_keras_model(spec)
