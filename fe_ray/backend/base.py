@@ -49,8 +49,9 @@ class Backend(Protocol):
     def feed_forward(self, model: Any, x: Any, training: bool = True) -> Any:
         """Run the model on ``x`` (a list means several inputs)."""
 
-    def build_model_fn(self, model: Any, layer_names: Sequence[str]) -> Callable[[Any, bool], Any]:
-        """Return ``fn(x, training) -> [final, *named layer outputs]``."""
+    def build_model_fn(self, model: Any, layers: Sequence[str | int]) -> Callable[[Any, bool], list[Any]]:
+        """Return ``fn(x, training) -> [model output, *outputs of the chosen layers]`` (layers by name or index;
+        several inputs spread into positional arguments only when the model takes several), as ModelOp runs it."""
 
     def add_model_losses(self, model: Any, loss: Any) -> Any:
         """Add losses the model registers itself (Keras ``model.losses``) to ``loss``."""

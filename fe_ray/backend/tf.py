@@ -7,6 +7,7 @@ Imported lazily by :func:`fe_ray.backend.get_backend`. Implements the interface 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
@@ -15,6 +16,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from fe_ray.backend.layer_capture import OutputRecorder, pick, run_recording, takes_several_inputs
 from fe_ray.backend.tf_io import (
     KNOWN_LR_ATTR,
     build_optimizer,
@@ -122,33 +124,70 @@ def feed_forward(model: keras.Model, x: Any, training: bool = True) -> Any:
     return model(to_tensor(x), training=training)
 
 
-def build_model_fn(model: keras.Model, layer_names: Sequence[str]) -> Callable[[Any, bool], Any]:
-    """Return ``fn(x, training)`` producing ``[final, *outputs of the named layers]`` via a sub-functional model.
+def build_model_fn(model: keras.Model, layers: Sequence[str | int]) -> Callable[[Any, bool], list[Any]]:
+    """Return ``fn(x, training) -> [model output, *outputs of the chosen layers]`` (FastEstimator's rules).
+
+    Args:
+        model: The model: Sequential, functional or subclassed.
+        layers: Layers whose outputs are also returned: names or indexes into the model's recursive layer list
+            (``model._flatten_layers(include_self=False, recursive=True)``), so layers inside nested models count.
+            Each chosen layer's ``call`` is wrapped (once, however often this runs) to record its output during the
+            model's ordinary forward pass, eager or traced, with gradients flowing as usual.
+
+    Returns:
+        The step function. Several inputs (``x`` a list) are spread into positional arguments when the model's
+        ``call`` takes several inputs (a subclassed model); functional and Sequential models take them as one list.
 
     Raises:
-        ValueError: If a layer name is unknown (listing the valid names) or the model has no symbolic inputs
-            (subclassed models: give them an ``Input`` / build them functionally).
+        ValueError: If an entry names no layer, names several, or its index is out of range, listing the choices.
     """
-    known = [layer.name for layer in model.layers]
-    missing = [name for name in layer_names if name not in known]
-    if missing:
-        raise ValueError(f"intermediate_layers {missing} are not layers of {getattr(model, 'model_name', model.name)}"
-                         f"; valid names are {known}.")
-    try:
-        finals = list(model.outputs)
-        extra = [model.get_layer(name).output for name in layer_names]
-        sub_model = keras.Model(inputs=model.inputs, outputs=finals + extra)
-    except (AttributeError, ValueError) as err:
-        raise ValueError("intermediate_layers needs a functional or Sequential Keras model with defined inputs "
-                         f"(keras.Input); {model.name} has none ({err}).") from err
-    n_final = len(finals)
+    flat = [(layer.name, layer) for layer in model._flatten_layers(include_self=False, recursive=True)]
+    owner = getattr(model, "model_name", model.name)
+    recorders = [_call_wrapper(pick(flat, entry, owner, "that (recursive) list")) for entry in layers]
+    spread = takes_several_inputs(model.call, ignore=("training", "mask"))
 
     def run(x: Any, training: bool) -> list[Any]:
-        outputs = feed_forward(sub_model, x, training=training)
-        final = outputs[0] if n_final == 1 else list(outputs[:n_final])
-        return [final, *outputs[n_final:]]
+        if isinstance(x, (list, tuple)) and len(x) == 1:
+            x = x[0]
+        x = to_tensor(x)
+        if spread and isinstance(x, list):
+            return run_recording(recorders, layers, lambda: model(*x, training=training))
+        return run_recording(recorders, layers, lambda: model(x, training=training))
 
     return run
+
+
+class _CallWrapper(OutputRecorder):
+    """The Keras half of :class:`~fe_ray.backend.layer_capture.OutputRecorder`: it replaces a layer's ``call`` (an
+    instance attribute) and records what the original returns.
+
+    Keras invokes ``layer.call`` from ``Layer.__call__`` whichever model runs the layer (a functional graph,
+    Sequential, a subclassed ``call``, a nested model), so this sees every real call; inside a tf.function the
+    recorded tensor belongs to the graph being traced, and the ModelOp collects it in the same trace. Keras pickles
+    models through its saving format, which ignores instance attributes: a model rebuilt on a Ray replica has plain
+    layers, which the ModelOp wraps again when the replica builds it.
+    """
+
+    def __init__(self, layer: keras.layers.Layer) -> None:
+        super().__init__(layer.name)
+        self.inner = layer.call  # the class's call, or a wrapper someone else already put on the instance
+        functools.update_wrapper(self, self.inner)  # Keras inspects call's signature (training / mask)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        output = self.inner(*args, **kwargs)
+        self.record(output)
+        return output
+
+
+def _call_wrapper(layer: keras.layers.Layer) -> OutputRecorder:
+    """The layer's recorder: the wrapper an earlier build (or another ModelOp) installed, else a new one."""
+    current = layer.__dict__.get("call")
+    if isinstance(current, _CallWrapper):
+        return current
+    wrapper = _CallWrapper(layer)
+    # Past Keras' / TF's attribute tracking: the wrapper is neither state to track nor something to save.
+    object.__setattr__(layer, "call", wrapper)
+    return wrapper
 
 
 def add_model_losses(model: keras.Model, loss: tf.Tensor) -> tf.Tensor:

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from fe_ray.backend.layer_capture import OutputRecorder, pick, run_recording, takes_several_inputs
 from fe_ray.backend.torch_io import get_state, load_model, load_weights, save_model, set_state, state_is_view
 from fe_ray.backend.torch_losses import cross_entropy, mean_squared_error
 from fe_ray.util import NonContext, map_nested
@@ -157,34 +158,55 @@ def feed_forward(model: torch.nn.Module, x: Any, training: bool = True) -> Any:
     return model(*x) if isinstance(x, list) else model(x)
 
 
-def build_model_fn(model: torch.nn.Module, layer_names: Sequence[str]) -> Callable[[Any, bool], Any]:
-    """Return ``fn(x, training)`` running the model and also returning the outputs of the named submodules.
+def build_model_fn(model: torch.nn.Module, layers: Sequence[str | int]) -> Callable[[Any, bool], list[Any]]:
+    """Return ``fn(x, training) -> [model output, *outputs of the chosen submodules]`` (FastEstimator's rules).
 
-    Forward hooks record the submodule outputs; the result is ``[final, *layer_outputs]``.
+    Args:
+        model: The model.
+        layers: Submodules whose outputs are also returned: names (keys of ``dict(model.named_modules())``) or
+            indexes into ``list(model.named_modules())``, where 0 is the model itself. Forward hooks record their
+            outputs, one per submodule however often this runs.
+
+    Returns:
+        The step function. Several inputs (``x`` a list) are spread into positional arguments only when
+        ``model.forward`` takes several; otherwise the model receives the list as its one argument.
 
     Raises:
-        ValueError: If a name is not a submodule, listing the valid names.
+        ValueError: If an entry names no submodule or its index is out of range, listing the valid choices.
     """
-    modules = dict(model.named_modules())
-    missing = [name for name in layer_names if name not in modules]
-    if missing:
-        raise ValueError(f"intermediate_layers {missing} are not submodules of {getattr(model, 'model_name', model)}"
-                         f"; valid names are {[n for n in modules if n]}.")
-    captured: dict[str, Any] = {}
-    for name in layer_names:
-        modules[name].register_forward_hook(_recorder(captured, name))
+    named = list(model.named_modules())
+    owner = getattr(model, "model_name", type(model).__name__)
+    recorders = []
+    for entry in layers:
+        module = pick(named, entry, owner, "named_modules() (0 is the model itself)")
+        recorders.append(_forward_hook(module, next(name for name, found in named if found is module) or owner))
+    spread = takes_several_inputs(model.forward, unknown=True)
 
     def run(x: Any, training: bool) -> list[Any]:
-        captured.clear()
-        final = feed_forward(model, x, training=training)
-        return [final, *[captured[name] for name in layer_names]]
+        model.train(mode=training)
+        if not isinstance(x, torch.Tensor):  # the usual input is already a tensor: skip the nested walk
+            x = to_tensor(x)
+        args = x if isinstance(x, list) and (spread or len(x) == 1) else [x]
+        return run_recording(recorders, layers, lambda: model(*args))
 
     return run
 
 
-def _recorder(store: dict[str, Any], name: str) -> Callable[..., None]:
-    def hook(_module: torch.nn.Module, _inputs: Any, output: Any) -> None:
-        store[name] = output
+class _ForwardHook(OutputRecorder):
+    """The torch half of :class:`~fe_ray.backend.layer_capture.OutputRecorder`: a forward hook, importable so
+    that models pickle with it."""
+
+    def __call__(self, _module: torch.nn.Module, _inputs: Any, output: Any) -> None:
+        self.record(output)
+
+
+def _forward_hook(module: torch.nn.Module, name: str) -> OutputRecorder:
+    """The submodule's recorder: the one registered by an earlier build (or another ModelOp), else a new one."""
+    for hook in module._forward_hooks.values():
+        if isinstance(hook, _ForwardHook):
+            return hook
+    hook = _ForwardHook(name)
+    module.register_forward_hook(hook)
     return hook
 
 
