@@ -46,8 +46,9 @@ class Backend(Protocol):
     def trainable_variables(self, model: Any) -> list[Any]:
         """The weights the optimizer updates, in gradient order."""
 
-    def feed_forward(self, model: Any, x: Any, training: bool = True) -> Any:
-        """Run the model on ``x`` (a list means several inputs)."""
+    def feed_forward(self, model: Any, x: Any, training: bool = True, spread: bool = ...) -> Any:
+        """Run the model on ``x`` (a list means several inputs: positional arguments when ``spread``, whose default
+        is each framework's usual way, torch True, TF False)."""
 
     def build_model_fn(self, model: Any, layers: Sequence[str | int]) -> Callable[[Any, bool], list[Any]]:
         """Return ``fn(x, training) -> [model output, *outputs of the chosen layers]`` (layers by name or index;

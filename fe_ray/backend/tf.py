@@ -117,11 +117,13 @@ def trainable_variables(model: keras.Model) -> list[Any]:
     return list(model.trainable_variables)
 
 
-def feed_forward(model: keras.Model, x: Any, training: bool = True) -> Any:
-    """Run ``model`` on ``x``; a one-element list is unwrapped, longer lists are the model's multiple inputs."""
+def feed_forward(model: keras.Model, x: Any, training: bool = True, spread: bool = False) -> Any:
+    """Run ``model`` on ``x``; a one-element list is unwrapped, a longer list is the model's multiple inputs (one
+    argument), or its positional arguments when ``spread`` (a subclassed model whose ``call`` takes several)."""
     if isinstance(x, (list, tuple)) and len(x) == 1:
         x = x[0]
-    return model(to_tensor(x), training=training)
+    x = to_tensor(x)
+    return model(*x, training=training) if spread and isinstance(x, list) else model(x, training=training)
 
 
 def build_model_fn(model: keras.Model, layers: Sequence[str | int]) -> Callable[[Any, bool], list[Any]]:
@@ -147,12 +149,7 @@ def build_model_fn(model: keras.Model, layers: Sequence[str | int]) -> Callable[
     spread = takes_several_inputs(model.call, ignore=("training", "mask"))
 
     def run(x: Any, training: bool) -> list[Any]:
-        if isinstance(x, (list, tuple)) and len(x) == 1:
-            x = x[0]
-        x = to_tensor(x)
-        if spread and isinstance(x, list):
-            return run_recording(recorders, layers, lambda: model(*x, training=training))
-        return run_recording(recorders, layers, lambda: model(x, training=training))
+        return run_recording(recorders, layers, lambda: feed_forward(model, x, training, spread))
 
     return run
 

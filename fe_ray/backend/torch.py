@@ -150,12 +150,13 @@ def trainable_variables(model: torch.nn.Module) -> list[torch.nn.Parameter]:
     return [p for p in model.parameters() if p.requires_grad]
 
 
-def feed_forward(model: torch.nn.Module, x: Any, training: bool = True) -> Any:
-    """Run ``model`` on ``x`` (a list is unpacked into positional arguments) in train or eval mode."""
+def feed_forward(model: torch.nn.Module, x: Any, training: bool = True, spread: bool = True) -> Any:
+    """Run ``model`` on ``x`` in train or eval mode; a list is unpacked into positional arguments when ``spread``
+    (or when it holds one element), else passed as the model's one argument."""
     model.train(mode=training)
     if not isinstance(x, torch.Tensor):  # the usual input is already a tensor: skip the nested walk
         x = to_tensor(x)
-    return model(*x) if isinstance(x, list) else model(x)
+    return model(*x) if isinstance(x, list) and (spread or len(x) == 1) else model(x)
 
 
 def build_model_fn(model: torch.nn.Module, layers: Sequence[str | int]) -> Callable[[Any, bool], list[Any]]:
@@ -183,11 +184,7 @@ def build_model_fn(model: torch.nn.Module, layers: Sequence[str | int]) -> Calla
     spread = takes_several_inputs(model.forward, unknown=True)
 
     def run(x: Any, training: bool) -> list[Any]:
-        model.train(mode=training)
-        if not isinstance(x, torch.Tensor):  # the usual input is already a tensor: skip the nested walk
-            x = to_tensor(x)
-        args = x if isinstance(x, list) and (spread or len(x) == 1) else [x]
-        return run_recording(recorders, layers, lambda: model(*args))
+        return run_recording(recorders, layers, lambda: feed_forward(model, x, training, spread))
 
     return run
 
