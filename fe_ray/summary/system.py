@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import copy
 import datetime
+import re
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -270,7 +271,8 @@ class System:
         if differences:
             raise ValueError(f"Cannot restore {source}: it was written by a different configuration. "
                              + "; ".join(differences)
-                             + ". Restore into the same models, ops, traces and datasets, or use a new directory.")
+                             + ". Restore into the same models, ops, traces and datasets, or use a new directory."
+                             + _auto_name_hint(saved.get("models"), current.get("models")))
 
     def state_dict(self) -> dict[str, Any]:
         """Alias of :meth:`capture_state`, for symmetry with every other stateful fe_ray object."""
@@ -342,3 +344,13 @@ def _restore_rng(network: Any, state: Mapping[str, Any]) -> None:
     load = getattr(network, "load_replica_rng_states", None)
     if load is not None and state.get("replicas") is not None:
         load(state["replicas"])
+
+
+def _auto_name_hint(saved: Any, current: Any) -> str:
+    """Why model names built without ``model_name`` can differ between two runs in one process, and the fix."""
+    names = [*(saved or []), *(current or [])]
+    if saved == current or not names or not all(re.fullmatch(r"model\d*", str(name)) for name in names):
+        return ""
+    return (" fe.build names models 'model', 'model1', ... in build order within a process, so a run repeated in "
+            "the same process (a rerun notebook cell, a retry loop) gets other names: pass model_name= to fe.build "
+            "to restore there.")

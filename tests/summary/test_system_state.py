@@ -77,8 +77,14 @@ def test_config_mismatch_names_what_differs(tmp_path) -> None:
     _system([Accuracy("y", "y_pred")]).save_state(directory)
     with pytest.raises(ValueError, match=r"traces: checkpoint has \['Accuracy'\], this run has \['EarlyStopping'\]"):
         _system([EarlyStopping()]).load_state(directory)
-    with pytest.raises(ValueError, match=r"models: checkpoint has \['mlp'\], this run has \['other'\]"):
+    with pytest.raises(ValueError, match=r"models: checkpoint has \['mlp'\], this run has \['other'\]") as named:
         _system([Accuracy("y", "y_pred")], name="other").load_state(directory)
+    assert "model_name=" not in str(named.value)  # the hint below is for auto-generated names only
+    _system(name="model").save_state(str(tmp_path / "auto"))
+    # A run repeated in the same process builds "model1" where the first built "model": say how to keep names.
+    with pytest.raises(ValueError, match=r"this run has \['model1'\].*a rerun notebook cell.*pass model_name= to "
+                                         r"fe.build"):
+        _system(name="model1").load_state(str(tmp_path / "auto"))
 
 
 def test_config_mismatch_reordered_ops(tmp_path) -> None:
