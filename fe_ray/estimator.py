@@ -308,7 +308,6 @@ class Estimator:
             getattr(trace, event)(data)
 
 
-
 def _eval_log_steps(request: Sequence[int], length: int | None) -> tuple[list[int], int]:
     """The evaluation batches that print a progress line, and the epoch's batch count (0 if unknown), as
     FastEstimator's ``System.eval_log_steps``: the request, else the first, a third, two thirds and the last batch."""
