@@ -3,8 +3,11 @@
 Pure numpy, no Ray: the coordinator (:mod:`fe_ray.distributed.coordinator`) calls these on the driver, and they
 are tested in-process.
 
-Merging follows two rules. Arrays whose leading dimension is each replica's slice size are concatenated in rank
-(= input) order. Other numeric values (scalar losses, metrics) get a NaN-aware mean weighted by slice size: the
+Merging follows two rules, applied leaf by leaf inside dicts, lists and tuples (a model returning several
+outputs under one key). Arrays whose leading dimension is each replica's slice size are concatenated in rank
+(= input) order; an output without a batch axis whose length happens to equal every slice size cannot be told
+apart from a per-sample one and is concatenated too (as FastEstimator's multi-GPU gathering concatenates every
+non-scalar output). Other numeric values (scalar losses, metrics) get a NaN-aware mean weighted by slice size: the
 weighted mean over the replicas whose value is finite (element-wise), so one replica's NaN / inf does not hide the
 others'; it is logged as a warning naming the key and the rank(s), and only when every replica is non-finite is
 the merged value non-finite. Replicas holding only padding (weight 0) never contribute, not even a NaN.
@@ -79,33 +82,50 @@ def slice_nbytes(piece: Mapping[str, Any]) -> int:
 
 def merge_outputs(results: list[dict[str, Any]],
                   n_local: list[int]) -> tuple[dict[str, Any], dict[str, dict[int, Any]]]:
-    """Merge the replicas' outputs (see the module docstring).
+    """Merge the replicas' outputs (see the module docstring); dicts, lists and tuples of outputs (a model
+    returning several) are merged leaf by leaf.
 
     Returns:
-        (merged outputs, per-replica values of the keys reduced by a weighted mean).
+        (merged outputs, per-replica values of the top-level keys reduced by a weighted mean).
     """
     active = [rank for rank, count in enumerate(n_local) if count > 0]
     if len(active) == 1:
         return dict(results[active[0]]), {}
+    weights = [n_local[rank] for rank in active]
     merged: dict[str, Any] = {}
     per_replica: dict[str, dict[int, Any]] = {}
-    keys = [key for key in results[active[0]]]
-    for key in keys:
-        values = [results[rank].get(key) for rank in active]
-        if all(isinstance(v, np.ndarray) and v.ndim >= 1 and v.shape[0] == n_local[rank]
-               for v, rank in zip(values, active)) and _same_trailing_shape(values):
-            merged[key] = np.concatenate(values, axis=0)
-        elif _numeric_same_shape(values):
-            merged[key] = _weighted_mean(values, [n_local[rank] for rank in active])
-            per_replica[key] = dict(zip(active, values))
-            bad = [rank for rank, value in zip(active, values) if not np.all(np.isfinite(np.asarray(value)))]
-            if bad and len(bad) < len(active):
-                logger.warning("fe_ray: %r is not finite on replica rank(s) %s (values %s); the merged value is the "
-                               "weighted mean of the finite replicas.", key, bad,
-                               {rank: per_replica[key][rank] for rank in bad})
-        else:
-            merged[key] = values[0]
+    for key in results[active[0]]:
+        merged[key] = _merge([results[rank].get(key) for rank in active], weights, active, key, per_replica)
     return merged, per_replica
+
+
+def _merge(values: list[Any], weights: list[int], active: list[int], name: str,
+           per_replica: dict[str, dict[int, Any]] | None) -> Any:
+    """One output's merged value from every active replica's ``values`` (``per_replica`` is None below the top)."""
+    if all(isinstance(v, np.ndarray) and v.ndim >= 1 and v.shape[0] == w for v, w in zip(values, weights)) \
+            and _same_trailing_shape(values):
+        return np.concatenate(values, axis=0)
+    first = values[0]
+    if isinstance(first, Mapping) and all(isinstance(v, Mapping) and v.keys() == first.keys() for v in values):
+        return {sub: _merge([v[sub] for v in values], weights, active, f"{name}[{sub!r}]", None) for sub in first}
+    if isinstance(first, (list, tuple)) and all(type(v) is type(first) for v in values):
+        if isinstance(first, list) and all(len(v) == w for v, w in zip(values, weights)) \
+                and not any(isinstance(item, (np.ndarray, Mapping, list, tuple)) for item in first):
+            return [item for v in values for item in v]  # a per-sample list (ids, file names)
+        if all(len(v) == len(first) for v in values):  # a model's several outputs
+            items = [_merge([v[i] for v in values], weights, active, f"{name}[{i}]", None) for i in range(len(first))]
+            return items if isinstance(first, list) else tuple(items)
+    if _numeric_same_shape(values):
+        mean = _weighted_mean(values, weights)
+        if per_replica is not None:
+            per_replica[name] = dict(zip(active, values))
+        bad = [rank for rank, value in zip(active, values) if not np.all(np.isfinite(np.asarray(value)))]
+        if bad and len(bad) < len(active):
+            logger.warning("fe_ray: %r is not finite on replica rank(s) %s (values %s); the merged value is the "
+                           "weighted mean of the finite replicas.", name, bad,
+                           {rank: value for rank, value in zip(active, values) if rank in bad})
+        return mean
+    return first
 
 
 def _same_trailing_shape(values: list[np.ndarray]) -> bool:
@@ -113,7 +133,10 @@ def _same_trailing_shape(values: list[np.ndarray]) -> bool:
 
 
 def _numeric_same_shape(values: list[Any]) -> bool:
-    arrays = [np.asarray(v) for v in values if v is not None]
+    try:
+        arrays = [np.asarray(v) for v in values if v is not None]
+    except ValueError:  # ragged nested sequences
+        return False
     return (len(arrays) == len(values) and all(a.dtype.kind in "fiub" for a in arrays)
             and len({a.shape for a in arrays}) == 1)
 

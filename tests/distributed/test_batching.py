@@ -45,6 +45,24 @@ def test_merge_concatenates_in_rank_order_and_weights_scalars() -> None:
     assert per_replica == {"loss": {0: np.float32(1.0), 1: np.float32(4.0)}}
 
 
+def test_merge_goes_into_dicts_lists_and_tuples_of_outputs() -> None:
+    # A model returning a dict or a tuple under one key: every leaf is merged (only rank 0's slice was kept before).
+    def result(rows: list[float], loss: float) -> dict:
+        pred = np.array(rows).reshape(-1, 1)
+        return {"out": {"logits": pred, "prob": pred / 10}, "pair": (pred, np.float32(loss)),
+                "ids": [f"s{r:g}" for r in rows], "heads": [pred, pred * 2]}
+
+    merged, per_replica = merge_outputs([result([0.0, 1.0, 2.0], 1.0), result([3.0, 4.0], 4.0)], [3, 2])
+    np.testing.assert_array_equal(merged["out"]["logits"], np.arange(5.0).reshape(5, 1))
+    np.testing.assert_array_equal(merged["out"]["prob"], np.arange(5.0).reshape(5, 1) / 10)
+    assert isinstance(merged["pair"], tuple) and len(merged["pair"]) == 2
+    np.testing.assert_array_equal(merged["pair"][0], np.arange(5.0).reshape(5, 1))
+    assert merged["pair"][1] == pytest.approx((3 * 1.0 + 2 * 4.0) / 5)
+    assert merged["ids"] == ["s0", "s1", "s2", "s3", "s4"]  # a per-sample list
+    np.testing.assert_array_equal(merged["heads"][1], 2 * np.arange(5.0).reshape(5, 1))
+    assert per_replica == {}  # only top-level scalars are kept per replica
+
+
 def test_merge_ignores_padding_replicas() -> None:
     results = [{"pred": np.array([[7.0]]), "loss": np.float32(2.0)},
                {"pred": np.array([[7.0]]), "loss": np.float32(np.nan)}]  # rank 1 ran padding only
