@@ -350,3 +350,18 @@ def test_dataset_states_are_saved_and_restored_with_the_pipeline() -> None:
     with pytest.raises(ValueError, match=r"mode 'eval', ds_id 'b', which this Pipeline has no data for"):
         other.load_state_dict(state)
     assert other.data["train"][""].level == 0  # nothing restored from a state that does not fit
+
+
+def test_the_default_shuffle_follows_enable_deterministic(monkeypatch: pytest.MonkeyPatch) -> None:
+    # FastEstimator's shuffle draws from the generators enable_deterministic seeds; a seeded run must repeat its
+    # batch order without also passing shuffle_seed (two seeded runs used to differ by their shuffles).
+    from fe_ray.backend import determinism
+
+    monkeypatch.setattr(determinism, "_last_seed", None)
+    unseeded = {Pipeline(_ds(8), batch_size=2).shuffle_seed for _ in range(3)}
+    assert len(unseeded) == 3  # without a seed: drawn afresh
+    monkeypatch.setattr(determinism, "_last_seed", 5)
+    first, second = Pipeline(_ds(8), batch_size=2), Pipeline(_ds(8), batch_size=2)
+    assert first.shuffle_seed == second.shuffle_seed == 5
+    assert _epoch(first) == _epoch(second)
+    assert Pipeline(_ds(8), batch_size=2, shuffle_seed=11).shuffle_seed == 11  # an explicit seed still wins

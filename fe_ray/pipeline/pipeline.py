@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from fe_ray.backend.determinism import last_seed
 from fe_ray.op.numpyop.numpyop import NumpyOp, check_numpy_ops, forward_numpyop
 from fe_ray.pipeline.loader import Loader
 from fe_ray.pipeline.validation import check_batch_size, normalize_data
@@ -31,8 +32,9 @@ class Pipeline:
             batches ahead. The batches and their order are identical either way (ops drawing from a global RNG are
             the exception: their draws interleave across threads).
         drop_last: Drop the last, partial batch of each pass over a dataset.
-        shuffle_seed: Seed of the shuffle; None draws one at construction (it is part of :meth:`state_dict`, so a
-            restored run still shuffles like the original).
+        shuffle_seed: Seed of the shuffle; None takes ``fe.enable_deterministic``'s seed if it was called, else draws
+            one at construction (it is part of :meth:`state_dict`, so a restored run still shuffles like the
+            original).
 
     Loader contract:
         ``pipeline(mode, epoch, ds_id='', shuffle=None, steps_per_epoch=None, track=None)`` returns a
@@ -78,8 +80,10 @@ class Pipeline:
         self.num_process = check_count(num_process, "num_process") if num_process is not None else 0
         self.drop_last = bool(drop_last)
         if shuffle_seed is None:
-            # Drawn once and checkpointed: the shuffle is reproducible within (and across restores of) this run.
-            shuffle_seed = int(np.random.SeedSequence().entropy % (2**63))
+            # fe.enable_deterministic's seed makes the shuffle repeat across runs (FastEstimator's shuffle draws from
+            # the generators it seeds); otherwise drawn once. Checkpointed either way, so restores shuffle the same.
+            seed = last_seed()
+            shuffle_seed = seed % 2**63 if seed is not None else int(np.random.SeedSequence().entropy % (2**63))
         if not isinstance(shuffle_seed, (int, np.integer)) or isinstance(shuffle_seed, bool) or shuffle_seed < 0:
             raise ValueError(f"shuffle_seed must be a non-negative int or None, got {shuffle_seed!r}.")
         self.shuffle_seed = int(shuffle_seed)
