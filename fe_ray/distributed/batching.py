@@ -55,8 +55,11 @@ def split_for_replicas(batch: Mapping[str, Any], keys: Iterable[str],
     """Cut the ``keys`` of ``batch`` into one contiguous slice per replica.
 
     Arrays whose leading dimension is the batch size are sliced (``split_bounds``, as ``ChunkSlicer(n_chunks=N)``);
-    other values go whole to every replica. Replicas without samples (batch smaller than ``num_replicas``) get the
-    first sample as padding, with weight 0. A batch without a batch axis runs whole on rank 0 (weight 1).
+    other values go whole to every replica. No replica gets a single sample out of a batch of several: a model in
+    training mode with BatchNorm cannot take one (torch raises), while the same batch trains in-process; so a
+    batch smaller than twice ``num_replicas`` (a last, partial batch) uses fewer replicas. Replicas without samples
+    run the first two samples (one if that is all) as padding, with weight 0. A batch without a batch axis runs
+    whole on rank 0 (weight 1).
 
     Returns:
         (slices, samples per replica, total samples).
@@ -65,10 +68,10 @@ def split_for_replicas(batch: Mapping[str, Any], keys: Iterable[str],
     size = batch_size_of(data)
     if size is None or size == 0:
         return [dict(data) for _ in range(num_replicas)], [1] + [0] * (num_replicas - 1), 1
-    bounds = split_bounds(size, num_replicas)
+    bounds = split_bounds(size, min(num_replicas, max(1, size // 2)))
     slices, n_local = [], []
     for rank in range(num_replicas):
-        start, stop, weight = (*bounds[rank], None) if rank < len(bounds) else (0, 1, 0)
+        start, stop, weight = (*bounds[rank], None) if rank < len(bounds) else (0, min(2, size), 0)
         slices.append({key: value[start:stop] if np.ndim(value) >= 1 and np.shape(value)[0] == size else value
                        for key, value in data.items()})
         n_local.append(stop - start if weight is None else 0)

@@ -15,8 +15,9 @@ def test_batch_size_is_the_most_common_leading_dimension() -> None:
     assert batch_size_of({"lr": np.float32(0.1)}) is None
 
 
-@pytest.mark.parametrize("size, expected", [(6, [3, 3]), (5, [3, 2]), (1, [1, 0])])
+@pytest.mark.parametrize("size, expected", [(6, [3, 3]), (5, [3, 2]), (4, [2, 2]), (3, [3, 0]), (1, [1, 0])])
 def test_split_is_contiguous_and_weighted(size: int, expected: list[int]) -> None:
+    # 3 samples: not 2 + 1, since a BatchNorm model in training cannot take a single sample (in-process it gets 3).
     batch = {"x": np.arange(size * 2).reshape(size, 2), "y": np.arange(size), "scale": np.float32(2.0),
              "unused": np.zeros(size)}
     slices, n_local, total = split_for_replicas(batch, ["x", "y", "scale"], 2)
@@ -25,8 +26,15 @@ def test_split_is_contiguous_and_weighted(size: int, expected: list[int]) -> Non
     assert all(piece["scale"] == 2.0 for piece in slices)  # values without a batch axis go whole to every replica
     real = [piece for piece, count in zip(slices, n_local) if count]
     np.testing.assert_array_equal(np.concatenate([piece["y"] for piece in real]), batch["y"])
-    if size == 1:  # the idle replica gets the first sample as padding, with weight 0
-        np.testing.assert_array_equal(slices[1]["y"], batch["y"][:1])
+    if size in (1, 3):  # the idle replica gets the first two samples (or one) as padding, with weight 0
+        np.testing.assert_array_equal(slices[1]["y"], batch["y"][:2])
+
+
+def test_no_replica_gets_a_single_sample_of_a_larger_batch() -> None:
+    for size in range(2, 13):
+        counts = split_for_replicas({"x": np.zeros(size)}, ["x"], 4)[1]
+        assert sum(counts) == size and 1 not in counts, (size, counts)
+    assert split_for_replicas({"x": np.zeros(7)}, ["x"], 4)[1] == [3, 2, 2, 0]
 
 
 def test_a_batch_without_batch_axis_runs_whole_on_rank_0() -> None:
