@@ -411,7 +411,9 @@ class RayNetwork(BaseNetwork):
         with self._replicas() as group:
             results = group.run_steps(per_rank, self.step_timeout_s, overlap=overlap)
         outputs, self.replica_outputs = merge_outputs(results, n_local)
-        return outputs
+        # As the in-process network's, the outputs are the framework's (CPU) tensors, so a trace or pop written
+        # against one (``pred.argmax(dim=1)``) runs on the other; torch shares the arrays' memory.
+        return get_backend(self.target_type).to_tensor(outputs)
 
     def _prefetch_following(self, peek: Callable[[], Mapping[str, Any] | None]) -> None:
         following = peek()
