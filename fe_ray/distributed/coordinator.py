@@ -411,8 +411,7 @@ class RayNetwork(BaseNetwork):
         with self._replicas() as group:
             results = group.run_steps(per_rank, self.step_timeout_s, overlap=overlap)
         outputs, self.replica_outputs = merge_outputs(results, n_local)
-        # As the in-process network's, the outputs are the framework's (CPU) tensors, so a trace or pop written
-        # against one (``pred.argmax(dim=1)``) runs on the other; torch shares the arrays' memory.
+        # The framework's CPU tensors, as in-process, so traces written for one (argmax(dim=1)) run on the other.
         return get_backend(self.target_type).to_tensor(outputs)
 
     def _prefetch_following(self, peek: Callable[[], Mapping[str, Any] | None]) -> None:
@@ -490,8 +489,7 @@ class RayNetwork(BaseNetwork):
         BaseNetwork.load_state_dict(self, state)
 
     def __repr__(self) -> str:
-        return (f"RayNetwork(framework={self.target_type!r}, num_replicas={self.num_replicas}, "
-                f"started={self.started})")
+        return f"RayNetwork(framework={self.target_type!r}, num_replicas={self.num_replicas}, started={self.started})"
 
 
 # ---------------------------------------------------------------------------------------------------- helpers
