@@ -65,22 +65,22 @@ def run_recording(recorders: list[OutputRecorder], layers: Iterable[str | int],
     return [final, *[recorder.take(entry) for recorder, entry in zip(recorders, layers)]]
 
 
-def pick(entries: list[tuple[str, Any]], entry: str | int, owner: str, what: str) -> Any:
-    """The object ``entry`` selects from ``(name, object)`` pairs: by name (which must be unique) or by index.
+def pick(entries: list[tuple[str, Any]], entry: str | int, owner: str, what: str) -> tuple[str, Any]:
+    """The ``(name, object)`` pair ``entry`` selects: by name (which must be unique) or by index.
 
     Raises:
         ValueError: If no entry or several carry the name, or the index is out of range, listing the choices.
     """
     names = [name for name, _ in entries]
     if isinstance(entry, str):
-        found = [obj for name, obj in entries if name == entry]
+        found = [pair for pair in entries if pair[0] == entry]
         if len(found) > 1:
             raise ValueError(f"intermediate_layers entry {entry!r} names {len(found)} layers of {owner} (in different "
                              f"sub-models): give its index into {names} instead.")
         if found:
             return found[0]
     elif -len(entries) <= entry < len(entries):
-        return entries[entry][1]
+        return entries[entry]
     raise ValueError(f"intermediate_layers entry {entry!r} is not a layer of {owner}: use a name from "
                      f"{[name for name in names if name]} or an index in [{-len(entries)}, {len(entries) - 1}] into "
                      f"{what}.")

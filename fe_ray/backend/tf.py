@@ -145,7 +145,7 @@ def build_model_fn(model: keras.Model, layers: Sequence[str | int]) -> Callable[
     """
     flat = [(layer.name, layer) for layer in model._flatten_layers(include_self=False, recursive=True)]
     owner = getattr(model, "model_name", model.name)
-    recorders = [_call_wrapper(pick(flat, entry, owner, "that (recursive) list")) for entry in layers]
+    recorders = [_call_wrapper(pick(flat, entry, owner, "that (recursive) list")[1]) for entry in layers]
     spread = takes_several_inputs(model.call, ignore=("training", "mask"))
 
     def run(x: Any, training: bool) -> list[Any]:

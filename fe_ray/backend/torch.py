@@ -179,8 +179,8 @@ def build_model_fn(model: torch.nn.Module, layers: Sequence[str | int]) -> Calla
     owner = getattr(model, "model_name", type(model).__name__)
     recorders = []
     for entry in layers:
-        module = pick(named, entry, owner, "named_modules() (0 is the model itself)")
-        recorders.append(_forward_hook(module, next(name for name, found in named if found is module) or owner))
+        name, module = pick(named, entry, owner, "named_modules() (0 is the model itself)")
+        recorders.append(_forward_hook(module, name or owner))
     spread = takes_several_inputs(model.forward, unknown=True)
 
     def run(x: Any, training: bool) -> list[Any]:
