@@ -64,6 +64,9 @@ class Backend(Protocol):
     def scale_loss(self, model: Any, loss: Any) -> Any:
         """Apply mixed-precision loss scaling (identity without it)."""
 
+    def uses_loss_scaling(self, model: Any) -> bool:
+        """Whether :meth:`scale_loss` scales this model's loss (then reducers weight the loss, not the gradients)."""
+
     def unscale_gradients(self, model: Any, gradients: list[Any]) -> list[Any]:
         """Undo loss scaling where the optimizer does not do it at apply time."""
 

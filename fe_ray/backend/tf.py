@@ -225,6 +225,11 @@ def scale_loss(model: keras.Model, loss: tf.Tensor) -> tf.Tensor:
     return loss
 
 
+def uses_loss_scaling(model: keras.Model) -> bool:
+    """Whether :func:`scale_loss` scales this model's loss (its optimizer is a LossScaleOptimizer)."""
+    return isinstance(model.current_optimizer, keras.optimizers.LossScaleOptimizer)
+
+
 def unscale_gradients(model: keras.Model, gradients: list[tf.Tensor]) -> list[tf.Tensor]:
     """Identity: Keras 3's LossScaleOptimizer divides by the scale (and skips non-finite steps) when applying.
 

@@ -170,35 +170,53 @@ def _models_of(ops: Sequence[Any]) -> list[Any]:
     return list(seen.values())
 
 
-def graph_safe_reducer(reducer: Callable[[Any, list[Any]], list[Any]]) -> Callable[[Any, list[Any]], list[Any]]:
+def graph_safe_reducer(reducer: Callable[..., list[Any]]) -> Callable[..., list[Any]]:
     """Wrap a gradient reducer so it also works inside a traced graph.
 
     Inside ``tf.function`` gradients are symbolic, but a reducer that talks to other processes needs values. The
     wrapper runs the reducer through ``tf.numpy_function``, i.e. eagerly on each step's concrete gradients (given
     to it as eager TF tensors, as in eager mode), and feeds its results back into the graph.
 
-    A reducer with a ``reduce_numpy(*arrays) -> list[np.ndarray]`` method (fe_ray's all-reduce has one) is handed
-    the gradients as the numpy arrays ``tf.numpy_function`` gives it, and its arrays go straight back: no eager
-    tensor round trip per gradient (each conversion is an op dispatch; for LeNet's 10 gradients the reduction took
-    1.3-2.0 ms per step with the round trips on 2 CPU cores, 0.5 ms with the direct call).
+    A reducer with a ``reduce_numpy(*arrays) -> list[np.ndarray]`` method (fe_ray's all-reduce has one, and
+    ``sum_numpy`` for ``prescaled=True``) is handed the gradients as the numpy arrays ``tf.numpy_function`` gives
+    it, and its arrays go straight back: no eager tensor round trip per gradient (each conversion is an op
+    dispatch; for LeNet's 10 gradients the reduction took 1.3-2.0 ms per step with the round trips on 2 CPU cores,
+    0.5 ms with the direct call). A reducer's ``loss_share()`` becomes a graph op too, so every step reads its
+    current value rather than the one seen when the graph was traced.
     """
     reduce_numpy = getattr(reducer, "reduce_numpy", None)
+    sum_numpy = getattr(reducer, "sum_numpy", None)
 
-    def reduce(model: Any, gradients: list[Any]) -> list[Any]:
+    def reduce(model: Any, gradients: list[Any], prescaled: bool = False) -> list[Any]:
+        # Only a reducer that offers loss_share() is ever called with prescaled=True (UpdateOp checks): a user's
+        # two-argument reducer keeps working.
+        extra = {"prescaled": True} if prescaled else {}
         if tf.executing_eagerly():
-            return list(reducer(model, list(gradients)))
+            return list(reducer(model, list(gradients), **extra))
         dtypes = [g.dtype for g in gradients]
-        if reduce_numpy is not None:
-            reduced = tf.numpy_function(reduce_numpy, list(gradients), Tout=dtypes, stateful=True,
+        direct = sum_numpy if prescaled else reduce_numpy
+        if direct is not None:
+            reduced = tf.numpy_function(direct, list(gradients), Tout=dtypes, stateful=True,
                                         name="fe_ray_grad_reduce")
         else:
 
             def run_eagerly(*values: np.ndarray) -> list[np.ndarray]:
-                reduced = reducer(model, [tf.convert_to_tensor(v) for v in values])
+                reduced = reducer(model, [tf.convert_to_tensor(v) for v in values], **extra)
                 return [np.asarray(keras.ops.convert_to_numpy(r), dtype=d.as_numpy_dtype)
                         for r, d in zip(reduced, dtypes)]
 
             reduced = tf.numpy_function(run_eagerly, list(gradients), Tout=dtypes, stateful=True)
         return [tf.ensure_shape(r, g.shape) for r, g in zip(reduced, gradients)]
 
+    loss_share = getattr(reducer, "loss_share", None)
+    if loss_share is not None:
+
+        def share() -> Any:
+            if tf.executing_eagerly():
+                return loss_share()
+            value = tf.numpy_function(lambda: np.float32(loss_share()), [], Tout=tf.float32, stateful=True,
+                                      name="fe_ray_loss_share")
+            return tf.ensure_shape(value, [])
+
+        reduce.loss_share = share  # type: ignore[attr-defined]
     return reduce

@@ -232,6 +232,11 @@ def scale_loss(model: torch.nn.Module, loss: torch.Tensor) -> torch.Tensor:
     return scaler.scale(loss) if scaler is not None else loss
 
 
+def uses_loss_scaling(model: torch.nn.Module) -> bool:
+    """Whether :func:`scale_loss` scales this model's loss (a GradScaler: mixed precision on CUDA)."""
+    return getattr(model.current_optimizer, "scaler", None) is not None
+
+
 def unscale_gradients(model: torch.nn.Module, gradients: list[torch.Tensor]) -> list[torch.Tensor]:
     """Identity: GradScaler.step() unscales at apply time, so gradients stay scaled until then."""
     return gradients

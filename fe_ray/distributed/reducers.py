@@ -5,6 +5,13 @@ samples in this replica's slice and ``n_total`` the batch size. Losses are means
 exactly the gradient one process computes on the whole batch, also for uneven slices; an idle replica (batch
 smaller than the number of replicas) runs a padding sample with ``n_local = 0`` and contributes nothing.
 The all-reduce itself is a :class:`~fe_ray.distributed.collective.Collective`.
+
+Loss scaling (mixed precision) needs the weighting before the backward pass instead: a replica's slice-mean loss
+times the loss scale gives float16 gradients up to N times larger than the whole batch's share of them, which can
+overflow (and skip the step) where one process on the whole batch does not. So a reducer also offers
+:meth:`~_Reducer.loss_share` (``n_local / n_total``): the UpdateOp of a loss-scaled model multiplies its loss by
+it before differentiating, and calls the reducer with ``prescaled=True``, which then only sums. Both orders give
+the same gradient; the second keeps every replica's backward pass at the magnitudes of the in-process one.
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ class StepWeights:
     n_total: float = 1.0
 
 
-GradReducer = Callable[[Any, list[Any]], list[Any]]
+GradReducer = Callable[..., list[Any]]
 
 
 def make_grad_reducer(framework: str, collective: Collective, weights: StepWeights) -> GradReducer:
@@ -38,38 +45,64 @@ def make_grad_reducer(framework: str, collective: Collective, weights: StepWeigh
         weights: The replica's :class:`StepWeights`, updated by the replica before every step.
     """
     if framework == "torch":
-        return _torch_reducer(collective, weights)
+        return _TorchReducer(collective, weights)
     if framework == "tf":
         return _TFReducer(collective, weights)
     raise ValueError(f"Unknown framework {framework!r}; valid choices are ['tf', 'torch'].")
 
 
-def _torch_reducer(collective: Collective, weights: StepWeights) -> GradReducer:
-    import torch
+class _Reducer:
+    """What the torch and TF reducers share: this step's weights, and the loss share of the prescaled path."""
 
-    from fe_ray.backend import get_backend
+    def __init__(self, collective: Collective, weights: StepWeights) -> None:
+        self._collective = collective
+        self._weights = weights
 
-    backend = get_backend("torch")
+    def loss_share(self) -> float:
+        """This replica's share of the step's samples: the factor a loss-scaled UpdateOp puts on its loss."""
+        return self._weights.n_local / self._weights.n_total
 
-    def reduce(model: Any, gradients: list[Any]) -> list[Any]:
+    def _factors(self, prescaled: bool) -> tuple[float, float]:
+        """(multiply before, divide after) the all-reduce sum: none for gradients of an already weighted loss."""
+        if prescaled:
+            return 1.0, 1.0
+        # Read now, at run time (in TF: graph execution time), never values frozen when a graph was traced.
+        return self._weights.n_local, self._weights.n_total
+
+
+class _TorchReducer(_Reducer):
+    """The torch ``grad_reducer``: one flat float32 buffer per (dtype, device) bucket, all-reduced in place."""
+
+    def __init__(self, collective: Collective, weights: StepWeights) -> None:
+        super().__init__(collective, weights)
+        from fe_ray.backend import get_backend
+
+        self._backend = get_backend("torch")
+
+    def __call__(self, model: Any, gradients: list[Any], prescaled: bool = False) -> list[Any]:
+        import torch
+
         grads = list(gradients)
         if any(g is None for g in grads):  # only a `gradients` key can hold None (autograd's come zero-filled)
-            params = backend.trainable_variables(model)
+            params = self._backend.trainable_variables(model)
             if len(params) == len(grads):
                 # A weight unused in this step has no gradient; every rank must still send the same buffer layout.
                 grads = [torch.zeros_like(p) if g is None else g for g, p in zip(grads, params)]
+        multiply, divide = self._factors(prescaled)
         buckets: dict[tuple[Any, Any], list[int]] = {}
         for pos, grad in enumerate(grads):
             buckets.setdefault((grad.dtype, grad.device), []).append(pos)
         with torch.no_grad():
             for positions in buckets.values():  # same insertion order on every rank: same model, same ops
                 flat = torch.cat([grads[i].detach().reshape(-1).float() for i in positions])
-                flat.mul_(float(weights.n_local))
-                if isinstance(collective, TorchCollective):
-                    collective.allreduce_tensor_(flat)
+                if multiply != 1.0:
+                    flat.mul_(float(multiply))
+                if isinstance(self._collective, TorchCollective):
+                    self._collective.allreduce_tensor_(flat)
                 else:
-                    flat = torch.as_tensor(collective.allreduce_sum([flat.cpu().numpy()])[0]).to(flat.device)
-                flat.div_(float(weights.n_total))
+                    flat = torch.as_tensor(self._collective.allreduce_sum([flat.cpu().numpy()])[0]).to(flat.device)
+                if divide != 1.0:
+                    flat.div_(float(divide))
                 offset = 0
                 for i in positions:
                     size = grads[i].numel()
@@ -77,29 +110,30 @@ def _torch_reducer(collective: Collective, weights: StepWeights) -> GradReducer:
                     offset += size
         return grads
 
-    return reduce
 
-
-class _TFReducer:
+class _TFReducer(_Reducer):
     """The TF ``grad_reducer``: gradients as TF tensors in and out (see the module docstring for the math).
 
-    :meth:`reduce_numpy` is the same reduction on numpy arrays; fe_ray's TF step calls it directly from its graph
-    (``fe_ray.backend.tf_step.graph_safe_reducer``), without converting each gradient to an eager tensor and back.
+    :meth:`reduce_numpy` and :meth:`sum_numpy` are the same reductions on numpy arrays; fe_ray's TF step calls them
+    directly from its graph (``fe_ray.backend.tf_step.graph_safe_reducer``), without converting each gradient to an
+    eager tensor and back.
     """
-
-    def __init__(self, collective: Collective, weights: StepWeights) -> None:
-        self._collective = collective
-        self._weights = weights
 
     def reduce_numpy(self, *arrays: np.ndarray) -> list[np.ndarray]:
         """All-reduce ``arrays`` (one step's gradients, in the same order on every rank) into their weighted mean."""
-        # Runs at graph execution time, so it reads this step's weights (never values frozen at tracing time).
-        weights = self._weights
-        scaled = [np.asarray(a, np.float32) * np.float32(weights.n_local) for a in arrays]
-        summed = self._collective.allreduce_sum(scaled)
-        return [(s / np.float32(weights.n_total)).astype(a.dtype, copy=False) for s, a in zip(summed, arrays)]
+        return self._reduce(arrays, prescaled=False)
 
-    def __call__(self, model: Any, gradients: list[Any]) -> list[Any]:
+    def sum_numpy(self, *arrays: np.ndarray) -> list[np.ndarray]:
+        """All-reduce the gradients of a loss already weighted by :meth:`loss_share` into their sum."""
+        return self._reduce(arrays, prescaled=True)
+
+    def _reduce(self, arrays: tuple[np.ndarray, ...], prescaled: bool) -> list[np.ndarray]:
+        multiply, divide = self._factors(prescaled)
+        scaled = [np.asarray(a, np.float32) * np.float32(multiply) for a in arrays]
+        summed = self._collective.allreduce_sum(scaled)
+        return [(s / np.float32(divide)).astype(a.dtype, copy=False) for s, a in zip(summed, arrays)]
+
+    def __call__(self, model: Any, gradients: list[Any], prescaled: bool = False) -> list[Any]:
         import tensorflow as tf
 
         present = [pos for pos, grad in enumerate(gradients) if grad is not None]
@@ -108,11 +142,11 @@ class _TFReducer:
         tensors = [tf.convert_to_tensor(gradients[pos]) for pos in present]  # IndexedSlices -> dense
         out = list(gradients)
         if tf.executing_eagerly():  # e.g. in eager mode, or inside a numpy_function of fe_ray's TF step
-            for pos, value in zip(present, self.reduce_numpy(*[t.numpy() for t in tensors])):
+            for pos, value in zip(present, self._reduce(tuple(t.numpy() for t in tensors), prescaled)):
                 out[pos] = tf.convert_to_tensor(value)
             return out
-        reduced = tf.numpy_function(self.reduce_numpy, tensors, Tout=[t.dtype for t in tensors], stateful=True,
-                                    name="fe_ray_allreduce")
+        reduced = tf.numpy_function(self.sum_numpy if prescaled else self.reduce_numpy, tensors,
+                                    Tout=[t.dtype for t in tensors], stateful=True, name="fe_ray_allreduce")
         for pos, tensor, value in zip(present, tensors, reduced):
             value.set_shape(tensor.shape)  # numpy_function loses static shapes; optimizers need them
             out[pos] = value

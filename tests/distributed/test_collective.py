@@ -180,3 +180,50 @@ def test_torch_reducer_weights_gradients_and_zero_fills_a_missing_one() -> None:
     out = reduce(model, [torch.tensor([[4.0, 8.0]]), torch.tensor([2.0])])
     np.testing.assert_allclose(out[0].numpy(), [[3.0, 6.0]])
     np.testing.assert_allclose(out[1].numpy(), [1.5])
+
+
+@pytest.mark.timeout(60)
+def test_tf_reducer_offers_the_loss_share_and_sums_prescaled_gradients_in_a_static_graph() -> None:
+    """The loss-scaling path: UpdateOp weights the loss by loss_share() (a graph op reading this step's weights)
+    and the reducer then only sums; graph_safe_reducer carries both into a traced step."""
+    tf = pytest.importorskip("tensorflow")
+    from fe_ray.backend.tf_step import graph_safe_reducer
+
+    weights = StepWeights(n_local=3, n_total=4)
+    reduce = graph_safe_reducer(make_grad_reducer("tf", TcpCollective(0, 1), weights))
+
+    @tf.function
+    def step(gradient: Any) -> Any:
+        return reduce.loss_share(), reduce(None, [gradient], prescaled=True)[0], reduce(None, [gradient])[0]
+
+    share, summed, weighted = step(tf.constant([[1.0, 2.0]]))
+    assert float(share) == 0.75
+    np.testing.assert_allclose(summed.numpy(), [[1.0, 2.0]])  # one rank: the sum is the gradient itself
+    np.testing.assert_allclose(weighted.numpy(), [[0.75, 1.5]])
+    weights.n_local = 1
+    assert float(step(tf.constant([[1.0, 2.0]]))[0]) == 0.25
+    assert step.experimental_get_tracing_count() == 1
+
+
+@pytest.mark.timeout(60)
+def test_torch_reducer_prescaled_sum_equals_the_weighted_mean_on_two_ranks() -> None:
+    """Rank 0 holds 1 of 4 samples, rank 1 the other 3: the gradients of the share-weighted losses, summed, are the
+    slice-weighted mean of the plain ones (the global batch gradient)."""
+    torch = pytest.importorskip("torch")
+    model = torch.nn.Linear(2, 1, bias=False)
+    local = {0: [1.0, 2.0], 1: [5.0, 6.0]}  # gradients of each rank's slice-mean loss
+    n_local = {0: 1, 1: 3}
+
+    def body(coll: TcpCollective) -> Any:
+        reduce = make_grad_reducer("torch", coll, StepWeights(n_local=n_local[coll.rank], n_total=4))
+        share = reduce.loss_share()
+        weighted = reduce(model, [torch.tensor([local[coll.rank]])])[0]
+        summed = reduce(model, [share * torch.tensor([local[coll.rank]])], prescaled=True)[0]
+        return share, weighted.numpy(), summed.numpy()
+
+    results = run_ranks(2, body)
+    expected = [[(1.0 * 1 + 5.0 * 3) / 4, (2.0 * 1 + 6.0 * 3) / 4]]
+    assert [r[0] for r in results] == [0.25, 0.75]
+    for _, weighted, summed in results:
+        np.testing.assert_allclose(weighted, expected)
+        np.testing.assert_allclose(summed, expected)

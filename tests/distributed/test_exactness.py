@@ -147,3 +147,45 @@ def test_single_replica_equals_in_process(ray_session: None, framework: str, tra
         assert dist.replica_info()[0]["rank"] == 0
     finally:
         dist.shutdown()
+
+
+def _ones_dense() -> Any:
+    import keras
+
+    return keras.Sequential([keras.Input((1,)), keras.layers.Dense(1, use_bias=False, kernel_initializer="ones"),
+                             keras.layers.Activation("linear", dtype="float32")])
+
+
+@pytest.mark.timeout(120)
+def test_loss_scaled_steps_equal_in_process(ray_session: None) -> None:
+    """TF mixed precision on 2 replicas takes the steps one process takes. The first batch (errors 1.5, 1.5, 0, 0;
+    slices of 2) gives each sample a float16 gradient of 0.75 x 2**15 in-process, and the kernel's sums 49,152;
+    a replica differentiating its own slice's mean loss doubles that to 98,304, past float16's 65,504, and skipped
+    the step (halving the loss scale) before replicas weighted their losses by their share of the batch."""
+    rng = np.random.default_rng(3)
+    batches = [{"x": np.ones((4, 1), np.float32), "y": np.array([[-0.5], [-0.5], [1.0], [1.0]], np.float32)},
+               # Uneven slices (3 + 2), then a batch one replica runs; values small enough to stay finite in-process.
+               *({"x": rng.uniform(0.5, 1.0, (size, 1)).astype(np.float32),
+                  "y": rng.uniform(0.0, 0.5, (size, 1)).astype(np.float32)} for size in (5, 3))]
+    results = []
+    for num_replicas in (None, 2):
+        model = fe.build(model_fn=_ones_dense, optimizer_fn="sgd", model_name="mp", mixed_precision=True)
+        ops = [ModelOp(model=model, inputs="x", outputs="y_pred"), MeanSquaredError(inputs=("y_pred", "y"),
+                                                                                    outputs="mse"),
+               UpdateOp(model=model, loss_name="mse")]
+        network = fe.Network(ops, num_replicas=num_replicas)
+        try:
+            for batch in batches:
+                with network(mode="train", epoch=1):
+                    network.run_step(batch)
+            if num_replicas:
+                network.sync_models_to_driver()
+            optimizer = model.current_optimizer
+            results.append((weights(model), int(optimizer.iterations.numpy()), float(optimizer.dynamic_scale.numpy())))
+        finally:
+            if num_replicas:
+                network.shutdown()
+    (local_w, local_iterations, local_scale), (dist_w, dist_iterations, dist_scale) = results
+    assert (local_iterations, local_scale) == (3, 2.0 ** 15)  # no overflow in-process
+    assert (dist_iterations, dist_scale) == (local_iterations, local_scale)
+    np.testing.assert_allclose(dist_w, local_w, atol=1e-4)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from fe_ray.backend import get_backend
@@ -31,7 +31,10 @@ class UpdateOp(TensorOp):
 
     Distributed training: after the gradients are computed (and before accumulation or update), a callable in
     ``state["grad_reducer"]`` is applied as ``gradients = reducer(model, gradients)``; the distributed layer uses it
-    to all-reduce gradients across replicas. This op never imports a distribution library itself.
+    to all-reduce gradients across replicas. For a loss-scaled (mixed-precision) model and a reducer with a
+    ``loss_share()`` method, the loss is first multiplied by that share and the reducer called with
+    ``prescaled=True``, so each process's float16 backward pass keeps the magnitudes of a whole-batch one. This op
+    never imports a distribution library itself.
 
     Raises:
         TypeError: If ``model`` was not built with :func:`fe_ray.build`.
@@ -96,14 +99,19 @@ class UpdateOp(TensorOp):
         if self._backend is None:
             raise ValueError("UpdateOp.build(framework) must run before forward; the Network does this for you.")
         variables = None
+        reducer = state.get("grad_reducer")
+        share = None
         if self.gradients is None:
+            if reducer is not None and self._backend.uses_loss_scaling(self.model):
+                share = getattr(reducer, "loss_share", None)
             variables = self._backend.trainable_variables(self.model)  # listed once, for both uses below
-            gradients = self._compute_gradients(data, state.get("tape"), variables)
+            gradients = self._compute_gradients(data, state.get("tape"), variables, share)
         else:
             gradients = list(data)
         gradients = self._backend.unscale_gradients(self.model, gradients)
-        reducer = state.get("grad_reducer")
-        if reducer is not None:
+        if share is not None:
+            gradients = reducer(self.model, gradients, prescaled=True)
+        elif reducer is not None:
             gradients = reducer(self.model, gradients)
         deferred = state.setdefault("deferred", {})
         if self.merge_grad > 1:
@@ -113,10 +121,13 @@ class UpdateOp(TensorOp):
             self._backend.update_model(self.model, gradients, defer=self.defer, deferred=deferred,
                                        variables=variables)
 
-    def _compute_gradients(self, loss: Any, tape: Any, variables: list[Any]) -> list[Any]:
+    def _compute_gradients(self, loss: Any, tape: Any, variables: list[Any],
+                           share: Callable[[], Any] | None = None) -> list[Any]:
         backend = self._backend
         loss = backend.reduce_mean(backend.add_model_losses(self.model, loss))
         loss = backend.scale_loss(self.model, loss)
+        if share is not None:  # this process's share of the batch (see the class docstring)
+            loss = loss * share()
         try:
             return backend.get_gradient(loss, variables, tape=tape, retain_graph=self.retain_graph)
         except RuntimeError as err:
