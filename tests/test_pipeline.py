@@ -188,6 +188,39 @@ def test_get_results_and_transform() -> None:
     assert out["x"].shape == (1, 3, 1) and out["y"].shape == (1,)
 
 
+class _AddOneInPlace(NumpyOp):
+    """Augmentation code that edits its input array in place."""
+
+    def forward(self, data: Any, state: dict[str, Any]) -> Any:
+        data += 1.0
+        return data
+
+
+@pytest.mark.parametrize("num_process", [0, 2])
+def test_ops_editing_arrays_in_place_never_change_the_dataset(num_process: int) -> None:
+    """Each sample is deep-copied before the ops run (as FastEstimator does), so every epoch sees the same data."""
+    dataset = NumpyDataset({"x": np.zeros((4, 2), np.float32), "y": np.arange(4)})
+    pipeline = Pipeline(dataset, batch_size=4, ops=_AddOneInPlace(inputs="x", outputs="x"), num_process=num_process)
+    for epoch in (1, 2, 3):
+        np.testing.assert_array_equal(pipeline.get_results(epoch=epoch)["x"], np.ones((4, 2)))
+    np.testing.assert_array_equal(dataset.data["x"], np.zeros((4, 2)))
+    sample = {"x": np.zeros(2, np.float32)}
+    np.testing.assert_array_equal(pipeline.transform(sample, mode="train")["x"], [[1.0, 1.0]])
+    np.testing.assert_array_equal(sample["x"], [0.0, 0.0])
+
+
+def test_a_dataset_item_that_is_not_a_dict_is_named() -> None:
+    class Arrays:
+        def __len__(self) -> int:
+            return 3
+
+        def __getitem__(self, index: int) -> np.ndarray:
+            return np.zeros(2)
+
+    with pytest.raises(TypeError, match=r"Dataset item 0 is a ndarray, not a dict.*NumpyDataset"):
+        Pipeline(Arrays(), batch_size=2).get_results()
+
+
 # ------------------------------------------------------------------ resuming
 def _stream(pipeline: Pipeline, epochs: int, steps: int | None = None) -> list[list[int]]:
     return [ids for epoch in range(1, epochs + 1) for ids in _epoch(pipeline, epoch=epoch, steps_per_epoch=steps)]

@@ -10,7 +10,7 @@ import numpy as np
 
 from fe_ray.backend.determinism import last_seed
 from fe_ray.op.numpyop.numpyop import NumpyOp, check_numpy_ops, forward_numpyop
-from fe_ray.pipeline.loader import Loader
+from fe_ray.pipeline.loader import Loader, owned_sample
 from fe_ray.pipeline.validation import check_batch_size, normalize_data
 from fe_ray.schedule import Scheduler, get_current_items
 from fe_ray.util import MODES, check_count, check_epoch, check_mode, to_list
@@ -244,7 +244,7 @@ class Pipeline:
         """
         check_mode(mode)
         check_epoch(epoch)
-        sample = dict(data)
+        sample = owned_sample(data)  # ops editing arrays in place must not change the caller's sample
         forward_numpyop(self.get_ops(mode, epoch, ds_id), sample, {"mode": mode, "epoch": epoch, "ds_id": ds_id})
         return {key: np.expand_dims(np.asarray(value), 0) for key, value in sample.items()}
 
