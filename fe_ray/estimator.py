@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import closing
 from typing import Any
 
 from fe_ray.schedule import get_current_items, get_signature_epochs
@@ -213,13 +214,16 @@ class Estimator:
         system.mode = first_mode
         all_traces = sort_traces([trace for trace in get_current_items(self.traces_in_use)
                                   if trace.mode is None or trace.mode & set(run_modes)])
-        self._run_event("on_begin", all_traces)  # a RestoreWizard may restore the whole state here
-        if "test" in run_modes:
-            system.mode = "test"
-            self._run_epoch(eager)
-        else:
-            self._fit_epochs(eager)
-            system.mode = first_mode
+        try:
+            self._run_event("on_begin", all_traces)  # a RestoreWizard may restore the whole state here
+            if "test" in run_modes:
+                system.mode = "test"
+                self._run_epoch(eager)
+            else:
+                self._fit_epochs(eager)
+        except _EarlyStop:
+            pass  # a trace set system.stop_training: the rest of the run is skipped, on_end still runs
+        system.mode = first_mode
         self._run_event("on_end", all_traces)
 
     def _fit_epochs(self, eager: bool) -> None:
@@ -228,8 +232,6 @@ class Estimator:
         restored = system.epoch_idx > 0
         resume_epoch, resume_mode, resume_done = system.epoch_idx, system.mode, system.mode_finished
         for epoch in range(max(1, system.epoch_idx), system.total_epochs + 1):
-            if system.stop_training:
-                break
             modes = [mode for mode in FIT_MODES if mode in self.pipeline.get_modes(epoch)]
             for mode in modes:
                 resume = False
@@ -241,8 +243,6 @@ class Estimator:
                 system.epoch_idx = epoch
                 system.mode = mode
                 self._run_epoch(eager, resume=resume)
-            if system.stop_training:
-                break
 
     def _run_epoch(self, eager: bool, resume: bool = False) -> None:
         """Run the current mode's epoch over every ds_id; with ``resume``, continue after ``system.batch_idx``."""
@@ -262,8 +262,6 @@ class Estimator:
                 system.batch_idx = None
             system.ds_id = ds_id
             self._run_dataset(eager, ds_id)
-            if system.stop_training and mode == "train":
-                break
         system.mode_finished = True
         system.write_summary("epoch", epoch)
         self._run_event("on_epoch_end", epoch_traces)
@@ -277,18 +275,19 @@ class Estimator:
             return
         with self.pipeline(mode=mode, epoch=epoch, ds_id=ds_id, steps_per_epoch=steps) as loader, \
                 self.network(mode=mode, epoch=epoch, ds_id=ds_id, desired_output_keys=self._wanted_keys(traces),
-                             warmup=False, eager=eager) as network:
+                             warmup=False, eager=eager) as network, \
+                closing(_with_lookahead(loader, getattr(network, "set_lookahead", None))) as batches:
             system.epoch_length = steps if steps is not None else _safe_len(loader)
             if mode == "eval":
                 system.eval_log_steps = _eval_log_steps(system.eval_log_steps_request, system.epoch_length)
-            for batch in _with_lookahead(loader, getattr(network, "set_lookahead", None)):
+            for batch in batches:
                 if mode == "train":
                     system.update_global_step()
                 system.update_batch_idx()
                 self._run_event("on_batch_begin", traces, batch)
                 result = network.run_step(batch)
                 self._run_event("on_batch_end", traces, result)
-                if (steps is not None and system.batch_idx >= steps) or (system.stop_training and mode == "train"):
+                if steps is not None and system.batch_idx >= steps:
                     break
 
     def _abort(self, error: BaseException) -> None:
@@ -306,6 +305,14 @@ class Estimator:
         data = self._data(batch)
         for trace in traces:
             getattr(trace, event)(data)
+        if self.system.stop_training and event != "on_end":
+            # As FastEstimator: the flag ends the run right after the event that set it (no more batches, no
+            # on_epoch_end, no evaluation), and on_end runs.
+            raise _EarlyStop
+
+
+class _EarlyStop(Exception):
+    """Raised after an event in which a trace set ``system.stop_training``; caught by ``Estimator._start``."""
 
 
 def _eval_log_steps(request: Sequence[int], length: int | None) -> tuple[list[int], int]:

@@ -68,21 +68,55 @@ def test_warmup_does_not_update_or_move_the_data() -> None:
 
 
 class StopAt(Trace):
-    def __init__(self, step: int) -> None:
-        super().__init__(mode="train")
-        self.step = step
+    """Sets stop_training at one (mode, event, batch_idx) and records every event it sees."""
 
-    def on_batch_end(self, data: Any) -> None:
-        if self.system.global_step == self.step:
+    def __init__(self, mode: str, event: str, batch_idx: int | None = None) -> None:
+        super().__init__(mode=None)
+        self.when = (mode, event, batch_idx)
+        self.events: list[tuple[str, ...]] = []
+
+    def _seen(self, event: str) -> None:
+        self.events.append((self.system.mode, event, self.system.batch_idx))
+        if (self.system.mode, event, self.system.batch_idx) == self.when:
             self.system.stop_training = True
 
+    def on_epoch_begin(self, data: Any) -> None:
+        self._seen("epoch_begin")
 
-def test_stop_training_from_a_trace() -> None:
+    def on_batch_begin(self, data: Any) -> None:
+        self._seen("batch_begin")
+
+    def on_batch_end(self, data: Any) -> None:
+        self._seen("batch_end")
+
+    def on_epoch_end(self, data: Any) -> None:
+        self._seen("epoch_end")
+
+    def on_end(self, data: Any) -> None:
+        self.events.append((self.system.mode, "end"))
+
+
+def test_stop_training_ends_the_run_after_the_event_that_set_it() -> None:
+    """As FastEstimator's EarlyStop: no further batch, no on_epoch_end, no evaluation; on_end still runs."""
     pipeline, network, _ = _setup()
-    estimator = fe.Estimator(pipeline, network, epochs=5, traces=StopAt(3), log_steps=None)
+    stop = StopAt("train", "batch_end", 3)
+    estimator = fe.Estimator(pipeline, network, epochs=5, traces=stop, log_steps=None)
     summary = estimator.fit()
     assert estimator.system.global_step == 3 and estimator.system.epoch_idx == 1
-    assert 1 in summary.history["eval"]["epoch"].values()  # the current epoch still evaluates
+    assert stop.events[-2:] == [("train", "batch_end", 3), ("train", "end")]
+    assert "eval" not in summary.history
+    # Set during evaluation, the flag ends the evaluation epoch too.
+    pipeline, network, _ = _setup()
+    stop = StopAt("eval", "batch_end", 1)
+    fe.Estimator(pipeline, network, epochs=5, traces=stop, log_steps=None).fit()
+    assert stop.events[-3:] == [("eval", "batch_begin", 1), ("eval", "batch_end", 1), ("train", "end")]
+    # Set before a batch runs, the batch is not run.
+    pipeline, network, _ = _setup()
+    stop = StopAt("train", "batch_begin", 2)
+    estimator = fe.Estimator(pipeline, network, epochs=5, traces=stop, log_steps=None)
+    estimator.fit()
+    assert stop.events[-2:] == [("train", "batch_begin", 2), ("train", "end")]
+    assert estimator.network.ctx_state == {} and not estimator.network.ctx_lock.locked()  # contexts were left
 
 
 def test_test_mode_runs_test_traces() -> None:

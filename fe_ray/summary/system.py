@@ -75,7 +75,8 @@ class System:
         global_step: Training steps done so far (None before the first one).
         epoch_idx: The current epoch (from 1; 0 before training).
         batch_idx: The current batch within the epoch (from 1; None between epochs).
-        stop_training: Set by a Trace to end training after the current epoch.
+        stop_training: Set by a Trace to end the run right after the current event (as FastEstimator: no more
+            batches, no ``on_epoch_end``, no evaluation); ``on_end`` still runs.
         mode_finished: True once the current mode's epoch has run all of its batches; a checkpoint taken then
             resumes with the next mode/epoch, otherwise within the current epoch after ``batch_idx``.
         summary: The history of logged values.
