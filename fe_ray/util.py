@@ -49,6 +49,21 @@ def filter_nones(items: Iterable[T | None]) -> list[T]:
     return [item for item in items if item is not None]
 
 
+def parse_ds_ids(ds_id: None | str | Iterable[str]) -> set[str] | None:
+    """The ds_id filter of an op or trace: None (every dataset), plain ids (a whitelist) or "!id"s (a blacklist).
+
+    Raises:
+        ValueError: If plain and negated ids are mixed.
+    """
+    if ds_id is None:
+        return None
+    ids = to_set(ds_id)
+    negated = {d for d in ids if d.startswith("!")}
+    if negated and len(negated) != len(ids):
+        raise ValueError(f"Cannot mix plain and negated ('!') ds_ids, got {sorted(ids)}; use one style.")
+    return ids
+
+
 def parse_modes(modes: set[str]) -> set[str]:
     """Expand "!mode" negations into a whitelist and check every mode name.
 

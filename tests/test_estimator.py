@@ -303,3 +303,33 @@ def test_lookahead_raises_a_pipeline_error_after_the_step_not_inside_it() -> Non
     with pytest.raises(RuntimeError, match="bad sample 6"):
         _lookahead_run(True, seen, peeked, fail_at=6)
     assert [first for first, _, _ in seen] == [0, 2, 4] and peeked == [2, 4, None]
+
+
+class LossTypes(Trace):
+    """Replaces x with zeros before each step, and records what a user trace sees of the loss and of the step."""
+
+    def __init__(self) -> None:
+        super().__init__(mode="train", inputs=["ce", "x_abs"])
+        self.loss_types: list[str] = []
+        self.x_sums: list[float] = []
+
+    def on_batch_begin(self, data: Any) -> None:
+        data.write_without_log("x", np.zeros_like(data["x"]))
+
+    def on_batch_end(self, data: Any) -> None:
+        self.loss_types.append(type(data["ce"]).__name__)
+        self.x_sums.append(float(data["x_abs"].sum()))
+
+
+def test_traces_see_the_steps_values_as_written() -> None:
+    """on_batch_begin's write_without_log reaches the step (FastEstimator's Data writes into the batch itself), and
+    a loss keeps its tensor type on logging steps too (it was numpy on every log_steps-th step only)."""
+    from fe_ray.op.tensorop import LambdaOp
+
+    pipeline, network, _ = _setup(n_train=32)
+    network.ops.insert(0, LambdaOp(fn=lambda x: x.abs().sum(dim=1), inputs="x", outputs="x_abs"))
+    trace = LossTypes()
+    summary = fe.Estimator(pipeline, network, epochs=1, traces=trace, log_steps=2).fit()
+    assert trace.loss_types == ["Tensor"] * 4
+    assert trace.x_sums == [0.0] * 4
+    assert all(isinstance(value, np.floating) for value in summary.history["train"]["ce"].values())

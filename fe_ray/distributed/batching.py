@@ -83,6 +83,16 @@ def slice_nbytes(piece: Mapping[str, Any]) -> int:
     return sum(int(getattr(value, "nbytes", 0)) for value in piece.values())
 
 
+def unchanged_since(batch: Mapping[str, Any], seen: Mapping[str, Any], snapshot: Mapping[str, Any]) -> bool:
+    """Whether ``batch`` is the dict ``seen`` still holding the values ``snapshot`` recorded (same objects).
+
+    Slices put ahead of a step (step pipelining) are reused only then: a trace's ``on_batch_begin`` may replace a
+    batch value, or add one, in that very dict before the step runs.
+    """
+    return batch is seen and len(batch) == len(snapshot) and all(
+        key in snapshot and value is snapshot[key] for key, value in batch.items())
+
+
 def merge_outputs(results: list[dict[str, Any]],
                   n_local: list[int]) -> tuple[dict[str, Any], dict[str, dict[int, Any]]]:
     """Merge the replicas' outputs (see the module docstring); dicts, lists and tuples of outputs (a model
@@ -161,4 +171,4 @@ def _weighted_mean(values: list[Any], weights: list[int]) -> Any:
     return out if out.ndim else out[()] if not isinstance(values[0], np.ndarray) else out
 
 
-__all__ = ["batch_size_of", "merge_outputs", "slice_nbytes", "split_for_replicas"]
+__all__ = ["batch_size_of", "merge_outputs", "slice_nbytes", "split_for_replicas", "unchanged_since"]

@@ -33,7 +33,7 @@ from typing import Any
 from fe_ray.backend import get_backend
 from fe_ray.backend.determinism import last_seed
 from fe_ray.distributed import cluster
-from fe_ray.distributed.batching import batch_size_of, merge_outputs, slice_nbytes, split_for_replicas
+from fe_ray.distributed.batching import batch_size_of, merge_outputs, slice_nbytes, split_for_replicas, unchanged_since
 from fe_ray.distributed.checkpointing import ReplicaCheckpoints
 from fe_ray.distributed.errors import is_replica_failure
 from fe_ray.distributed.lr_mirror import LrMirror
@@ -133,7 +133,7 @@ class RayNetwork(BaseNetwork):
         # Runs when the network is garbage collected and at interpreter exit: no orphaned actors either way.
         self._finalizer = weakref.finalize(self, self._holder.stop)
         self._lrs = LrMirror()
-        self._prefetched: tuple[Any, list[Any], list[int], int] | None = None
+        self._prefetched: tuple[Any, dict[str, Any], list[Any], list[int], int] | None = None
         self._lookahead: Callable[[], Mapping[str, Any] | None] | None = None
         self._checkpoints = ReplicaCheckpoints()
         # A checkpoint write may take long on slow storage: waiting for one gets at least ten minutes.
@@ -377,7 +377,7 @@ class RayNetwork(BaseNetwork):
         if self.ctx_slicers or not self.started or not self.ctx_state:
             return
         refs, n_local, n_total = self._put_slices(batch)
-        self._prefetched = (batch, refs, n_local, n_total)
+        self._prefetched = (batch, dict(batch), refs, n_local, n_total)
 
     def set_lookahead(self, peek: Callable[[], Mapping[str, Any] | None] | None) -> None:
         """Offer the batch the *following* step will run: ``peek()`` returns it (None after the last batch). The next
@@ -398,8 +398,8 @@ class RayNetwork(BaseNetwork):
 
     def _run_step(self, batch: Mapping[str, Any]) -> dict[str, Any]:
         """Run one (mini)batch on the replicas and merge their outputs (BaseNetwork.run_step does the rest)."""
-        if self._prefetched is not None and self._prefetched[0] is batch:
-            _, refs, n_local, n_total = self._prefetched
+        if self._prefetched is not None and unchanged_since(batch, *self._prefetched[:2]):
+            refs, n_local, n_total = self._prefetched[2:]
         else:
             refs, n_local, n_total = self._put_slices(batch)
         self._prefetched = None

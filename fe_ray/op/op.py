@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, MutableMapping
 from typing import Any
 
-from fe_ray.util import parse_modes, to_list, to_set
+from fe_ray.util import parse_ds_ids, parse_modes, to_list, to_set
 
 
 class Op:
@@ -28,7 +28,7 @@ class Op:
         self.inputs: list[str] = _check_keys(to_list(inputs), "inputs", type(self).__name__)
         self.outputs: list[str] = _check_keys(to_list(outputs), "outputs", type(self).__name__)
         self.mode: set[str] | None = parse_modes(to_set(mode)) if mode is not None else None
-        self.ds_id: set[str] | None = _parse_ds_ids(ds_id)
+        self.ds_id: set[str] | None = parse_ds_ids(ds_id)
 
     def forward(self, data: Any, state: dict[str, Any]) -> Any:
         """Transform ``data`` (one value, or a list when the op has several inputs). Identity by default."""
@@ -57,16 +57,6 @@ def _check_keys(keys: list[Any], what: str, op_name: str) -> list[str]:
         if not isinstance(key, str):
             raise TypeError(f"{op_name} {what} must be strings, got {key!r} ({type(key).__name__}).")
     return keys
-
-
-def _parse_ds_ids(ds_id: None | str | Iterable[str]) -> set[str] | None:
-    if ds_id is None:
-        return None
-    ids = to_set(ds_id)
-    negated = {d for d in ids if d.startswith("!")}
-    if negated and len(negated) != len(ids):
-        raise ValueError(f"Cannot mix plain and negated ('!') ds_ids, got {sorted(ids)}; use one style.")
-    return ids
 
 
 def get_inputs_by_op(op: Op, store: MutableMapping[str, Any]) -> Any:

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from fe_ray.trace.trace import Data, Trace
+from fe_ray.trace.trace import Data, Trace, to_loggable
 
 PREFIX = "FastEstimator-"
 
@@ -68,7 +68,7 @@ class Logger(Trace):
         self._print("Finish", data)
 
     def _print(self, event: str, data: Data, extra: str = "") -> None:
-        body = "".join(f"{key}: {format_value(value)}; " for key, value in data.read_logs().items())
+        body = "".join(f"{key}: {format_value(to_loggable(value))}; " for key, value in data.read_logs().items())
         print(f"{PREFIX}{event}: step: {self.system.global_step or 0}; {extra}{body}".rstrip(), flush=True)
 
 

@@ -2,52 +2,69 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections import ChainMap
+from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from fe_ray.util import parse_modes, to_list, to_set
+from fe_ray.util import parse_ds_ids, parse_modes, to_list, to_set
 
 if TYPE_CHECKING:
     from fe_ray.summary.system import System
 
 
-class Data(dict):
-    """The dict a Trace event sees: the batch (and predictions) plus values traces write.
+class Data(ChainMap):
+    """What a Trace event sees, laid out as FastEstimator's ``Data``: three layers read in this order.
 
-    Values written with :meth:`write_with_log` are also logged: printed by the Logger and recorded in the
-    Summary right away (``history[mode][key][global_step]``), so a checkpoint taken later in the same event
-    already contains them.
+    * ``maps[0]``, the logged values: an assignment ``data[key] = value`` or :meth:`write_with_log` stores the value
+      as given (a tensor stays a tensor for later traces) and logs it: printed by the Logger and recorded in the
+      Summary right away (``history[mode][key][global_step]``, tensors as numpy), so a checkpoint taken later in the
+      same event already contains it.
+    * ``maps[1]``, the event's batch: in ``on_batch_begin`` the very dict the network runs next, so a value written
+      there with :meth:`write_without_log` reaches the step (replacing a key, or adding one the ops read); in
+      ``on_batch_end`` the step's outputs over the batch.
+    * ``maps[2]``, per-instance values from :meth:`write_per_instance_log`, for detailed loggers.
 
     Args:
-        batch: Initial content (for batch events: the batch overlaid with the network's outputs).
-        on_log: Called as ``on_log(key, value)`` for each logged value (the Estimator passes
-            ``System.write_summary``).
+        batch: The dict for ``maps[1]`` (used as is, not copied).
+        on_log: Called as ``on_log(key, value)`` for each logged value, tensors converted to numpy (the Estimator
+            passes ``System.write_summary``).
     """
 
-    def __init__(self, batch: Mapping[str, Any] | None = None,
+    def __init__(self, batch: MutableMapping[str, Any] | None = None,
                  on_log: Callable[[str, Any], None] | None = None) -> None:
-        super().__init__(batch or {})
-        self._log_keys: list[str] = []
+        super().__init__({}, batch if batch is not None else {}, {})
+        self.per_instance_enabled = True  # a trace may turn it off to keep per-instance values out
         self._on_log = on_log
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.maps[0][key] = value
+        if self._on_log is not None:
+            self._on_log(key, to_loggable(value))
 
     def write_with_log(self, key: str, value: Any) -> None:
         """Store ``value`` under ``key`` and log it (printed and recorded in the Summary)."""
-        value = to_loggable(value)
         self[key] = value
-        if key not in self._log_keys:
-            self._log_keys.append(key)
-        if self._on_log is not None:
-            self._on_log(key, value)
 
     def write_without_log(self, key: str, value: Any) -> None:
-        """Store ``value`` under ``key`` for later traces of this event only."""
-        self[key] = value
+        """Store ``value`` under ``key`` in the batch layer: later traces of this event read it and, in
+        ``on_batch_begin``, the network's step does."""
+        self.maps[1][key] = value
 
-    def read_logs(self) -> dict[str, Any]:
-        """The logged values of this event, in the order they were first written."""
-        return {key: self[key] for key in self._log_keys if key in self}
+    def write_per_instance_log(self, key: str, value: Any) -> None:
+        """Store per-sample ``value`` (one entry per sample of the batch) for detailed loggers, unless
+        ``per_instance_enabled`` is False."""
+        if self.per_instance_enabled:
+            self.maps[2][key] = value
+
+    def read_logs(self) -> MutableMapping[str, Any]:
+        """The logged values of this event, in the order they were first written (as written, not converted)."""
+        return self.maps[0]
+
+    def read_per_instance_logs(self) -> MutableMapping[str, Any]:
+        """The per-instance values of this event."""
+        return self.maps[2]
 
 
 def to_loggable(value: Any) -> Any:
@@ -94,7 +111,7 @@ class Trace:
         self.inputs: list[str] = [str(key) for key in to_list(inputs)]
         self.outputs: list[str] = [str(key) for key in to_list(outputs)]
         self.mode: set[str] | None = parse_modes(to_set(mode)) if mode is not None else None
-        self.ds_id: set[str] | None = to_set(ds_id) if ds_id is not None else None
+        self.ds_id: set[str] | None = parse_ds_ids(ds_id)
 
     def on_begin(self, data: Data) -> None:
         """Runs once when fit()/test() starts."""

@@ -263,3 +263,39 @@ def test_the_pipeline_makes_the_next_batch_while_the_replica_computes(ray_sessio
         network.shutdown()
     # When step k ends, batch k+1 is already made (during step k), not only after it: 20 samples after step 1.
     assert trace.at_end == [20, 30, 40, 40]
+
+
+class ZeroInputs(Trace):
+    """Replaces the batch's x with zeros in on_batch_begin and records what the step saw (the sum of |x|)."""
+
+    def __init__(self) -> None:
+        super().__init__(mode="train", inputs="x_abs")
+        self.seen: list[float] = []
+
+    def on_batch_begin(self, data: Any) -> None:
+        data.write_without_log("x", np.zeros_like(data["x"]))
+
+    def on_batch_end(self, data: Any) -> None:
+        self.seen.append(float(np.abs(np.asarray(data["x_abs"])).sum()))
+
+
+@pytest.mark.timeout(120)
+def test_on_batch_begin_writes_reach_the_replicas(ray_session: None) -> None:
+    """A value a trace writes into the batch in on_batch_begin is what the replicas run, also for batches whose
+    slices were put ahead during the previous step (step pipelining)."""
+    from fe_ray.dataset import NumpyDataset
+
+    train, _ = digits_arrays("torch", n_train=40, n_eval=0)
+    model = torch_mlp(seed=0)
+    network = fe.Network([LambdaOp(fn=lambda x: x.abs().sum(dim=1), inputs="x", outputs="x_abs"),
+                          ModelOp(model=model, inputs="x", outputs="y_pred"),
+                          CrossEntropy(inputs=("y_pred", "y"), outputs="ce"),
+                          UpdateOp(model=model, loss_name="ce")], num_replicas=2)
+    trace = ZeroInputs()
+    try:
+        # A Pipeline (whose loader reports its position), so the network puts the next batch's slices ahead.
+        fe.Estimator(fe.Pipeline(train_data=NumpyDataset(train), batch_size=10), network, epochs=1, traces=trace,
+                     log_steps=None).fit()
+    finally:
+        network.shutdown()
+    assert trace.seen == [0.0, 0.0, 0.0, 0.0]

@@ -76,12 +76,29 @@ def test_traces_sorted_by_dependencies() -> None:
 
 
 def test_data_logs() -> None:
+    """FastEstimator's layout: logged values (kept as written; the Summary gets numpy), the batch itself, and
+    per-instance values."""
+    torch = pytest.importorskip("torch")
     written: dict = {}
-    data = Data({"x": 1}, on_log=written.__setitem__)
-    data.write_with_log("loss", np.array(0.5, dtype=np.float32))
+    batch = {"x": 1}
+    data = Data(batch, on_log=written.__setitem__)
+    loss = torch.tensor(0.5)
+    data.write_with_log("loss", loss)
+    data["acc"] = 0.9  # a plain assignment logs too, as in FastEstimator
     data.write_without_log("tmp", 3)
-    assert data.read_logs() == {"loss": np.float32(0.5)} and written == {"loss": np.float32(0.5)}
-    assert data["tmp"] == 3 and data["x"] == 1
+    assert data["loss"] is loss and list(data.read_logs()) == ["loss", "acc"]
+    assert written == {"loss": np.float32(0.5), "acc": 0.9} and isinstance(written["loss"], np.floating)
+    assert batch == {"x": 1, "tmp": 3} and data["tmp"] == 3 and data["x"] == 1  # into the batch dict itself
+    data.write_per_instance_log("ids", [4, 5])
+    assert data.read_per_instance_logs() == {"ids": [4, 5]} and "ids" not in data.read_logs()
+    data.per_instance_enabled = False
+    data.write_per_instance_log("skipped", [1])
+    assert "skipped" not in data
+
+
+def test_trace_ds_ids_cannot_mix_plain_and_negated() -> None:
+    with pytest.raises(ValueError, match=r"Cannot mix plain and negated .* \['!b', 'a'\]"):
+        Trace(ds_id=["a", "!b"])
 
 
 def test_accuracy_counts_and_state() -> None:
