@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from fe_ray.backend import to_number
+from fe_ray.backend import get_lr, to_number
 from fe_ray.trace.trace import Data, Trace
 
 
@@ -55,6 +55,9 @@ class TrainEssential(Trace):
 
     def on_end(self, data: Data) -> None:
         data.write_with_log("total_time(sec)", round(time.perf_counter() - self.train_start, 2))
+        for model in self.system.network.models:  # the final learning rates, as FastEstimator logs them
+            if getattr(model, "current_optimizer", None) is not None:
+                data.write_with_log(f"{model.model_name}_lr", get_lr(model))
 
 
 class EvalEssential(Trace):

@@ -46,7 +46,8 @@ class Logger(Trace):
         super().__init__(inputs="*")
 
     def on_begin(self, data: Data) -> None:
-        self._print("Start", data)
+        if self.system.mode != "test":  # as FastEstimator: test() prints its epoch line only
+            self._print("Start", data, step=self.system.global_step or 1)
 
     def on_batch_end(self, data: Data) -> None:
         system = self.system
@@ -65,11 +66,13 @@ class Logger(Trace):
             self._print(mode.capitalize(), data, extra=f"epoch: {self.system.epoch_idx}; ")
 
     def on_end(self, data: Data) -> None:
-        self._print("Finish", data)
+        if self.system.mode != "test":
+            self._print("Finish", data)
 
-    def _print(self, event: str, data: Data, extra: str = "") -> None:
+    def _print(self, event: str, data: Data, extra: str = "", step: int | None = None) -> None:
         body = "".join(f"{key}: {format_value(to_loggable(value))}; " for key, value in data.read_logs().items())
-        print(f"{PREFIX}{event}: step: {self.system.global_step or 0}; {extra}{body}".rstrip(), flush=True)
+        step = (self.system.global_step or 0) if step is None else step
+        print(f"{PREFIX}{event}: step: {step}; {extra}{body}".rstrip(), flush=True)
 
 
 class ProgressBar(Trace):

@@ -187,12 +187,19 @@ def test_best_model_saver(tmp_path, capsys) -> None:
 
 
 def test_logger_lines(capsys) -> None:
-    estimator, _ = _estimator([Accuracy("y", "y_pred")], epochs=1, log_steps=2)
+    train, evaluation = digits_arrays(n_train=32, n_eval=16)
+    model = torch_mlp()
+    estimator = fe.Estimator(ToyPipeline(train, evaluation, batch_size=8, test=evaluation),
+                             classifier_network(model), epochs=1, traces=Accuracy("y", "y_pred"), log_steps=2)
     estimator.fit()
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith("FastEstimator-Start: step: 0; num_device: 1; logging_interval: 2;")
+    assert lines[0].startswith("FastEstimator-Start: step: 1; num_device: 1; logging_interval: 2;")
     assert lines[1].startswith("FastEstimator-Train: step: 1; ce: ")
     assert lines[2].startswith("FastEstimator-Train: step: 2; ce: ") and "steps/sec" in lines[2]
     assert any(line.startswith("FastEstimator-Eval: step: 4; epoch: 1; ce: ") and "accuracy" in line
                for line in lines)
     assert lines[-1].startswith("FastEstimator-Finish: step: 4; total_time(sec): ")
+    assert lines[-1].endswith("mlp_lr: 0.05;")  # the final learning rate of each model, as FastEstimator logs
+    estimator.test()
+    test_lines = capsys.readouterr().out.splitlines()
+    assert [line.split(":")[0] for line in test_lines] == ["FastEstimator-Test"]
