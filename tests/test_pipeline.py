@@ -85,8 +85,35 @@ def test_ops_receive_mode_epoch_ds_id_state() -> None:
 
 def test_ragged_samples_name_the_key() -> None:
     op = LambdaOp(lambda y: np.zeros(int(y) + 1), inputs="y", outputs="ragged")
-    with pytest.raises(ValueError, match="Cannot batch key 'ragged'.*different shapes"):
+    with pytest.raises(ValueError, match=r"Cannot batch key 'ragged'.*different shapes.*Pipeline\(pad_value=...\)"):
         Pipeline(train_data=_ds(4), batch_size=4, ops=op).get_results()
+
+
+def test_pad_value_pads_ragged_samples_at_the_end_of_each_axis() -> None:
+    op = LambdaOp(lambda y: np.ones((int(y) + 1, 3 - int(y)), np.float32), inputs="y", outputs="ragged")
+    batch = Pipeline(train_data=_ds(3), batch_size=3, ops=op, pad_value=-1).get_results()
+    assert batch["ragged"].shape == (3, 3, 3) and batch["ragged"].dtype == np.float32
+    np.testing.assert_array_equal(batch["ragged"][0], [[1, 1, 1], [-1, -1, -1], [-1, -1, -1]])
+    np.testing.assert_array_equal(batch["ragged"][2], [[1, -1, -1]] * 3)
+    np.testing.assert_array_equal(batch["x"], [[0], [1], [2]])  # keys of one shape are untouched
+    other_rank = LambdaOp(lambda y: np.zeros((1,) * (int(y) + 1)), inputs="y", outputs="rank")
+    with pytest.raises(ValueError, match="number of axes"):
+        Pipeline(train_data=_ds(2), batch_size=2, ops=other_rank, pad_value=0).get_results()
+
+
+def test_collate_fn_makes_the_batches() -> None:
+    seen: list[int] = []
+
+    def collate(samples: list[dict[str, Any]]) -> dict[str, Any]:
+        seen.append(len(samples))
+        return {"y": np.array([s["y"] for s in samples]), "n": np.full(len(samples), len(samples))}
+
+    pipeline = Pipeline(train_data=_ds(5), batch_size=2, collate_fn=collate)  # no ops: still per-sample loading
+    batches = pipeline.get_results(num_steps=3)
+    assert seen == [2, 2, 1] and [b["n"].tolist() for b in batches] == [[2, 2], [2, 2], [1]]
+    assert [b["y"].tolist() for b in batches] == [[0, 1], [2, 3], [4]]
+    with pytest.raises(TypeError, match="collate_fn returned a list"):
+        Pipeline(train_data=_ds(2), batch_size=2, collate_fn=lambda samples: samples).get_results()
 
 
 # ------------------------------------------------------------------ shuffling and steps_per_epoch
@@ -336,6 +363,8 @@ def test_unknown_mode_and_missing_data() -> None:
     ({"train_data": 5, "batch_size": 2}, TypeError, "map-style dataset"),
     ({"train_data": {"!a": _ds(4)}, "batch_size": 2}, ValueError, "may not start with '!'"),
     ({"train_data": _ds(4), "batch_size": 2, "num_process": -1}, ValueError, "num_process"),
+    ({"train_data": _ds(4), "batch_size": 2, "pad_value": "0"}, TypeError, "pad_value must be a number"),
+    ({"train_data": _ds(4), "batch_size": 2, "collate_fn": "stack"}, TypeError, "collate_fn must be callable"),
     ({"train_data": _ds(4), "batch_size": 2, "ops": TensorLambdaOp(lambda x: x, inputs="x", outputs="x")},
      TypeError, "NumpyOps only"),
     ({"train_data": _ds(4), "batch_size": 2, "ops": EpochScheduler({2: TensorLambdaOp(lambda x: x, "x", "x")})},

@@ -25,11 +25,18 @@ def epoch_permutation(seed: int, mode: str, ds_id: str, epoch: int, data_pass: i
     return np.random.default_rng(np.random.SeedSequence(entropy)).permutation(size)
 
 
-def collate(samples: list[Mapping[str, Any]]) -> dict[str, np.ndarray]:
+def collate(samples: list[Mapping[str, Any]], pad_value: float | None = None) -> dict[str, np.ndarray]:
     """Stack per-sample dicts into one dict of arrays with a leading batch axis.
 
+    Args:
+        samples: The batch's samples, each ``{key: value}`` with the same keys.
+        pad_value: For a key whose samples differ in shape (same number of axes): pad each at the end of every axis
+            with this value up to the batch's largest size on that axis, as FastEstimator's ``pad_value`` does.
+            None: such a key is an error.
+
     Raises:
-        ValueError: If samples have different keys, or a key's values cannot be stacked (ragged shapes).
+        ValueError: If samples have different keys, or a key's values cannot be stacked (ragged shapes without
+            ``pad_value``, or a different number of axes).
     """
     keys = list(samples[0])
     batch: dict[str, np.ndarray] = {}
@@ -39,13 +46,24 @@ def collate(samples: list[Mapping[str, Any]]) -> dict[str, np.ndarray]:
                              f"(sample {position}); every sample must produce the same keys.")
     for key in keys:
         values = [np.asarray(sample[key]) for sample in samples]
+        shapes = {value.shape for value in values}
+        if len(shapes) > 1 and pad_value is not None and len({len(shape) for shape in shapes}) == 1:
+            values = _pad(values, pad_value)
         try:
             batch[key] = np.stack(values)
         except ValueError:
-            shapes = sorted({value.shape for value in values}, key=str)
-            raise ValueError(f"Cannot batch key {key!r}: samples have different shapes {shapes}. Resize or pad "
-                             "them with a NumpyOp so that every sample of a key has one shape.") from None
+            shapes_seen = sorted(shapes, key=str)
+            fix = ("they differ in their number of axes, which padding cannot fix" if pad_value is not None else
+                   "pass Pipeline(pad_value=...) to pad them at the end of each axis, or resize them with a NumpyOp")
+            raise ValueError(f"Cannot batch key {key!r}: samples have different shapes {shapes_seen}; {fix}.") \
+                from None
     return batch
+
+
+def _pad(values: list[np.ndarray], pad_value: float) -> list[np.ndarray]:
+    target = np.max([value.shape for value in values], axis=0)
+    return [np.pad(value, [(0, int(size - have)) for have, size in zip(value.shape, target)],
+                   constant_values=np.asarray(pad_value).astype(value.dtype)) for value in values]
 
 
 def owned_sample(item: Any, what: str = "Pipeline.transform's data") -> dict[str, Any]:
@@ -96,6 +114,8 @@ class Loader:
         start: Index of the first batch to hand out (a resumed epoch).
         num_process: Worker threads preparing batches ahead, in order; 0 prepares them in the consuming thread.
         on_batch: Called with the number of batches handed out so far, right before each batch is yielded.
+        pad_value: Padding for samples of one key that differ in shape (see :func:`collate`).
+        collate_fn: Makes a batch from the list of sample dicts instead of :func:`collate`.
 
     Raises:
         ValueError: If ``drop_last`` leaves no batch at all from the dataset.
@@ -103,7 +123,9 @@ class Loader:
 
     def __init__(self, dataset: Any, ops: list[NumpyOp], batch_size: int, mode: str, epoch: int, ds_id: str,
                  shuffle: bool, seed: int, drop_last: bool = False, steps_per_epoch: int | None = None,
-                 start: int = 0, num_process: int = 0, on_batch: Callable[[int], None] | None = None) -> None:
+                 start: int = 0, num_process: int = 0, on_batch: Callable[[int], None] | None = None,
+                 pad_value: float | None = None,
+                 collate_fn: Callable[[list[dict[str, Any]]], Mapping[str, Any]] | None = None) -> None:
         self.dataset = dataset
         self.ops = ops
         self.batch_size = batch_size
@@ -118,10 +140,12 @@ class Loader:
         self.start = min(start, self.num_batches)
         self.num_process = num_process
         self.on_batch = on_batch
+        self.pad_value = pad_value
+        self.collate_fn = collate_fn
         self._cursor = self.start
         self._perm_cache: tuple[int, np.ndarray] | None = None
         # Whole-batch fancy indexing is only equivalent to per-sample loading when no op has to see single samples.
-        self._fast = not ops and hasattr(dataset, "get_batch")
+        self._fast = not ops and collate_fn is None and hasattr(dataset, "get_batch")
         self._iterators: list[Iterator[dict[str, np.ndarray]]] = []
 
     def __len__(self) -> int:
@@ -152,7 +176,13 @@ class Loader:
             sample = owned_sample(self.dataset[int(index)], f"Dataset item {int(index)}")
             forward_numpyop(self.ops, sample, state)
             samples.append(sample)
-        return collate(samples)
+        if self.collate_fn is None:
+            return collate(samples, self.pad_value)
+        batch = self.collate_fn(samples)
+        if not isinstance(batch, Mapping):
+            raise TypeError(f"Pipeline collate_fn returned a {type(batch).__name__}; it must return one dict of "
+                            "batched values, {key: array with a leading batch axis}.")
+        return dict(batch)
 
     def __iter__(self) -> Iterator[dict[str, np.ndarray]]:
         iterator = self._threaded() if self.num_process > 0 else self._serial()

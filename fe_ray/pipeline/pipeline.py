@@ -32,6 +32,10 @@ class Pipeline:
             batches ahead. The batches and their order are identical either way (ops drawing from a global RNG are
             the exception: their draws interleave across threads).
         drop_last: Drop the last, partial batch of each pass over a dataset.
+        pad_value: Samples of one key that differ in shape are padded with this value at the end of each axis up to
+            the batch's largest shape (FastEstimator's ``pad_value``); None makes such a batch an error.
+        collate_fn: Make each batch from the list of its sample dicts with this function (returning one dict of
+            batched arrays) instead of stacking them.
         shuffle_seed: Seed of the shuffle; None takes ``fe.enable_deterministic``'s seed if it was called, else draws
             one at construction (it is part of :meth:`state_dict`, so a restored run still shuffles like the
             original).
@@ -68,6 +72,8 @@ class Pipeline:
     def __init__(self, train_data: Any = None, eval_data: Any = None, test_data: Any = None,
                  batch_size: int | Scheduler[int] | Mapping[str, int | Scheduler[int]] | None = None,
                  ops: Any = None, num_process: int | None = None, drop_last: bool = False,
+                 pad_value: int | float | None = None,
+                 collate_fn: Callable[[list[dict[str, Any]]], Mapping[str, Any]] | None = None,
                  shuffle_seed: int | None = None) -> None:
         self.data: dict[str, dict[str, Any]] = {}
         for mode, given in (("train", train_data), ("eval", eval_data), ("test", test_data)):
@@ -79,6 +85,15 @@ class Pipeline:
         check_numpy_ops(get_current_items(self.ops), "Pipeline(ops=...)")
         self.num_process = check_count(num_process, "num_process") if num_process is not None else 0
         self.drop_last = bool(drop_last)
+        numeric = isinstance(pad_value, (int, float, np.number)) and not isinstance(pad_value, bool)
+        if pad_value is not None and not numeric:
+            raise TypeError(f"pad_value must be a number (the fill of samples padded to one shape) or None, got "
+                            f"{pad_value!r}.")
+        if collate_fn is not None and not callable(collate_fn):
+            raise TypeError(f"collate_fn must be callable (a list of sample dicts -> one batch dict) or None, got "
+                            f"{type(collate_fn).__name__}.")
+        self.pad_value = pad_value
+        self.collate_fn = collate_fn
         if shuffle_seed is None:
             # fe.enable_deterministic's seed makes the shuffle repeat across runs (FastEstimator's shuffle draws from
             # the generators it seeds); otherwise drawn once. Checkpointed either way, so restores shuffle the same.
@@ -198,7 +213,8 @@ class Pipeline:
         start = saved["batches"] if saved is not None and saved["epoch"] == epoch else 0
         loader = Loader(dataset, self.get_ops(mode, epoch, ds_id), self.get_batch_size(mode, epoch), mode, epoch,
                         ds_id, shuffle=shuffle, seed=self.shuffle_seed, drop_last=self.drop_last,
-                        steps_per_epoch=steps_per_epoch, start=start, num_process=self.num_process)
+                        steps_per_epoch=steps_per_epoch, start=start, num_process=self.num_process,
+                        pad_value=self.pad_value, collate_fn=self.collate_fn)
         if track:
             loader.on_batch = self._tracker(key, epoch, loader.num_batches)
             if loader.remaining == 0:
