@@ -177,7 +177,14 @@ class BaseNetwork:
             raise ValueError("Configure the network before entering it: `with network(mode='train', epoch=1):`.")
         if not self.ctx_lock.acquire(blocking=False):
             raise ValueError("This network is already in use.")
-        self._enter_context()
+        try:
+            self._enter_context()
+        except BaseException:
+            # A context that fails to start never reaches __exit__: free the network here, or every later use (a
+            # distributed network's recovery with fresh replicas included) would find it still in use.
+            self._reset_ctx()
+            self.ctx_lock.release()
+            raise
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -329,3 +329,25 @@ def test_run_step_outside_context() -> None:
     network, _ = linear_network("torch")
     with pytest.raises(ValueError, match="inside `with network"):
         network.run_step(batch([[1, 1, 1]], [1]))
+
+
+def test_a_context_that_fails_to_start_leaves_the_network_usable(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A failure entering a context (a distributed network's dead replica, a placement error, Ctrl-C) must free
+    the network: its recovery, or the user's retry, enters again."""
+    network, _ = linear_network("torch")
+    failures = [RuntimeError("replica died while configuring")]
+    enter = network._enter_context
+
+    def failing_enter() -> None:
+        if failures:
+            raise failures.pop()
+        enter()
+
+    monkeypatch.setattr(network, "_enter_context", failing_enter)
+    with pytest.raises(RuntimeError, match="configuring"):
+        with network(mode="train", epoch=1):
+            pass
+    assert not network.ctx_lock.locked() and network.ctx_state == {}
+    with network(mode="infer", epoch=1):
+        out = network.run_step(batch([[1, 1, 1]], [1]))
+    assert float(to_number(out["y_pred"]).reshape(-1)[0]) == pytest.approx(6.0)

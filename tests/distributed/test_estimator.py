@@ -96,6 +96,37 @@ def test_killed_replica_recovers_from_checkpoint(ray_session: None, tmp_path: An
         np.testing.assert_allclose(mine, theirs, atol=1e-5)
 
 
+class KillReplicaAtEpochEnd(Trace):
+    """SIGKILLs replica rank 1 once at the end of training epoch 1: the failure shows when the evaluation context
+    is configured, between steps."""
+
+    def __init__(self, network: Any, done: list[bool]) -> None:
+        super().__init__(mode="train")
+        self.network, self.done = network, done
+
+    def on_epoch_end(self, data: Any) -> None:
+        if not self.done:
+            self.done.append(True)
+            os.kill(self.network.replica_info()[1]["pid"], signal.SIGKILL)
+
+
+@pytest.mark.timeout(180)
+def test_replica_dead_when_a_context_starts_recovers(ray_session: None, tmp_path: Any) -> None:
+    pipeline, network, model = setup("torch", n_train=80)
+    fe.Estimator(pipeline, network, epochs=2, log_steps=None).fit()
+    ckpt = str(tmp_path / "ckpt")
+    pipeline, dist, dist_model = setup("torch", n_train=80, num_replicas=2, max_failures=1, checkpoint_dir=ckpt)
+    done: list[bool] = []
+    try:
+        fe.Estimator(pipeline, dist, epochs=2, traces=[RestoreWizard(ckpt, steps=4), KillReplicaAtEpochEnd(dist, done)],
+                     log_steps=None).fit()
+    finally:
+        dist.shutdown()
+    assert done and dist.recoveries == 1
+    for mine, theirs in zip(model_weights(dist_model), model_weights(model)):
+        np.testing.assert_allclose(mine, theirs, atol=1e-5)
+
+
 def input_dropout(x: Any) -> Any:
     """A random op: drops 30% of the input features with each replica's own torch generator."""
     import torch
