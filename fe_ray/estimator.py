@@ -48,7 +48,9 @@ class Estimator:
       train on them. Learning-rate changes (LRScheduler) are not pushed this way: the distributed network reads
       ``get_lr`` of the driver's models and forwards changes with the next step.
 
-    Both go through :meth:`System.sync_models` / :meth:`System.push_models`.
+    Both go through :meth:`System.sync_models` / :meth:`System.push_models`. A third, ``check_traces(traces)``,
+    runs before ``fit`` starts anything, so a network can refuse traces it cannot work with (a distributed one with
+    ``max_failures`` needs a RestoreWizard writing to its ``checkpoint_dir``).
 
     Raises:
         ValueError: For a non-positive ``epochs`` / steps, a negative ``log_steps``, or invalid traces.
@@ -94,6 +96,9 @@ class Estimator:
         """
         self.system.reset(summary, self._config())
         self._prepare_traces(FIT_MODES)
+        check_traces = getattr(self.network, "check_traces", None)
+        if check_traces is not None:  # a distributed network refuses a recovery it could not carry out
+            check_traces(get_current_items(self.traces_in_use))
         if warmup:
             self._warmup(eager)
         while True:

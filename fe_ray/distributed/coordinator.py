@@ -38,9 +38,11 @@ from fe_ray.distributed.checkpointing import ReplicaCheckpoints
 from fe_ray.distributed.errors import is_replica_failure
 from fe_ray.distributed.lr_mirror import LrMirror
 from fe_ray.distributed.options import check_options
+from fe_ray.distributed.recovery import check_recoverable, restore_wizards
 from fe_ray.distributed.replica import writable
 from fe_ray.distributed.serialization import check_picklable
 from fe_ray.distributed.supervisor import GroupHolder, ReplicaGroup
+from fe_ray.io.checkpoint import CheckpointStore, normalize_location
 from fe_ray.network import BaseNetwork, OpsArg, detect_framework
 
 logger = logging.getLogger(__name__)
@@ -114,7 +116,7 @@ class RayNetwork(BaseNetwork):
         # Setup-like calls (configure, state transfers) can be slow the first time (imports, large states): they
         # get at least two minutes even when steps are expected to be fast.
         self._control_timeout_s = max(self.step_timeout_s, 120.0)
-        self.checkpoint_dir = checkpoint_dir
+        self.checkpoint_dir = normalize_location(checkpoint_dir) if checkpoint_dir else None
         self.placement_timeout_s = float(placement_timeout_s)
         self.collective_timeout_s = float(collective_timeout_s or 2 * step_timeout_s)
         self.runtime_env = dict(runtime_env) if runtime_env else None
@@ -283,11 +285,7 @@ class RayNetwork(BaseNetwork):
             logger.error("fe_ray: replica failure after %d recoveries (max_failures=%d); giving up.",
                          self.recoveries, self.max_failures)
             return False
-        from fe_ray.io.checkpoint import CheckpointStore
-
-        wizards = [trace for trace in getattr(system, "traces", []) or []
-                   if type(trace).__name__ == "RestoreWizard" and _same_dir(trace.directory, self.checkpoint_dir)]
-        if system is not None and not wizards:
+        if system is not None and not restore_wizards(getattr(system, "traces", []) or [], self.checkpoint_dir):
             logger.error("fe_ray: cannot recover: no RestoreWizard(directory=%r) trace writes the checkpoints that "
                          "recovery resumes from.", self.checkpoint_dir)
             return False
@@ -300,6 +298,11 @@ class RayNetwork(BaseNetwork):
         logger.warning("fe_ray: replica failure (%s); recovery %d/%d from %s with fresh replicas.",
                        type(error).__name__, self.recoveries, self.max_failures, latest)
         return True
+
+    def check_traces(self, traces: Iterable[Any]) -> None:
+        """Called by the Estimator before fit: refuse ``max_failures`` without a RestoreWizard writing to
+        ``checkpoint_dir`` (:func:`~fe_ray.distributed.recovery.check_recoverable`)."""
+        check_recoverable(self.max_failures, self.checkpoint_dir, traces)
 
     # ------------------------------------------------------------------ background checkpoints
     def save_checkpoint_async(self, root: str, payload: Mapping[str, Any], keep: int | None = 2,
@@ -490,11 +493,6 @@ class RayNetwork(BaseNetwork):
 
     def __repr__(self) -> str:
         return f"RayNetwork(framework={self.target_type!r}, num_replicas={self.num_replicas}, started={self.started})"
-
-
-# ---------------------------------------------------------------------------------------------------- helpers
-def _same_dir(first: str, second: str) -> bool:
-    return str(first).rstrip("/") == str(second).rstrip("/")
 
 
 __all__ = ["RayNetwork", "batch_size_of", "is_replica_failure", "merge_outputs", "split_for_replicas"]

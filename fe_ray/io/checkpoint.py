@@ -39,6 +39,26 @@ def open_fs(url: str) -> tuple[fsspec.AbstractFileSystem, str]:
     return fs, path
 
 
+def normalize_location(location: str) -> str:
+    """One spelling per checkpoint directory: a local path (or ``file://`` URL) absolute and without a trailing
+    slash; any other fsspec URL as given, without one.
+
+    Absolute because the directory is also used by other processes (a distributed run's replica rank 0 writes the
+    checkpoints), whose working directory may differ from the driver's.
+    """
+    location = str(location)
+    if location.startswith("file://"):
+        location = location[len("file://"):]
+    if "://" not in location:
+        return os.path.abspath(os.path.expanduser(location))
+    return location.rstrip("/")
+
+
+def is_process_local(location: str) -> bool:
+    """Whether ``location`` lives in one process's memory (``memory://``), out of reach of every other process."""
+    return str(location).startswith("memory://")
+
+
 def join(base: str, *parts: str) -> str:
     """Join path parts with '/', which every fsspec filesystem (local ones included) accepts."""
     return "/".join([base.rstrip("/"), *parts])

@@ -127,6 +127,29 @@ def test_replica_dead_when_a_context_starts_recovers(ray_session: None, tmp_path
         np.testing.assert_allclose(mine, theirs, atol=1e-5)
 
 
+@pytest.mark.timeout(180)
+def test_failure_before_the_first_periodic_checkpoint_recovers_from_memory(ray_session: None) -> None:
+    """With max_failures the RestoreWizard commits the starting state at on_begin, so a replica killed at step 2,
+    before the epoch-end checkpoint, is recovered; a memory:// directory (this process only) is written by the
+    driver, where recovery reads it."""
+    from fe_ray.io.checkpoint import CheckpointStore
+
+    pipeline, network, model = setup("torch", n_train=80)
+    fe.Estimator(pipeline, network, epochs=2, log_steps=None).fit()
+    ckpt = "memory://fe_ray_tests/early_failure"
+    pipeline, dist, dist_model = setup("torch", n_train=80, num_replicas=2, max_failures=1, checkpoint_dir=ckpt)
+    done: list[bool] = []
+    try:
+        fe.Estimator(pipeline, dist, epochs=2, traces=[RestoreWizard(ckpt), KillReplica(dist, step=2, done=done)],
+                     log_steps=None).fit()
+    finally:
+        dist.shutdown()
+    assert done and dist.recoveries == 1
+    for mine, theirs in zip(model_weights(dist_model), model_weights(model)):
+        np.testing.assert_allclose(mine, theirs, atol=1e-5)
+    assert CheckpointStore(ckpt).latest() is not None  # the driver's memory filesystem holds the run's checkpoints
+
+
 def input_dropout(x: Any) -> Any:
     """A random op: drops 30% of the input features with each replica's own torch generator."""
     import torch

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from fe_ray.io.background_save import saver_for
-from fe_ray.io.checkpoint import CheckpointStore
+from fe_ray.io.checkpoint import CheckpointStore, is_process_local, normalize_location
 from fe_ray.io.snapshot import SnapshotTooLargeError
 from fe_ray.io.state_files import write_checkpoint
 from fe_ray.trace.trace import Data, Trace
@@ -33,7 +33,10 @@ class RestoreWizard(Trace):
     returns, and their errors raised there. A background save keeps one extra copy of the model states in memory
     (in rank 0's process with ``num_replicas``; reused from save to save, freed when training ends); where that copy
     would take more than half of the available memory, the run saves synchronously instead (with a message). With
-    ``num_replicas``, ``directory`` must be reachable from rank 0's node (a shared filesystem or an fsspec URL).
+    ``num_replicas``, ``directory`` must be reachable from rank 0's node (a shared filesystem or an fsspec URL); a
+    relative path is made absolute on the driver, and a ``memory://`` directory is written by the driver. With
+    ``max_failures`` on the network, a first checkpoint is taken at ``on_begin`` when there is none to restore, so a
+    replica failure before the first periodic checkpoint is recovered too.
 
     Checkpoints contain a pickle (``objects.pkl``): only resume from directories you wrote yourself.
 
@@ -61,7 +64,8 @@ class RestoreWizard(Trace):
         if not isinstance(background, bool):
             raise TypeError(f"RestoreWizard background must be True or False, got {background!r}.")
         super().__init__(inputs="*", mode=("train", "eval"))
-        self.directory = str(directory)
+        # Absolute: with replicas, rank 0 writes the checkpoints from its own working directory.
+        self.directory = normalize_location(directory)
         self.frequency = frequency
         self.steps = steps
         self.background = background
@@ -78,6 +82,10 @@ class RestoreWizard(Trace):
         latest = self.store.latest()
         if latest is None:
             print(f"FastEstimator-RestoreWizard: Backing up to {self.directory}", flush=True)
+            if getattr(self.system.network, "max_failures", 0) > 0:
+                # A recoverable distributed run resumes from a committed checkpoint: this one, of the state before
+                # any step, covers a replica failure before the first periodic checkpoint.
+                self.save()
             return
         self.system.load_state(latest)
         self.last_checkpoint = latest
@@ -128,7 +136,8 @@ class RestoreWizard(Trace):
 
     def _save_in_background(self) -> None:
         save_async = getattr(self.system.network, "save_checkpoint_async", None)
-        if save_async is not None:
+        # memory:// exists in this process only: there the driver writes, as in process (replicas could not).
+        if save_async is not None and not is_process_local(self.directory):
             payload = self.system.capture_state(models=False)  # rank 0 adds its models' states itself
             save_async(self.directory, payload, keep=self.store.keep, info=self._info(payload["system"]))
         else:

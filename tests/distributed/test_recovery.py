@@ -1,0 +1,60 @@
+"""Recovery prerequisites, checked before fit starts anything: checkpoint directories compared by location, and
+``max_failures`` refused without a RestoreWizard writing where recovery reads."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+
+import fe_ray as fe
+from fe_ray.distributed.recovery import check_recoverable, restore_wizards, same_location
+from fe_ray.io.checkpoint import is_process_local, normalize_location
+from fe_ray.trace import RestoreWizard
+from tests.estimator_helpers import ToyPipeline, classifier_network, digits_arrays, torch_mlp
+
+
+def test_locations_are_compared_as_places(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    absolute = str(tmp_path / "ck")
+    assert normalize_location("ck") == absolute == normalize_location(f"file://{absolute}/")
+    assert normalize_location("~/ck") == os.path.join(os.path.expanduser("~"), "ck")
+    assert normalize_location("s3://bucket/run/") == "s3://bucket/run"
+    assert same_location("ck", absolute) and same_location(f"file://{absolute}", "./ck/")
+    assert not same_location("ck", str(tmp_path / "other"))
+    assert is_process_local("memory://ck") and not is_process_local(absolute)
+
+
+def test_a_relative_restore_wizard_directory_is_made_absolute_on_the_driver(tmp_path: Any,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Replica rank 0 writes distributed checkpoints from its own working directory: the driver's relative path
+    must mean the same place there."""
+    monkeypatch.chdir(tmp_path)
+    wizard = RestoreWizard("rel_ck")
+    monkeypatch.chdir("/")
+    assert wizard.directory == str(tmp_path / "rel_ck") and wizard.store.root == str(tmp_path / "rel_ck")
+
+
+def test_max_failures_needs_a_restore_wizard_writing_to_checkpoint_dir(tmp_path: Any) -> None:
+    ckpt = str(tmp_path / "ck")
+    assert restore_wizards([RestoreWizard(f"file://{ckpt}")], ckpt)  # the same place, spelled differently
+    check_recoverable(0, None, [])  # nothing asked, nothing needed
+    with pytest.raises(ValueError, match=r"checkpoint_dir='.*/ck', but there is no RestoreWizard trace\. Add "
+                                         r"RestoreWizard\("):
+        check_recoverable(1, ckpt, [])
+    with pytest.raises(ValueError, match=r"the RestoreWizard traces write to \['.*/elsewhere'\]"):
+        check_recoverable(2, ckpt, [RestoreWizard(str(tmp_path / "elsewhere"))])
+
+
+def test_fit_refuses_max_failures_without_a_matching_restore_wizard_before_starting_replicas(tmp_path: Any) -> None:
+    pytest.importorskip("ray")
+    train, evaluation = digits_arrays("torch", n_train=16, n_eval=8)
+    model = torch_mlp()
+    ops = classifier_network(model).ops
+    network = fe.Network(ops, num_replicas=2, max_failures=1, checkpoint_dir=str(tmp_path / "ck"))
+    estimator = fe.Estimator(ToyPipeline(train, evaluation), network, epochs=1,
+                             traces=RestoreWizard(str(tmp_path / "other")), log_steps=None)
+    with pytest.raises(ValueError, match="max_failures=1 resumes a failed run"):
+        estimator.fit()
+    assert not network.started
