@@ -110,21 +110,26 @@ class KillReplicaAtEpochEnd(Trace):
             os.kill(self.network.replica_info()[1]["pid"], signal.SIGKILL)
 
 
-@pytest.mark.timeout(180)
-def test_replica_dead_when_a_context_starts_recovers(ray_session: None, tmp_path: Any) -> None:
+def recovered_equals_uninterrupted(ckpt: str, wizard: Any, killer: Any) -> None:
+    """Fit 2 epochs in process, then on 2 replicas with ``max_failures=1``, ``wizard`` and ``killer(network, done)``
+    as traces: the killer must have struck, the run recovered once, and its weights equal the in-process ones."""
     pipeline, network, model = setup("torch", n_train=80)
     fe.Estimator(pipeline, network, epochs=2, log_steps=None).fit()
-    ckpt = str(tmp_path / "ckpt")
     pipeline, dist, dist_model = setup("torch", n_train=80, num_replicas=2, max_failures=1, checkpoint_dir=ckpt)
     done: list[bool] = []
     try:
-        fe.Estimator(pipeline, dist, epochs=2, traces=[RestoreWizard(ckpt, steps=4), KillReplicaAtEpochEnd(dist, done)],
-                     log_steps=None).fit()
+        fe.Estimator(pipeline, dist, epochs=2, traces=[wizard, killer(dist, done)], log_steps=None).fit()
     finally:
         dist.shutdown()
     assert done and dist.recoveries == 1
     for mine, theirs in zip(model_weights(dist_model), model_weights(model)):
         np.testing.assert_allclose(mine, theirs, atol=1e-5)
+
+
+@pytest.mark.timeout(180)
+def test_replica_dead_when_a_context_starts_recovers(ray_session: None, tmp_path: Any) -> None:
+    ckpt = str(tmp_path / "ckpt")
+    recovered_equals_uninterrupted(ckpt, RestoreWizard(ckpt, steps=4), KillReplicaAtEpochEnd)
 
 
 @pytest.mark.timeout(180)
@@ -134,19 +139,9 @@ def test_failure_before_the_first_periodic_checkpoint_recovers_from_memory(ray_s
     driver, where recovery reads it."""
     from fe_ray.io.checkpoint import CheckpointStore
 
-    pipeline, network, model = setup("torch", n_train=80)
-    fe.Estimator(pipeline, network, epochs=2, log_steps=None).fit()
     ckpt = "memory://fe_ray_tests/early_failure"
-    pipeline, dist, dist_model = setup("torch", n_train=80, num_replicas=2, max_failures=1, checkpoint_dir=ckpt)
-    done: list[bool] = []
-    try:
-        fe.Estimator(pipeline, dist, epochs=2, traces=[RestoreWizard(ckpt), KillReplica(dist, step=2, done=done)],
-                     log_steps=None).fit()
-    finally:
-        dist.shutdown()
-    assert done and dist.recoveries == 1
-    for mine, theirs in zip(model_weights(dist_model), model_weights(model)):
-        np.testing.assert_allclose(mine, theirs, atol=1e-5)
+    recovered_equals_uninterrupted(ckpt, RestoreWizard(ckpt),
+                                   lambda network, done: KillReplica(network, step=2, done=done))
     assert CheckpointStore(ckpt).latest() is not None  # the driver's memory filesystem holds the run's checkpoints
 
 
