@@ -6,6 +6,7 @@ execution (grad contexts, tf.function, device moves) lives in :mod:`fe_ray.backe
 
 from __future__ import annotations
 
+import numbers
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -415,8 +416,9 @@ def Network(ops: OpsArg, pops: OpsArg = None, slicers: Any = None, num_replicas:
         if distributed_options:
             raise ValueError(f"Options {sorted(distributed_options)} need num_replicas=N (N >= 1).")
         return TorchNetwork(ops, pops, slicers) if framework == "torch" else TFNetwork(ops, pops, slicers)
-    if not isinstance(num_replicas, int) or isinstance(num_replicas, bool) or num_replicas < 1:
+    if not isinstance(num_replicas, numbers.Integral) or isinstance(num_replicas, bool) or num_replicas < 1:
         raise ValueError(f"num_replicas must be a positive int (or None to run in-process), got {num_replicas!r}.")
+    num_replicas = int(num_replicas)  # a numpy integer from a sweep's grid works too
     from fe_ray.distributed import RayNetwork  # Ray is imported only when asked for
 
     return RayNetwork(ops, pops, slicers, num_replicas=num_replicas, framework=framework, **distributed_options)

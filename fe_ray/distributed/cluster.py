@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import math
 import os
 import socket
 import sys
@@ -167,10 +168,15 @@ def check_bundle(bundle: Mapping[str, float]) -> dict[str, float]:
                          f"{bundle!r}.")
     out = {}
     for key, value in bundle.items():
-        if not isinstance(key, str) or isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-            raise ValueError(f"resources_per_replica entries must map a resource name to a number >= 0, got "
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if not isinstance(key, str) or not number or not math.isfinite(value) or value < 0:
+            raise ValueError(f"resources_per_replica entries must map a resource name to a finite number >= 0, got "
                              f"{key!r}: {value!r}.")
         out[key] = float(value)
+    if not any(out.values()):
+        # Ray drops zero amounts, and a bundle left empty cannot be placed.
+        raise ValueError(f"resources_per_replica asks for nothing ({bundle!r}); give each replica at least one "
+                         "resource, such as {'CPU': 1} or {'GPU': 1}.")
     return out
 
 

@@ -108,10 +108,10 @@ class RayNetwork(BaseNetwork):
 
             device = torch.device("cpu")  # the driver only holds the reference copy; replicas own the devices
         super().__init__(framework, device, ops, pops, slicers)
-        self.num_replicas = num_replicas
+        self.num_replicas = int(num_replicas)
         self.resources_per_replica = (cluster.check_bundle(resources_per_replica)
                                       if resources_per_replica is not None else None)
-        self.max_failures = max_failures
+        self.max_failures = int(max_failures)
         self.step_timeout_s = float(step_timeout_s)
         # Setup-like calls (configure, state transfers) can be slow the first time (imports, large states): they
         # get at least two minutes even when steps are expected to be fast.

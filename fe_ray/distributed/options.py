@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import numbers
+
 #: Ray placement-group strategies a user may ask for.
 STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
+
+#: The longest timeout accepted: finite (timers and the collectives' deadlines need one) and far below what
+#: clocks and C timeouts overflow at (1e12 s overflowed ``time_t``).
+MAX_TIMEOUT_S = 1e7
 
 #: How steps may reach the replicas (see :mod:`fe_ray.distributed.step_stream` and ``step_graph``).
 TRANSPORTS = ("stream", "calls", "compiled")
@@ -17,9 +23,9 @@ def check_options(num_replicas: int, max_failures: int, step_timeout_s: float, c
     Raises:
         ValueError: Naming the bad option, its value, and what it accepts.
     """
-    if not isinstance(num_replicas, int) or isinstance(num_replicas, bool) or num_replicas < 1:
+    if not isinstance(num_replicas, numbers.Integral) or isinstance(num_replicas, bool) or num_replicas < 1:
         raise ValueError(f"num_replicas must be a positive int, got {num_replicas!r}.")
-    if not isinstance(max_failures, int) or isinstance(max_failures, bool) or max_failures < 0:
+    if not isinstance(max_failures, numbers.Integral) or isinstance(max_failures, bool) or max_failures < 0:
         raise ValueError(f"max_failures must be an int >= 0 (0 raises on the first failure), got {max_failures!r}.")
     if max_failures > 0 and not checkpoint_dir:
         raise ValueError(f"max_failures={max_failures} needs checkpoint_dir=... so the run can resume from its latest "
@@ -28,12 +34,13 @@ def check_options(num_replicas: int, max_failures: int, step_timeout_s: float, c
                         ("collective_timeout_s", collective_timeout_s)):
         if value is None and name == "collective_timeout_s":
             continue
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-            raise ValueError(f"{name} must be a positive number of seconds, got {value!r}.")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= MAX_TIMEOUT_S:
+            raise ValueError(f"{name} must be a positive number of seconds up to {MAX_TIMEOUT_S:.0f} (about 115 "
+                             f"days; every wait has a bound), got {value!r}.")
     if strategy not in STRATEGIES:
         raise ValueError(f"placement_strategy must be one of {list(STRATEGIES)}, got {strategy!r}.")
     if step_transport not in TRANSPORTS:
         raise ValueError(f"step_transport must be one of {list(TRANSPORTS)}, got {step_transport!r}.")
 
 
-__all__ = ["STRATEGIES", "TRANSPORTS", "check_options"]
+__all__ = ["MAX_TIMEOUT_S", "STRATEGIES", "TRANSPORTS", "check_options"]

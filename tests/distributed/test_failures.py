@@ -178,6 +178,16 @@ def test_bad_options_are_rejected() -> None:
         make_network(num_replicas=2, step_timeout_s=0)
     with pytest.raises(ValueError, match="resources_per_replica"):
         make_network(num_replicas=2, resources_per_replica={"CPU": -1})
+    # Values that passed before and failed only later, inside the replicas or after the placement timeout.
+    for timeout in (float("inf"), 1e12, float("nan")):
+        with pytest.raises(ValueError, match=r"step_timeout_s must be a positive number of seconds up to 10000000"):
+            make_network(num_replicas=2, step_timeout_s=timeout)
+    with pytest.raises(ValueError, match=r"finite number >= 0, got 'CPU': nan"):
+        make_network(num_replicas=2, resources_per_replica={"CPU": float("nan")})
+    with pytest.raises(ValueError, match=r"asks for nothing .*at least one resource"):
+        make_network(num_replicas=2, resources_per_replica={"CPU": 0})
+    network = make_network(num_replicas=np.int64(2))  # a numpy integer (a sweep's grid value) is an int
+    assert network.num_replicas == 2 and type(network.num_replicas) is int
 
 
 @pytest.mark.timeout(90)
