@@ -55,7 +55,9 @@ class NumpyOp(Op):
 
 
 class LambdaOp(NumpyOp):
-    """A NumpyOp running ``fn(*inputs)``; ``batched=True`` when ``fn`` works on whole batches too."""
+    """A NumpyOp running ``fn(*inputs)`` on one sample at a time: as a Network pop too, where ``fn`` gets each
+    sample of the batch and the results are stacked (as FastEstimator runs it, so ``np.argmax(x)`` is per sample).
+    """
 
     def __init__(self, fn: Callable[..., Any], inputs: None | str | Iterable[str] = None,
                  outputs: None | str | Iterable[str] = None, mode: None | str | Iterable[str] = None,
@@ -68,9 +70,6 @@ class LambdaOp(NumpyOp):
         self.in_list = True
 
     def forward(self, data: list[Any], state: dict[str, Any]) -> Any:
-        return self.fn(*data)
-
-    def forward_batch(self, data: list[Any], state: dict[str, Any]) -> Any:
         return self.fn(*data)
 
 

@@ -57,7 +57,16 @@ class ExpandDims(NumpyOp):
 
 
 class Onehot(NumpyOp):
-    """Turn integer class labels into one-hot float32 vectors of ``num_classes`` (optional label smoothing)."""
+    """Turn integer class labels into one-hot float32 vectors of ``num_classes`` (optional label smoothing).
+
+    A single label (a scalar or an array of one element) becomes a vector of ``num_classes``; an array of labels
+    (a segmentation mask, a multi-label list) becomes one vector per element, with shape ``labels.shape +
+    (num_classes,)``. As a Network pop each sample of the batch is encoded that way.
+
+    Raises:
+        ValueError: If ``num_classes`` is not a positive int or ``label_smoothing`` is outside [0, 1); when
+            running, if a label is not an integer or not in ``[0, num_classes)``.
+    """
 
     def __init__(self, inputs: str | Iterable[str], outputs: str | Iterable[str], num_classes: int,
                  label_smoothing: float = 0.0, mode: None | str | Iterable[str] = None,
@@ -70,16 +79,35 @@ class Onehot(NumpyOp):
         self.num_classes = num_classes
         self.label_smoothing = label_smoothing
 
-    def _onehot(self, y: Any, batched: bool) -> np.ndarray:
-        labels = np.asarray(y).astype(np.int64).reshape(-1)
-        y = labels if batched else labels[0]
-        out = np.eye(self.num_classes, dtype=np.float32)[y]
+    def _labels(self, y: Any) -> np.ndarray:
+        labels = np.asarray(y)
+        if not np.issubdtype(labels.dtype, np.integer):
+            raise ValueError(f"Onehot {self.inputs} needs integer class labels, got dtype {labels.dtype} (e.g. "
+                             f"{labels.reshape(-1)[:3].tolist()}); cast them with a NumpyOp first.")
+        if labels.size and (labels.min() < 0 or labels.max() >= self.num_classes):
+            bad = labels[(labels < 0) | (labels >= self.num_classes)].reshape(-1)[0]
+            raise ValueError(f"Onehot {self.inputs} got label {int(bad)}, outside [0, {self.num_classes}) for "
+                             f"num_classes={self.num_classes}.")
+        return labels
+
+    def _encode(self, labels: np.ndarray) -> np.ndarray:
+        out = np.eye(self.num_classes, dtype=np.float32)[labels]
         if self.label_smoothing:
             out = out * (1.0 - self.label_smoothing) + self.label_smoothing / self.num_classes
         return out
 
+    def _onehot(self, y: Any) -> np.ndarray:
+        labels = self._labels(y)
+        return self._encode(labels.reshape(-1)[0] if labels.size == 1 else labels)
+
+    def _onehot_batch(self, y: Any) -> np.ndarray:
+        # One sample's encoding each, as forward would give it, without a Python loop over the batch.
+        labels = self._labels(y)
+        per_sample = labels.reshape(len(labels), -1)
+        return self._encode(per_sample[:, 0] if per_sample.shape[1] == 1 else labels)
+
     def forward(self, data: Any, state: dict[str, Any]) -> Any:
-        return [self._onehot(x, False) for x in data] if self.in_list else self._onehot(data, False)
+        return [self._onehot(x) for x in data] if self.in_list else self._onehot(data)
 
     def forward_batch(self, data: Any, state: dict[str, Any]) -> Any:
-        return [self._onehot(x, True) for x in data] if self.in_list else self._onehot(data, True)
+        return [self._onehot_batch(x) for x in data] if self.in_list else self._onehot_batch(data)

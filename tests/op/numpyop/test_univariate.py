@@ -40,3 +40,40 @@ def test_as_pops_through_forward_numpyop() -> None:
     forward_numpyop(ops, data, {}, batched=True)
     np.testing.assert_allclose(data["x_scaled"], [[0.0, 1.0], [0.0, 1.0]])
     np.testing.assert_array_equal(data["y_hot"], [[0, 1], [1, 0]])
+
+
+def test_onehot_of_label_arrays_and_of_masks_in_a_batch() -> None:
+    """A multi-element label (a mask, a label list) gets one vector per element, per sample and as a pop, as in
+    FastEstimator; only a single label collapses to one vector."""
+    op = Onehot(inputs="y", outputs="y", num_classes=3)
+    mask = np.array([[0, 1], [2, 2]])
+    expected = np.eye(3, dtype=np.float32)[mask]
+    np.testing.assert_array_equal(op.forward(mask, {}), expected)  # (2, 2, 3): it kept the first label only
+    np.testing.assert_array_equal(op.forward(np.array([0, 2]), {}), [[1, 0, 0], [0, 0, 1]])
+    np.testing.assert_array_equal(op.forward(np.array([[1]]), {}), [0, 1, 0])  # one label, whatever its shape
+    masks = np.stack([mask, mask[::-1]])
+    np.testing.assert_array_equal(op.forward_batch(masks, {}), np.stack([op.forward(m, {}) for m in masks]))
+    np.testing.assert_array_equal(op.forward_batch(np.array([[2], [0]]), {}), [[0, 0, 1], [1, 0, 0]])
+
+
+@pytest.mark.parametrize("labels, match", [(np.array(1.7), r"integer class labels, got dtype float64 \(e.g. \[1.7\]"),
+                                           (np.array(5), r"got label 5, outside \[0, 3\)"),
+                                           (np.array([0, -1]), r"got label -1, outside \[0, 3\)")])
+def test_onehot_rejects_labels_it_cannot_encode(labels: np.ndarray, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        Onehot(inputs="y", outputs="y", num_classes=3).forward(labels, {})
+
+
+def test_lambda_op_as_a_pop_runs_per_sample() -> None:
+    """FastEstimator runs a pop's function on each sample and stacks the results: np.argmax(x) is per sample."""
+    from fe_ray.op.numpyop import LambdaOp
+
+    data = {"p": np.array([[0.1, 0.9, 0.0], [0.8, 0.1, 0.1]]), "q": np.array([[1.0, 3.0], [2.0, 2.0]])}
+    ops = [LambdaOp(np.argmax, inputs="p", outputs="label"),
+           LambdaOp(lambda q: q / q.sum(), inputs="q", outputs="q_norm"),
+           LambdaOp(lambda p, q: (p.max(), q.min()), inputs=("p", "q"), outputs=("p_max", "q_min"))]
+    forward_numpyop(ops, data, {}, batched=True)
+    np.testing.assert_array_equal(data["label"], [1, 0])  # was np.argmax over the whole batch: 1
+    np.testing.assert_allclose(data["q_norm"].sum(axis=1), [1.0, 1.0])
+    np.testing.assert_allclose(data["p_max"], [0.9, 0.8])
+    np.testing.assert_allclose(data["q_min"], [1.0, 2.0])
