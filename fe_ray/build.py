@@ -51,9 +51,15 @@ def build(model_fn: Callable[[], Any], optimizer_fn: Any, weights_path: str | Se
     # Keras reads its dtype policy when layers are created, so it is set (by the flag, either way) while model_fn
     # runs and put back afterwards: a later build, or the user's own Keras code, must not inherit it. A Keras
     # model_fn implies keras is already imported; torch users never pay for importing TensorFlow here.
-    policy = get_backend("tf").mixed_precision_policy(mixed_precision) if "keras" in sys.modules else nullcontext()
+    keras_loaded = "keras" in sys.modules
+    policy = get_backend("tf").mixed_precision_policy(mixed_precision) if keras_loaded else nullcontext()
     with policy:
         models = to_list(model_fn())
+    if mixed_precision and not keras_loaded and any(get_framework(model) == "tf" for model in models):
+        # model_fn imported Keras itself, too late for the policy: its layers compute in float32. Build again
+        # under the policy (model_fn runs twice only in this case).
+        with get_backend("tf").mixed_precision_policy(True):
+            models = to_list(model_fn())
     for model in models:
         if get_framework(model) not in ("torch", "tf"):
             raise TypeError(f"model_fn must return torch nn.Module or Keras Model objects, got {type(model).__name__}.")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import numbers
 import os
 from collections.abc import Callable, Iterable, Mapping
@@ -47,6 +48,19 @@ def map_nested(fn: Callable[[Any], Any], data: Any) -> Any:
 def filter_nones(items: Iterable[T | None]) -> list[T]:
     """Drop ``None`` entries from ``items``."""
     return [item for item in items if item is not None]
+
+
+def accepts_positional(fn: Callable[..., Any], count: int) -> bool | None:
+    """Whether ``fn`` can be called with ``count`` positional arguments; None where its signature is unknown."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):  # some builtins and C callables have no signature
+        return None
+    try:
+        signature.bind(*([None] * count))
+    except TypeError:
+        return False
+    return True
 
 
 def parse_ds_ids(ds_id: None | str | Iterable[str]) -> set[str] | None:

@@ -29,7 +29,7 @@ from fe_ray.backend.tf_io import (
 )
 from fe_ray.backend.tf_losses import cross_entropy, mean_squared_error
 from fe_ray.backend.tf_step import new_step_fn, run_step
-from fe_ray.util import NonContext, map_nested
+from fe_ray.util import NonContext, accepts_positional, map_nested
 
 #: Optimizer names accepted by :func:`make_optimizer` (Keras defaults for every hyper-parameter).
 _OPTIMIZERS: dict[str, Callable[[], keras.optimizers.Optimizer]] = {
@@ -333,6 +333,11 @@ def make_optimizer(model: keras.Model, optimizer_def: Any, mixed_precision: bool
                              "zero-argument callable such as `lambda: tf.optimizers.SGD(0.1)`.")
         optimizer = _OPTIMIZERS[key]()
     elif callable(optimizer_def):
+        if accepts_positional(optimizer_def, 0) is False:
+            name = getattr(optimizer_def, "__name__", optimizer_def)
+            raise TypeError("A TF optimizer_fn is called with no arguments (`lambda: tf.optimizers.Adam(1e-3)`), but "
+                            f"{name!r} needs some, like a torch one (`lambda params: ...`): make sure the model and "
+                            "optimizer_fn use the same framework.")
         optimizer = optimizer_def()
         if not isinstance(optimizer, keras.optimizers.Optimizer):
             raise TypeError("A TF optimizer_fn must be a zero-argument callable returning a Keras optimizer (e.g. "

@@ -17,7 +17,7 @@ import torch
 from fe_ray.backend.layer_capture import OutputRecorder, pick, run_recording, takes_several_inputs
 from fe_ray.backend.torch_io import get_state, load_model, load_weights, save_model, set_state, state_is_view
 from fe_ray.backend.torch_losses import cross_entropy, mean_squared_error
-from fe_ray.util import NonContext, map_nested
+from fe_ray.util import NonContext, accepts_positional, map_nested
 
 #: Optimizer names accepted by :func:`make_optimizer`, with the constructor used for each: torch's defaults except
 #: SGD's rate of 0.01, as FastEstimator builds them, so a ported program trains at the same rates.
@@ -335,6 +335,11 @@ def make_optimizer(model: torch.nn.Module, optimizer_def: Any, mixed_precision: 
                              "callable such as `lambda params: torch.optim.SGD(params, lr=0.1)`.")
         optimizer = _OPTIMIZERS[key](model.parameters())
     elif callable(optimizer_def):
+        if accepts_positional(optimizer_def, 1) is False:
+            name = getattr(optimizer_def, "__name__", optimizer_def)
+            raise TypeError("A torch optimizer_fn is called with the model's parameters (`lambda params: "
+                            f"torch.optim.SGD(params, lr=0.1)`), but {name!r} takes no such argument, like a TF one "
+                            "(`lambda: ...`): make sure the model and optimizer_fn use the same framework.")
         optimizer = optimizer_def(model.parameters())
         if not isinstance(optimizer, torch.optim.Optimizer):
             raise TypeError("A torch optimizer_fn must be `lambda params: torch.optim.X(params, ...)` returning a "

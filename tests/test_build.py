@@ -1,0 +1,46 @@
+"""fe.build details that need a process of their own or both frameworks: Keras imported by model_fn itself, and an
+optimizer_fn written for the other framework."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import fe_ray as fe
+
+
+def test_mixed_precision_applies_when_model_fn_imports_keras_itself() -> None:
+    """A script whose model_fn is the first to import Keras still gets float16 layers (the policy could not be set
+    before model_fn ran); Keras stays unimported for builds that do not need it."""
+    script = textwrap.dedent("""
+        import sys
+        import fe_ray as fe
+
+        def model_fn():
+            import keras
+            return keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+
+        assert "keras" not in sys.modules
+        model = fe.build(model_fn, optimizer_fn="adam", mixed_precision=True)
+        import keras
+        print(model.layers[-1].compute_dtype, keras.mixed_precision.global_policy().name)
+    """)
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=240,
+                         check=True)
+    assert out.stdout.split()[-2:] == ["float16", "float32"]  # float32 compute before; the global policy put back
+
+
+@pytest.mark.parametrize("framework, optimizer_fn, match", [
+    ("tf", lambda params: None, r"A TF optimizer_fn is called with no arguments .* same framework"),
+    ("torch", lambda: None, r"A torch optimizer_fn is called with the model's parameters .* same framework"),
+])
+def test_an_optimizer_fn_for_the_other_framework_is_named(framework: str, optimizer_fn: object, match: str) -> None:
+    from tests.test_network import linear_model_fn
+
+    with pytest.raises(TypeError, match=match):
+        fe.build(linear_model_fn(framework), optimizer_fn=optimizer_fn)
