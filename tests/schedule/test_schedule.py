@@ -17,20 +17,32 @@ def test_repeat_scheduler_lookup() -> None:
     assert [sched.get_current_value(e) for e in range(1, 8)] == ["a", "b", None, "a", "b", None, "a"]
 
 
-@pytest.mark.parametrize("bad", [{}, {0: "a"}, {"1": "a"}, [1, 2]])
+@pytest.mark.parametrize("bad", [{0: "a"}, {"1": "a"}, [1, 2]])
 def test_epoch_scheduler_rejects_bad_keys(bad: object) -> None:
     with pytest.raises(ValueError, match="EpochScheduler"):
         EpochScheduler(bad)  # type: ignore[arg-type]
 
 
-def test_repeat_scheduler_rejects_empty() -> None:
-    with pytest.raises(ValueError, match="non-empty list"):
-        RepeatScheduler([])
+@pytest.mark.parametrize("bad", [[], ["a"], ("a", "b"), "ab"])
+def test_repeat_scheduler_needs_a_list_of_two_or_more(bad: object) -> None:
+    # FastEstimator asserts len(repeat_list) > 1: a one-entry cycle never changes.
+    with pytest.raises(ValueError, match="at least 2 entries"):
+        RepeatScheduler(bad)  # type: ignore[arg-type]
+
+
+def test_epoch_scheduler_accepts_empty_dict() -> None:
+    # As in FastEstimator: an empty mapping is valid and yields nothing in every epoch.
+    sched: EpochScheduler[str] = EpochScheduler({})
+    assert [sched.get_current_value(e) for e in (1, 5)] == [None, None]
+    assert sched.get_all_values() == []
+    assert get_current_items([sched], "train", epoch=3) == []
+    assert get_signature_epochs([sched], total_epochs=4) == [1]
 
 
 def test_signature_epochs() -> None:
+    # Epochs 1-4 hold the four combinations of (a|b) x (x|y); epoch 5 repeats epoch 3's.
     items = [EpochScheduler({1: "a", 3: "b", 9: "c"}), RepeatScheduler(["x", "y"]), "plain"]
-    assert get_signature_epochs(items, total_epochs=5) == [1, 2, 3]
+    assert get_signature_epochs(items, total_epochs=5) == [1, 2, 3, 4]
 
 
 def test_get_current_items_modes_and_negation() -> None:
