@@ -178,27 +178,35 @@ class Estimator:
                     continue
                 for ds_id in self.pipeline.get_ds_ids(epoch, mode):
                     traces = self._traces(mode, epoch, ds_id)
-                    available = self._warmup_step(mode, epoch, ds_id, traces, eager)
+                    where = f"mode {mode!r}, epoch {epoch}" + (f", ds_id {ds_id!r}" if ds_id else "")
+                    try:
+                        available = self._warmup_step(mode, epoch, ds_id, traces, eager)
+                    except KeyError as err:  # an op's input is missing: report it with the epoch it belongs to
+                        self._restore_after_warmup(pipeline_state, network_state)
+                        raise ValueError(f"Warmup found a missing key ({where}): {err.args[0] if err.args else err}"
+                                         ) from err
                     # The essentials re-log monitored keys, so their outputs cannot vouch for those keys.
                     available |= {key for trace in traces if not isinstance(trace, (TrainEssential, EvalEssential))
                                   for key in trace.outputs}
                     unseen_monitors -= available
-                    where = f"mode {mode!r}, epoch {epoch}" + (f", ds_id {ds_id!r}" if ds_id else "")
                     for trace in traces:
                         if isinstance(trace, (TrainEssential, EvalEssential)):
                             continue  # monitored keys may legitimately exist in one mode only
                         for key in trace.inputs:
                             if key != "*" and key not in available:
                                 missing.append(f"{type(trace).__name__} needs key {key!r} ({where})")
-        if pipeline_state is not None:
-            self.pipeline.load_state_dict(pipeline_state)
-        self.network.load_state_dict(network_state)
+        self._restore_after_warmup(pipeline_state, network_state)
         if unseen_monitors:
             missing.append(f"monitor_names {sorted(unseen_monitors)} are produced by neither the pipeline nor the "
                            "network in any mode")
         if missing:
             raise ValueError("Warmup found missing keys: " + "; ".join(missing) + ". Produce them in the Pipeline "
                              "ops, the Network ops, or an earlier Trace (or fix the key names).")
+
+    def _restore_after_warmup(self, pipeline_state: Any, network_state: Any) -> None:
+        if pipeline_state is not None:
+            self.pipeline.load_state_dict(pipeline_state)
+        self.network.load_state_dict(network_state)
 
     def _warmup_step(self, mode: str, epoch: int, ds_id: str, traces: Sequence[Trace], eager: bool) -> set[str]:
         with self.pipeline(mode=mode, epoch=epoch, ds_id=ds_id, shuffle=False, steps_per_epoch=1) as loader:
