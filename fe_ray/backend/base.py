@@ -156,7 +156,7 @@ class Backend(Protocol):
     # -- losses
     def cross_entropy(self, y_pred: Any, y_true: Any, form: str, from_logits: bool = False,
                       class_weights: dict[int, float] | None = None, average: bool = True) -> Any:
-        """Binary / sparse / categorical cross entropy (class axis last)."""
+        """Binary / sparse / categorical cross entropy in float32 (class axis 1 for torch, last for TF)."""
 
     def mean_squared_error(self, y_pred: Any, y_true: Any, average: bool = True) -> Any:
         """Squared error averaged over the last axis, then over samples when ``average``."""

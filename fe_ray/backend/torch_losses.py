@@ -1,91 +1,140 @@
-"""Loss math for torch tensors. The class axis is the last axis, as in the form detection of CrossEntropy."""
+"""Loss math for torch tensors, following FastEstimator's torch formulas.
+
+The class axis is axis 1 (torch's channels-first layout, as in ``nn.CrossEntropyLoss``): predictions are
+``(N, C)`` or ``(N, C, d1, ...)``. Every loss computes in float32 whatever the prediction's dtype, so that
+mixed-precision (float16 / bfloat16) outputs neither overflow nor round the log's arguments to 0 or 1.
+"""
 
 from __future__ import annotations
+
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 
-#: Probabilities are clipped to [EPSILON, 1 - EPSILON] before taking logs (the Keras convention).
-EPSILON = 1e-7
+#: The class axis of sparse / categorical predictions.
+CLASS_AXIS = 1
 
 
 def cross_entropy(y_pred: torch.Tensor, y_true: torch.Tensor, form: str, from_logits: bool = False,
                   class_weights: dict[int, float] | None = None, average: bool = True) -> torch.Tensor:
-    """Cross entropy of one of the forms 'binary', 'sparse' or 'categorical'.
+    """Cross entropy of one of the forms 'binary', 'sparse' or 'categorical', computed in float32.
 
     Args:
-        y_pred: Predictions (probabilities, or logits when ``from_logits``), class axis last.
-        y_true: Labels: 0/1 (binary), class indices (sparse) or one-hot / soft targets (categorical).
+        y_pred: Predictions (probabilities, or logits when ``from_logits``). Binary: any shape ``(N, ...)``;
+            sparse / categorical: ``(N, C, d1, ...)`` with the class axis 1.
+        y_true: Labels: 0/1 with as many elements as ``y_pred`` (binary), class indices shaped ``(N, d1, ...)``
+            or with a size-1 class axis (sparse), or one-hot / soft targets shaped like ``y_pred`` (categorical).
         form: Which cross entropy to compute.
         from_logits: Whether ``y_pred`` holds logits.
-        class_weights: Optional ``{class: weight}``; each sample's loss is multiplied by its class's weight
-            (classes not listed weigh 1).
-        average: Return the mean over samples (a scalar) instead of the per-sample losses.
+        class_weights: Optional ``{class: weight}``; each element's loss is multiplied by its true class's
+            weight (classes not listed weigh 1).
+        average: Return the mean loss (a float32 scalar) instead of per-sample losses: shape ``(N,)`` for binary
+            (the mean over each sample's elements), ``(N, d1, ...)`` (one per position) for sparse / categorical.
+
+    Raises:
+        ValueError: If ``form`` is unknown, a sparse / categorical prediction has no class axis, or the labels'
+            shape does not fit the prediction's.
     """
-    # The sparse and categorical forms run on a (samples, classes) view through torch's fused kernels: one call
-    # instead of log_softmax, gather, negate and mean, which is most of a small model's per-step loss cost.
-    if form == "binary":
-        y_true = y_true.to(y_pred.dtype).reshape(y_pred.shape)
-        if from_logits:
-            elementwise = F.binary_cross_entropy_with_logits(y_pred, y_true, reduction="none")
-        else:
-            p = y_pred.clamp(EPSILON, 1 - EPSILON)
-            elementwise = -(y_true * torch.log(p) + (1 - y_true) * torch.log(1 - p))
-        loss = elementwise.mean(dim=-1)
-        num_classes = 2
-    elif form == "sparse":
-        num_classes = y_pred.shape[-1]
-        flat = y_pred if y_pred.ndim == 2 else y_pred.reshape(-1, num_classes)
-        labels = (y_true if y_true.ndim == 1 else y_true.reshape(-1)).long()  # a size mismatch raises in the loss
-        if not from_logits:
-            flat = _log_probs(flat, from_logits=False)
-        reduction = "mean" if average and not class_weights else "none"
-        fused = F.cross_entropy if from_logits else F.nll_loss
-        loss = fused(flat, labels, reduction=reduction)
-        if reduction == "mean":
-            return loss
-        loss = loss.reshape(y_pred.shape[:-1])
-    elif form == "categorical":
-        num_classes = y_pred.shape[-1]
-        y_true = y_true.to(y_pred.dtype)
-        if from_logits:
-            loss = F.cross_entropy(y_pred.reshape(-1, num_classes), y_true.reshape(-1, num_classes),
-                                   reduction="none").reshape(y_pred.shape[:-1])
-        else:
-            loss = -(y_true * _log_probs(y_pred, from_logits)).sum(dim=-1)
-    else:
+    if form not in ("binary", "sparse", "categorical"):
         raise ValueError(f"Unknown cross entropy form {form!r}; valid forms are 'binary', 'sparse', 'categorical'.")
-    if class_weights:
-        loss = loss * _weight_table(class_weights, num_classes, loss)[_true_classes(form, y_true, loss.shape)]
-    return loss.mean() if average else loss
+    if form != "binary" and y_pred.ndim < 2:
+        raise ValueError(f"{form} cross entropy needs a prediction shaped (batch, classes, ...), got shape "
+                         f"{tuple(y_pred.shape)}; use form='binary' for one probability per sample.")
+    # Under autocast the ops below would drop back to half precision (and CUDA autocast refuses
+    # binary_cross_entropy outright), so the float32 casts only hold with autocast off for the loss.
+    with _no_autocast(y_pred):
+        y_pred = y_pred.float()
+        if form == "sparse" and from_logits and average and not class_weights:
+            # One fused kernel (log_softmax, gather and mean): most of a small model's per-step loss cost.
+            return F.cross_entropy(y_pred, _sparse_labels(y_pred, y_true))
+        if form == "binary":
+            loss, labels = _binary(y_pred, y_true, from_logits)
+        elif form == "sparse":
+            loss, labels = _sparse(y_pred, y_true, from_logits)
+        else:
+            loss, labels = _categorical(y_pred, y_true, from_logits)
+        if class_weights:
+            loss = loss * _weight_table(class_weights, 2 if form == "binary" else y_pred.shape[CLASS_AXIS],
+                                        loss.device)[labels]
+        if form == "binary" and loss.ndim > 0:
+            # One value per sample, as FastEstimator: the mean over every element that belongs to it.
+            loss = loss.reshape(loss.shape[0], -1).mean(dim=1)
+        return loss.mean() if average else loss
 
 
-def _true_classes(form: str, y_true: torch.Tensor, shape: torch.Size) -> torch.Tensor:
-    """Each sample's true class (the class whose weight scales its loss), shaped like the per-sample losses."""
-    if form == "binary":
-        return y_true.reshape(shape + (-1,))[..., 0].round().long()
-    if form == "sparse":
-        return y_true.reshape(shape).long()
-    return torch.argmax(y_true, dim=-1)
-
-
-def _log_probs(y_pred: torch.Tensor, from_logits: bool) -> torch.Tensor:
+def _binary(y_pred: torch.Tensor, y_true: torch.Tensor, from_logits: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """Element-wise binary cross entropy and each element's class (its label rounded to 0 or 1)."""
+    if y_true.numel() != y_pred.numel():
+        raise ValueError(f"binary cross entropy needs one label per prediction; got labels of shape "
+                         f"{tuple(y_true.shape)} for predictions of shape {tuple(y_pred.shape)}.")
+    y_true = y_true.float().reshape(y_pred.shape)
     if from_logits:
-        return F.log_softmax(y_pred, dim=-1)
-    # Renormalise first so slightly-off probability vectors behave like Keras' categorical_crossentropy.
-    p = y_pred / y_pred.sum(dim=-1, keepdim=True)
-    return torch.log(p.clamp(EPSILON, 1 - EPSILON))
+        loss = F.binary_cross_entropy_with_logits(y_pred, y_true, reduction="none")
+    else:
+        # torch's BCE clamps each log at -100, so a saturated wrong prediction costs 100 rather than inf, and its
+        # gradient stays finite at p = 0 and p = 1.
+        loss = F.binary_cross_entropy(y_pred, y_true, reduction="none")
+    return loss, y_true.round().long()
 
 
-def _weight_table(class_weights: dict[int, float], num_classes: int, like: torch.Tensor) -> torch.Tensor:
+def _no_autocast(y_pred: torch.Tensor) -> AbstractContextManager[Any]:
+    device_type = y_pred.device.type
+    return torch.autocast(device_type=device_type, enabled=False) if torch.is_autocast_enabled(device_type) \
+        else nullcontext()
+
+
+def _sparse_labels(y_pred: torch.Tensor, y_true: torch.Tensor) -> torch.Tensor:
+    """The class indices, shaped like the prediction without its class axis."""
+    positions = y_pred.shape[:CLASS_AXIS] + y_pred.shape[CLASS_AXIS + 1:]
+    if y_true.numel() != positions.numel():
+        raise ValueError(f"sparse cross entropy needs one class index per position: labels shaped {tuple(positions)} "
+                         f"(or with a size-1 class axis) for predictions of shape {tuple(y_pred.shape)} (class axis "
+                         f"{CLASS_AXIS}), got {tuple(y_true.shape)}.")
+    return y_true.reshape(positions).long()
+
+
+def _sparse(y_pred: torch.Tensor, y_true: torch.Tensor, from_logits: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-position cross entropy against class indices, and those indices."""
+    labels = _sparse_labels(y_pred, y_true)
+    if from_logits:
+        return F.cross_entropy(y_pred, labels, reduction="none"), labels
+    # -log of the true class's probability, as is (no renormalisation): p = 0 gives inf. Gathering first keeps
+    # zero probabilities of the other classes out of the log, so they cannot turn the gradient into NaN.
+    p_true = y_pred.gather(CLASS_AXIS, labels.unsqueeze(CLASS_AXIS)).squeeze(CLASS_AXIS)
+    return -torch.log(p_true), labels
+
+
+def _categorical(y_pred: torch.Tensor, y_true: torch.Tensor,
+                 from_logits: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-position cross entropy against one-hot / soft targets, and each position's (argmax) class."""
+    if y_true.shape != y_pred.shape:
+        raise ValueError(f"categorical cross entropy needs targets shaped like the predictions {tuple(y_pred.shape)} "
+                         f"(class axis {CLASS_AXIS}), got {tuple(y_true.shape)}.")
+    y_true = y_true.float()
+    if from_logits:
+        loss = F.cross_entropy(y_pred, y_true, reduction="none")
+    else:
+        # sum(-y * log p) over the classes, on the probabilities as given (no renormalisation). Classes with zero
+        # target take log(1) = 0 instead of 0 * log(p), which would be NaN (value and gradient) where p = 0.
+        log_p = torch.log(torch.where(y_true != 0, y_pred, torch.ones_like(y_pred)))
+        loss = -(y_true * log_p).sum(dim=CLASS_AXIS)
+    return loss, y_true.argmax(dim=CLASS_AXIS)
+
+
+def _weight_table(class_weights: dict[int, float], num_classes: int, device: torch.device) -> torch.Tensor:
+    """A float32 lookup table of class weights, 1 for classes not listed."""
     size = max(num_classes, max(int(k) for k in class_weights) + 1)
-    table = torch.ones(size, dtype=like.dtype, device=like.device)
+    table = torch.ones(size, dtype=torch.float32, device=device)
     for cls, weight in class_weights.items():
         table[int(cls)] = float(weight)
     return table
 
 
 def mean_squared_error(y_pred: torch.Tensor, y_true: torch.Tensor, average: bool = True) -> torch.Tensor:
-    """Squared error averaged over the last axis (per sample), and over samples when ``average``."""
-    loss = ((y_pred - y_true.to(y_pred.dtype).reshape(y_pred.shape)) ** 2).mean(dim=-1)
-    return loss.mean() if average else loss
+    """Squared error averaged over the last axis (per sample), and over samples when ``average``; in float32."""
+    with _no_autocast(y_pred):
+        y_pred = y_pred.float()
+        loss = ((y_pred - y_true.float().reshape(y_pred.shape)) ** 2).mean(dim=-1)
+        return loss.mean() if average else loss

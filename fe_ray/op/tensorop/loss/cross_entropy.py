@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from fe_ray.backend import get_framework
 from fe_ray.op.tensorop.loss.loss import LossOp
 
 FORMS = ("binary", "sparse", "categorical")
@@ -13,9 +14,17 @@ FORMS = ("binary", "sparse", "categorical")
 class CrossEntropy(LossOp):
     """Cross entropy between predictions and labels.
 
-    Unless ``form`` is given, the kind is inferred per call: binary when the prediction's last axis has size 1;
-    sparse when the labels have no class axis (one dimension fewer than the prediction) or a last axis of size 1
-    against multi-class predictions; categorical (one-hot / soft labels) otherwise. The class axis is the last axis.
+    Unless ``form`` is given, the kind is inferred per call with FastEstimator's rule: a 2-D ``(N, C)`` prediction
+    with ``C > 1`` is categorical against 2-D labels with more than one column and sparse against any other labels;
+    every other prediction (``(N,)``, ``(N, 1)``, ``(N, ..., 1)``, ...) is binary. One extension covers the case
+    that rule cannot compute (binary needs one label per predicted value): a prediction of rank > 2 with a
+    multi-class class axis, against class indices (labels with one dimension fewer, or a size-1 class axis), is
+    sparse. Same-shape labels of rank > 2 stay binary (multi-label, as in FastEstimator), so one-hot segmentation
+    targets need ``form="categorical"``.
+
+    The class axis is axis 1 for torch tensors (``(N, C, H, W)``, torch's layout) and the last axis for TF tensors
+    (``(N, H, W, C)``), as in FastEstimator. Losses are computed and returned in float32, also for float16 /
+    bfloat16 (mixed-precision) predictions.
 
     Args:
         inputs: Keys ``(prediction, ground_truth)``.
@@ -23,10 +32,11 @@ class CrossEntropy(LossOp):
         mode: Mode(s) in which to run; every mode but "infer" by default.
         ds_id: Dataset id(s) in which to run; None for all.
         from_logits: Whether predictions are logits rather than probabilities.
-        average_loss: Return the batch mean; False returns per-sample losses.
+        average_loss: Return the mean loss; False returns per-sample losses: ``(N,)`` for binary (each sample's
+            mean over its elements), one per position (``(N, H, W)`` for segmentation) for sparse / categorical.
         form: Force 'binary', 'sparse' or 'categorical'; None infers it.
-        class_weights: ``{class_index: weight}`` multiplying each sample's loss by the weight of its (true) class;
-            classes not listed weigh 1.
+        class_weights: ``{class_index: weight}`` multiplying each loss value (per label element for binary, per
+            position for sparse / categorical) by the weight of its true class; classes not listed weigh 1.
 
     Raises:
         ValueError: If ``form`` is not a known form or ``class_weights`` is not a dict of int -> number.
@@ -58,8 +68,12 @@ class CrossEntropy(LossOp):
         if self.form is not None:
             return self.form
         pred_shape, true_shape = tuple(y_pred.shape), tuple(y_true.shape)
-        if pred_shape[-1] == 1:
-            return "binary"
-        if len(true_shape) == len(pred_shape) - 1 or (true_shape and true_shape[-1] == 1):
-            return "sparse"
-        return "categorical"
+        if len(pred_shape) == 2 and pred_shape[-1] != 1:
+            return "categorical" if len(true_shape) == 2 and true_shape[-1] != 1 else "sparse"
+        if len(pred_shape) > 2:
+            class_axis = 1 if get_framework(y_pred) == "torch" else -1
+            # Unknown (None) sizes count as multi-class: a class axis is almost always static.
+            if pred_shape[class_axis] != 1 and (len(true_shape) == len(pred_shape) - 1 or (
+                    len(true_shape) == len(pred_shape) and true_shape[class_axis] == 1)):
+                return "sparse"
+        return "binary"

@@ -11,6 +11,9 @@ from fe_ray.op.tensorop.loss.loss import LossOp
 class MeanSquaredError(LossOp):
     """Mean squared error between a prediction and a target of the same shape.
 
+    The loss is computed and returned in float32, also for float16 / bfloat16 (mixed-precision) predictions, whose
+    squared errors could otherwise overflow or lose precision.
+
     Args:
         inputs: Keys ``(prediction, ground_truth)``.
         outputs: Key of the loss.
