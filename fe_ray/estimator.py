@@ -181,10 +181,9 @@ class Estimator:
                     where = f"mode {mode!r}, epoch {epoch}" + (f", ds_id {ds_id!r}" if ds_id else "")
                     try:
                         available = self._warmup_step(mode, epoch, ds_id, traces, eager)
-                    except KeyError as err:  # an op's input is missing: report it with the epoch it belongs to
+                    except KeyError as err:  # an op's input is missing: say which epoch's configuration it is
                         self._restore_after_warmup(pipeline_state, network_state)
-                        raise ValueError(f"Warmup found a missing key ({where}): {err.args[0] if err.args else err}"
-                                         ) from err
+                        raise KeyError(f"{err.args[0] if err.args else err} (warm-up of {where})") from err
                     # The essentials re-log monitored keys, so their outputs cannot vouch for those keys.
                     available |= {key for trace in traces if not isinstance(trace, (TrainEssential, EvalEssential))
                                   for key in trace.outputs}

@@ -56,7 +56,7 @@ def warmed_epochs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 def test_warmup_reports_key_missing_only_in_a_combined_schedule_epoch(warmed_epochs: list[int]) -> None:
     estimator, model = _estimator(epochs=6)
     before = model_weights(model)
-    with pytest.raises(ValueError, match=r"Warmup found a missing key \(mode 'train', epoch 5\): Key 'y2'"):
+    with pytest.raises(KeyError, match=r"Key 'y2'.*\(warm-up of mode 'train', epoch 5\)"):
         estimator.fit()
     # The failure came from the warmup of epoch 5, before any training epoch ran or any weight moved.
     assert warmed_epochs == [1, 2, 4, 5]
