@@ -1,5 +1,7 @@
-"""Schedulers: values (ops, optimizers, datasets, numbers) that change with the epoch."""
+"""Schedulers: values (ops, optimizers, datasets, numbers) that change with the epoch, and learning-rate
+schedules for LRScheduler."""
 
+from fe_ray.schedule.lr_schedule import cosine_decay
 from fe_ray.schedule.schedule import (
     EpochScheduler,
     RepeatScheduler,
@@ -8,4 +10,5 @@ from fe_ray.schedule.schedule import (
     get_signature_epochs,
 )
 
-__all__ = ["EpochScheduler", "RepeatScheduler", "Scheduler", "get_current_items", "get_signature_epochs"]
+__all__ = ["EpochScheduler", "RepeatScheduler", "Scheduler", "cosine_decay", "get_current_items",
+           "get_signature_epochs"]

@@ -1,0 +1,48 @@
+"""Learning-rate schedules for ``LRScheduler(model, lr_fn=...)``: functions of the step or epoch."""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+
+def cosine_decay(time: int, cycle_length: int, init_lr: float, min_lr: float = 1e-6, start: int = 1,
+                 cycle_multiplier: int = 1, warmup: bool = False) -> float:
+    """Half-cosine decay from ``init_lr`` to ``min_lr`` over each cycle, restarting at ``init_lr`` (SGDR).
+
+    Use it as ``LRScheduler(model, lr_fn=lambda step: cosine_decay(step, cycle_length=3750, init_lr=1e-3))``
+    (or with ``epoch``), as in FastEstimator.
+
+    Args:
+        time: The current step or epoch, counted from 1.
+        cycle_length: Steps (or epochs) of the first cycle.
+        init_lr: The learning rate at the start of every cycle.
+        min_lr: The learning rate the end of every cycle approaches.
+        start: The step (or epoch) at which the first cycle begins; before it the rate is ``init_lr``.
+        cycle_multiplier: Each cycle is this many times longer than the one before (1: all equally long).
+        warmup: Before ``start``, rise linearly from 0 to ``init_lr`` instead of holding ``init_lr``.
+
+    Returns:
+        The learning rate at ``time``.
+
+    Raises:
+        ValueError: If ``cycle_length`` or ``start`` is not a positive int, or ``cycle_multiplier`` is below 1.
+    """
+    for name, value in (("cycle_length", cycle_length), ("start", start)):
+        if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"cosine_decay {name} must be a positive int, got {value!r}.")
+    if not cycle_multiplier >= 1:
+        raise ValueError(f"cosine_decay cycle_multiplier must be at least 1 (1 keeps every cycle equally long), got "
+                         f"{cycle_multiplier!r}.")
+    if time < start:
+        return init_lr * time / start if warmup else init_lr
+    position = time - start + 1  # 1 on the first step (or epoch) of the first cycle
+    length, before = cycle_length, 0
+    while position > before + length:  # walk to the cycle holding this position (few cycles in any real run)
+        before += length
+        length *= cycle_multiplier
+    progress = (position - before) / length  # in (0, 1]: 1 at the last step of the cycle
+    return min_lr + (init_lr - min_lr) * (1.0 + math.cos(math.pi * progress)) / 2.0
+
+
+__all__ = ["cosine_decay"]
