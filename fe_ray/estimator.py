@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import functools
 import logging
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import closing
 from typing import Any
 
+from fe_ray.backend import get_backend
 from fe_ray.schedule import get_current_items, get_signature_epochs
 from fe_ray.summary.summary import Summary
 from fe_ray.summary.system import System
 from fe_ray.trace.essential import EvalEssential, TestEssential, TrainEssential
 from fe_ray.trace.logger import Logger
-from fe_ray.trace.trace import Data, Trace, sort_traces
+from fe_ray.trace.trace import Data, Trace, may_change_batches, sort_traces
 from fe_ray.util import filter_nones, to_list, to_set
 
 logger = logging.getLogger(__name__)
@@ -207,6 +209,19 @@ class Estimator:
             self.pipeline.load_state_dict(pipeline_state)
         self.network.load_state_dict(network_state)
 
+    @staticmethod
+    def _lookahead_setter(network: Any, traces: Sequence[Trace]) -> Any:
+        set_lookahead = getattr(network, "set_lookahead", None)
+        if set_lookahead is None or not may_change_batches(traces):
+            return set_lookahead
+        return functools.partial(set_lookahead, may_change=True)  # a trace edits batches: make them ahead only
+
+    def _as_tensors(self, batch: Any) -> Any:
+        """The Pipeline's numpy batch as the network's framework tensors, which FastEstimator's traces see from
+        ``on_batch_begin`` on (torch shares the arrays' memory)."""
+        target = getattr(self.network, "target_type", None)
+        return get_backend(target).to_tensor(batch) if target in ("torch", "tf") else batch
+
     def _warmup_step(self, mode: str, epoch: int, ds_id: str, traces: Sequence[Trace], eager: bool) -> set[str]:
         with self.pipeline(mode=mode, epoch=epoch, ds_id=ds_id, shuffle=False, steps_per_epoch=1) as loader:
             batch = next(iter(loader), None)
@@ -283,13 +298,22 @@ class Estimator:
         mode, epoch = system.mode or "train", system.epoch_idx
         traces = self._traces(mode, epoch, ds_id)
         steps = system.steps_per_epoch
-        if steps is not None and (system.batch_idx or 0) >= steps:
-            return
-        with self.pipeline(mode=mode, epoch=epoch, ds_id=ds_id, steps_per_epoch=steps) as loader, \
-                self.network(mode=mode, epoch=epoch, ds_id=ds_id, desired_output_keys=self._wanted_keys(traces),
-                             warmup=False, eager=eager) as network, \
-                closing(_with_lookahead(loader, getattr(network, "set_lookahead", None))) as batches:
-            system.epoch_length = steps if steps is not None else _safe_len(loader)
+        with self.pipeline(mode=mode, epoch=epoch, ds_id=ds_id, steps_per_epoch=steps) as loader:
+            length = steps if steps is not None else _safe_len(loader)
+            if length is not None and (system.batch_idx or 0) >= length:
+                # Resumed from a checkpoint taken after this epoch's last batch (before on_epoch_end): the Pipeline
+                # has no position left for it, so running the loader would start the epoch over.
+                return
+            self._run_batches(eager, ds_id, loader, length, traces)
+
+    def _run_batches(self, eager: bool, ds_id: str, loader: Any, length: int | None, traces: list[Trace]) -> None:
+        system = self.system
+        mode, epoch, steps = system.mode or "train", system.epoch_idx, system.steps_per_epoch
+        with self.network(mode=mode, epoch=epoch, ds_id=ds_id, desired_output_keys=self._wanted_keys(traces),
+                          warmup=False, eager=eager) as network, \
+                closing(_with_lookahead(loader, self._lookahead_setter(network, traces),
+                                        self._as_tensors)) as batches:
+            system.epoch_length = length
             if mode == "eval":
                 system.eval_log_steps = _eval_log_steps(system.eval_log_steps_request, system.epoch_length)
             for batch in batches:
@@ -339,7 +363,8 @@ def _eval_log_steps(request: Sequence[int], length: int | None) -> tuple[list[in
 _END = object()
 
 
-def _with_lookahead(loader: Any, set_lookahead: Any) -> Iterator[Any]:
+def _with_lookahead(loader: Any, set_lookahead: Any, convert: Callable[[Any], Any] = lambda batch: batch
+                    ) -> Iterator[Any]:
     """Iterate ``loader``, offering a distributed network the following batch while the current one runs.
 
     The network gets a ``peek`` callable for the batch after the current one and calls it once the step was sent:
@@ -348,16 +373,17 @@ def _with_lookahead(loader: Any, set_lookahead: Any) -> Iterator[Any]:
     Pipeline records its position when a batch is handed out, so a checkpoint taken in between would count the
     fetched batch as consumed and a resume would skip it. The Loader's ``on_batch`` report is therefore intercepted
     and replayed only when each batch actually starts: positions stay exactly what they are without lookahead.
-    Loaders without ``on_batch`` and networks without ``set_lookahead`` are iterated plainly.
+    Loaders without ``on_batch`` and networks without ``set_lookahead`` are iterated plainly. Every batch goes
+    through ``convert`` once, when it is fetched, so the network's look-ahead and the step see the same object.
     """
     record = getattr(loader, "on_batch", None)
     if set_lookahead is None or record is None:
-        yield from loader
+        yield from map(convert, loader)
         return
     handed_out: list[int] = []
     loader.on_batch = handed_out.append
     try:
-        batches = iter(loader)
+        batches = map(convert, loader)
         current = next(batches, _END)
         while current is not _END:
             if handed_out:  # the current batch's report (a following one's arrives only once it is fetched)

@@ -219,7 +219,8 @@ class BaseNetwork:
             batch: The input batch (numpy arrays or framework tensors).
 
         Returns:
-            The input batch overlaid with the network's outputs.
+            The input batch overlaid with the network's outputs, as the framework's tensors (values it cannot
+            represent, such as strings for torch, stay as they are).
 
         Raises:
             ValueError: If called outside a configured ``with network(...)`` block.
@@ -227,6 +228,9 @@ class BaseNetwork:
         """
         if not self.ctx_lock.locked() or not self.ctx_state:
             raise ValueError("run_step must be called inside `with network(mode=..., epoch=...):`.")
+        # The framework's tensors throughout, inputs included, as FastEstimator hands them to ops, pops and traces
+        # (torch shares the arrays' memory; values already tensors pass through as the same objects).
+        batch = self._backend.to_tensor(dict(batch))
         self._check_batch_keys(batch)
         if self.ctx_slicers:
             minibatches = forward_slicers(self.ctx_slicers, batch)

@@ -333,3 +333,27 @@ def test_traces_see_the_steps_values_as_written() -> None:
     assert trace.loss_types == ["Tensor"] * 4
     assert trace.x_sums == [0.0] * 4
     assert all(isinstance(value, np.floating) for value in summary.history["train"]["ce"].values())
+
+
+class InputTypes(Trace):
+    def __init__(self) -> None:
+        super().__init__(mode=None, inputs=["x", "y", "y_pred"])
+        self.seen: set[tuple[str, str, str]] = set()
+
+    def on_batch_begin(self, data: Any) -> None:
+        self.seen |= {("begin", key, type(data[key]).__module__.split(".")[0]) for key in ("x", "y")}
+
+    def on_batch_end(self, data: Any) -> None:
+        self.seen |= {("end", key, type(data[key]).__module__.split(".")[0]) for key in ("x", "y", "y_pred")}
+
+
+@pytest.mark.parametrize("framework, module", [("torch", "torch"), ("tf", "tensorflow")])
+def test_traces_see_the_batch_as_framework_tensors(framework: str, module: str) -> None:
+    """As in FastEstimator, whose loaders yield the framework's tensors: a trace written for it (``data["y"].numpy()``,
+    ``.argmax(dim=1)``) finds tensors for the inputs as for the outputs, from on_batch_begin on."""
+    pipeline, network, _ = _setup(n_train=16, n_eval=8, framework=framework)
+    trace = InputTypes()
+    fe.Estimator(pipeline, network, epochs=1, traces=trace, log_steps=None).fit()
+    assert {kind for _, _, kind in trace.seen} == {module}
+    out = network.transform({"x": pipeline.data["train"][""]["x"][:2]}, mode="infer")
+    assert type(out["x"]).__module__.split(".")[0] == module  # transform's inputs too, as FastEstimator's

@@ -48,8 +48,9 @@ def _to_tensor_leaf(data: Any) -> Any:
     if isinstance(data, (np.ndarray, np.generic)):
         if data.dtype.kind in "OUS":
             return data
-        # as_tensor shares memory where it can; ascontiguousarray fixes negative strides that torch rejects.
-        return torch.as_tensor(np.ascontiguousarray(data))
+        # as_tensor shares memory where it can; ascontiguousarray fixes negative strides that torch rejects, but
+        # turns a 0-d value into shape (1,), so scalars (a replica's loss) keep their shape through asarray.
+        return torch.as_tensor(np.ascontiguousarray(data) if np.ndim(data) else np.asarray(data))
     return data
 
 

@@ -83,14 +83,15 @@ def slice_nbytes(piece: Mapping[str, Any]) -> int:
     return sum(int(getattr(value, "nbytes", 0)) for value in piece.values())
 
 
-def unchanged_since(batch: Mapping[str, Any], seen: Mapping[str, Any], snapshot: Mapping[str, Any]) -> bool:
-    """Whether ``batch`` is the dict ``seen`` still holding the values ``snapshot`` recorded (same objects).
+def unchanged_since(batch: Mapping[str, Any], snapshot: Mapping[str, Any]) -> bool:
+    """Whether ``batch`` holds exactly the values ``snapshot`` recorded (the same objects under the same keys).
 
     Slices put ahead of a step (step pipelining) are reused only then: a trace's ``on_batch_begin`` may replace a
-    batch value, or add one, in that very dict before the step runs.
+    batch value, or add one, before the step runs. The dict itself may be another one (the network's run_step
+    makes a new dict of the same tensors).
     """
-    return batch is seen and len(batch) == len(snapshot) and all(
-        key in snapshot and value is snapshot[key] for key, value in batch.items())
+    return len(batch) == len(snapshot) and all(key in snapshot and value is snapshot[key]
+                                               for key, value in batch.items())
 
 
 def merge_outputs(results: list[dict[str, Any]],

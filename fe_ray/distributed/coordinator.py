@@ -135,7 +135,7 @@ class RayNetwork(BaseNetwork):
         # Runs when the network is garbage collected and at interpreter exit: no orphaned actors either way.
         self._finalizer = weakref.finalize(self, self._holder.stop)
         self._lrs = LrMirror()
-        self._prefetched: tuple[Any, dict[str, Any], list[Any], list[int], int] | None = None
+        self._prefetched: tuple[dict[str, Any], list[Any], list[int], int] | None = None
         self._lookahead: Callable[[], Mapping[str, Any] | None] | None = None
         self._checkpoints = ReplicaCheckpoints()
         # A checkpoint write may take long on slow storage: waiting for one gets at least ten minutes.
@@ -380,13 +380,14 @@ class RayNetwork(BaseNetwork):
         if self.ctx_slicers or not self.started or not self.ctx_state:
             return
         refs, n_local, n_total = self._put_slices(batch)
-        self._prefetched = (batch, dict(batch), refs, n_local, n_total)
+        self._prefetched = (dict(batch), refs, n_local, n_total)
 
-    def set_lookahead(self, peek: Callable[[], Mapping[str, Any] | None] | None) -> None:
+    def set_lookahead(self, peek: Callable[[], Mapping[str, Any] | None] | None, may_change: bool = False) -> None:
         """Offer the batch the *following* step will run: ``peek()`` returns it (None after the last batch). The next
         ``run_step`` calls it once its step was sent, so making that batch and putting its slices into the object
-        store overlap the replicas' compute (the Estimator and :meth:`transform` use this)."""
-        self._lookahead = peek
+        store overlap the replicas' compute (the Estimator and :meth:`transform` use this). ``may_change``: the
+        batch may still be edited before its step (a trace's on_batch_begin), so only making it overlaps."""
+        self._lookahead = peek if peek is None or not may_change else (lambda: (peek(), None)[1])
 
     def _put_slices(self, batch: Mapping[str, Any]) -> tuple[list[Any], list[int], int]:
         import ray
@@ -401,8 +402,8 @@ class RayNetwork(BaseNetwork):
 
     def _run_step(self, batch: Mapping[str, Any]) -> dict[str, Any]:
         """Run one (mini)batch on the replicas and merge their outputs (BaseNetwork.run_step does the rest)."""
-        if self._prefetched is not None and unchanged_since(batch, *self._prefetched[:2]):
-            refs, n_local, n_total = self._prefetched[2:]
+        if self._prefetched is not None and unchanged_since(batch, self._prefetched[0]):
+            refs, n_local, n_total = self._prefetched[1:]
         else:
             refs, n_local, n_total = self._put_slices(batch)
         self._prefetched = None
@@ -427,7 +428,7 @@ class RayNetwork(BaseNetwork):
         """As :meth:`BaseNetwork.transform`; for a list of batches, each batch's slices are put ahead."""
         if isinstance(data, Mapping) or (hasattr(data, "get_results") and callable(data)):
             return super().transform(data, mode, epoch=epoch, ds_id=ds_id)
-        batches = list(data)
+        batches = [self._backend.to_tensor(dict(batch)) for batch in data]  # as run_step sees them: no re-put
         results: list[dict[str, Any]] = []
         with self(mode=mode, epoch=epoch, ds_id=ds_id, warmup=False, eager=False):
             for pos, batch in enumerate(batches):

@@ -103,6 +103,10 @@ class Trace:
 
     system: System
     checkpointed: bool = True
+    #: Whether ``on_batch_begin`` may change the batch (replace, add or edit values in place) before the step; None
+    #: decides by whether the class overrides ``on_batch_begin``. A distributed network puts a batch's slices
+    #: ahead of its step only when no trace may change it.
+    changes_batch: bool | None = None
     #: Sort position among traces reading "*": 0 plain, 1 checkpointing traces, 2 loggers.
     sort_rank: int = 0
 
@@ -151,6 +155,12 @@ class Trace:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(inputs={self.inputs}, outputs={self.outputs}, mode={self.mode})"
+
+
+def may_change_batches(traces: Iterable[Trace]) -> bool:
+    """Whether any of ``traces`` may change a batch in ``on_batch_begin`` (see :attr:`Trace.changes_batch`)."""
+    return any(trace.changes_batch if trace.changes_batch is not None
+               else type(trace).on_batch_begin is not Trace.on_batch_begin for trace in traces)
 
 
 def sort_traces(traces: Sequence[Trace]) -> list[Trace]:

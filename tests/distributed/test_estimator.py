@@ -280,7 +280,8 @@ def test_fit_that_raises_commits_the_checkpoint_rank0_is_writing(ray_session: No
 
 
 @pytest.mark.timeout(120)
-def test_the_pipeline_makes_the_next_batch_while_the_replica_computes(ray_session: None) -> None:
+def test_the_pipeline_makes_the_next_batch_while_the_replica_computes(ray_session: None,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     from fe_ray.dataset import NumpyDataset
     from fe_ray.op.numpyop import LambdaOp as NumpyLambdaOp
 
@@ -306,43 +307,58 @@ def test_the_pipeline_makes_the_next_batch_while_the_replica_computes(ray_sessio
     pipeline = fe.Pipeline(train_data=NumpyDataset(train), batch_size=10,
                            ops=[NumpyLambdaOp(fn=make, inputs="x", outputs="x")])
     trace = Made()
+    puts: list[int] = []
+    put_slices = type(network)._put_slices
+    monkeypatch.setattr(type(network), "_put_slices", lambda self, batch: puts.append(1) or put_slices(self, batch))
     try:
         fe.Estimator(pipeline, network, epochs=1, traces=trace, log_steps=None).fit()
     finally:
         network.shutdown()
     # When step k ends, batch k+1 is already made (during step k), not only after it: 20 samples after step 1.
     assert trace.at_end == [20, 30, 40, 40]
+    # Each batch's slices are made once: the step reuses those put ahead (the warm-up batch is the fifth).
+    assert len(puts) == 5
 
 
 class ZeroInputs(Trace):
-    """Replaces the batch's x with zeros in on_batch_begin and records what the step saw (the sum of |x|)."""
+    """Zeroes the batch's x in on_batch_begin (replacing it, or editing it in place) and records what the step saw
+    (the sum of |x|)."""
 
-    def __init__(self) -> None:
+    def __init__(self, in_place: bool) -> None:
         super().__init__(mode="train", inputs="x_abs")
+        self.in_place = in_place
         self.seen: list[float] = []
 
     def on_batch_begin(self, data: Any) -> None:
-        data.write_without_log("x", np.zeros_like(data["x"]))
+        if self.in_place:
+            data["x"][:] = 0  # the batch holds torch tensors, as in FastEstimator
+        else:
+            data.write_without_log("x", np.zeros_like(data["x"]))
 
     def on_batch_end(self, data: Any) -> None:
         self.seen.append(float(np.abs(np.asarray(data["x_abs"])).sum()))
 
 
 @pytest.mark.timeout(120)
-def test_on_batch_begin_writes_reach_the_replicas(ray_session: None) -> None:
-    """A value a trace writes into the batch in on_batch_begin is what the replicas run, also for batches whose
-    slices were put ahead during the previous step (step pipelining)."""
+@pytest.mark.parametrize("in_place, transport", [(False, "stream"), (True, "calls")])
+def test_on_batch_begin_writes_reach_the_replicas(ray_session: None, monkeypatch: pytest.MonkeyPatch,
+                                                  in_place: bool, transport: str) -> None:
+    """A value a trace writes into the batch in on_batch_begin is what the replicas run, also where the network
+    puts a batch's slices ahead during the previous step (step pipelining): with actor calls and slices through
+    the object store, an in-place edit made after that put was lost."""
     from fe_ray.dataset import NumpyDataset
+    from fe_ray.distributed import coordinator
 
+    monkeypatch.setattr(coordinator, "INLINE_SLICE_BYTES", -1)  # every slice through ray.put, as large ones go
     train, _ = digits_arrays("torch", n_train=40, n_eval=0)
     model = torch_mlp(seed=0)
     network = fe.Network([LambdaOp(fn=lambda x: x.abs().sum(dim=1), inputs="x", outputs="x_abs"),
                           ModelOp(model=model, inputs="x", outputs="y_pred"),
                           CrossEntropy(inputs=("y_pred", "y"), outputs="ce"),
-                          UpdateOp(model=model, loss_name="ce")], num_replicas=2)
-    trace = ZeroInputs()
+                          UpdateOp(model=model, loss_name="ce")], num_replicas=2, step_transport=transport)
+    trace = ZeroInputs(in_place)
     try:
-        # A Pipeline (whose loader reports its position), so the network puts the next batch's slices ahead.
+        # A Pipeline (whose loader reports its position), so the network can put the next batch's slices ahead.
         fe.Estimator(fe.Pipeline(train_data=NumpyDataset(train), batch_size=10), network, epochs=1, traces=trace,
                      log_steps=None).fit()
     finally:

@@ -84,6 +84,7 @@ def test_training_steps_equal_in_process(ray_session: None, monkeypatch: pytest.
             np.testing.assert_allclose(got["y_pred"], to_number(expected["y_pred"]), atol=1e-5)
             np.testing.assert_allclose(got["y_double"], to_number(expected["y_double"]), atol=1e-5)
             np.testing.assert_allclose(got["mse"], to_number(expected["mse"]), rtol=1e-5, atol=1e-5)
+            assert tuple(got["mse"].shape) == tuple(expected["mse"].shape) == ()  # a scalar stays one (not (1,))
             # Traces get what in-process traces get: the framework's tensors (numpy before).
             for key in ("y_pred", "mse"):
                 assert type(got[key]).__module__.split(".")[0] == type(expected[key]).__module__.split(".")[0], key

@@ -233,3 +233,28 @@ def test_resume_mid_epoch_with_pipeline(tmp_path, train_steps: int | None) -> No
         _run_real_pipeline(directory, interrupt=Interrupt(step=12), steps=5, train_steps=train_steps)
     assert CheckpointStore(directory).manifest(CheckpointStore(directory).latest())["info"]["global_step"] == 10
     _assert_same(reference, _run_real_pipeline(directory, steps=5, train_steps=train_steps))
+
+
+class InterruptEval(Trace):
+    """Raises before the first evaluation batch of epoch 1 when ``armed``."""
+
+    def __init__(self, armed: bool = True) -> None:
+        super().__init__(mode="eval")
+        self.armed = armed
+
+    def on_batch_begin(self, data: Any) -> None:
+        if self.armed and self.system.epoch_idx == 1:
+            raise Interrupted("before evaluating epoch 1")
+
+
+def test_resume_from_a_checkpoint_taken_after_an_epochs_last_training_batch(tmp_path) -> None:
+    """steps=7 with 7 batches per epoch checkpoints after the epoch's last training batch, before its on_epoch_end
+    and its evaluation. The Pipeline has no position left for that epoch then, so the resumed run must skip to the
+    epoch's end, not train the whole epoch again (it did: 7 extra steps, other weights)."""
+    reference = _run_real_pipeline(None)
+    directory = str(tmp_path / "ckpt")
+    with pytest.raises(Interrupted):
+        _run_real_pipeline(directory, interrupt=InterruptEval(), steps=7)
+    info = CheckpointStore(directory).manifest(CheckpointStore(directory).latest())["info"]
+    assert (info["global_step"], info["mode"], info["batch_idx"]) == (7, "train", 7)
+    _assert_same(reference, _run_real_pipeline(directory, interrupt=InterruptEval(armed=False), steps=7))

@@ -25,6 +25,8 @@ class LRScheduler(Trace):
         ValueError: If ``lr_fn`` does not take exactly one parameter named ``step`` or ``epoch``.
     """
 
+    changes_batch = False  # on_batch_begin only sets the learning rate
+
     def __init__(self, model: Any, lr_fn: Callable[[int], float]) -> None:
         if not callable(lr_fn):
             raise ValueError(f"LRScheduler lr_fn must be a function of 'step' or 'epoch', got {lr_fn!r}.")
