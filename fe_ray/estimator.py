@@ -214,7 +214,7 @@ class Estimator:
         set_lookahead = getattr(network, "set_lookahead", None)
         if set_lookahead is None or not may_change_batches(traces):
             return set_lookahead
-        return functools.partial(set_lookahead, may_change=True)  # a trace edits batches: make them ahead only
+        return functools.partial(set_lookahead, may_change=True)  # make batches ahead, but put no slices of them
 
     def _as_tensors(self, batch: Any) -> Any:
         """The Pipeline's numpy batch as the network's framework tensors, which FastEstimator's traces see from
