@@ -129,8 +129,9 @@ class BaseNetwork:
             pop_produced.update(op.outputs)
         outputs = set(produced)
         if desired_keys:
-            # Keys the pops read must survive even if no trace asked for them.
-            outputs = (outputs & set(desired_keys)) | pop_inputs
+            # Keys the pops read must survive even if no trace asked for them, and so must the keys slicers un-slice
+            # (each minibatch must hold them, as FastEstimator's keep every op output).
+            outputs = (outputs & set(desired_keys)) | pop_inputs | (unsliced & produced)
         if sliced:
             dangling = (outputs & (sliced | produced)) - unsliced
             if dangling:

@@ -351,3 +351,17 @@ def test_a_context_that_fails_to_start_leaves_the_network_usable(monkeypatch: py
     with network(mode="infer", epoch=1):
         out = network.run_step(batch([[1, 1, 1]], [1]))
     assert float(to_number(out["y_pred"]).reshape(-1)[0]) == pytest.approx(6.0)
+
+
+def test_an_unsliced_output_no_trace_asked_for_is_still_unsliced() -> None:
+    """A slicer un-slices every key it names (FastEstimator's minibatches keep all the ops' outputs): a key no trace
+    wants ("mse" here) must not be dropped before un-slicing, which failed with "minibatch(es) [0, 1] lack it"."""
+    from fe_ray.slicer import MeanUnslicer
+
+    network, _ = linear_network("torch", slicers=[ChunkSlicer(n_chunks=2, slice=["x", "y"], unslice=["y_pred"]),
+                                                  MeanUnslicer(unslice="mse")])
+    data = batch([[1, 1, 1], [2, 0, 1], [0, 1, 0], [1, 2, 3]], [1, 0, 2, 1])
+    with network(mode="eval", epoch=1, ds_id="", desired_output_keys={"y_pred"}):
+        out = network.run_step(data)
+    np.testing.assert_allclose(to_number(out["y_pred"]).reshape(-1), [6, 5, 2, 14])
+    assert "mse" in out
