@@ -37,6 +37,22 @@ def test_no_replica_gets_a_single_sample_of_a_larger_batch() -> None:
     assert split_for_replicas({"x": np.zeros(7)}, ["x"], 4)[1] == [3, 2, 2, 0]
 
 
+def test_torch_tensors_are_split_as_the_numpy_arrays_they_hold() -> None:
+    # The Estimator hands the coordinator torch tensors; every kind must reach the replicas as plain numpy.
+    torch = pytest.importorskip("torch")
+    shared = np.arange(8, dtype=np.float32).reshape(4, 2)
+    batch = {"x": torch.as_tensor(shared), "w": torch.ones(4, requires_grad=True),
+             "h": torch.arange(4).to(torch.bfloat16), "s": torch.tensor(3.0)}
+    slices, n_local, _ = split_for_replicas(batch, ["x", "w", "h", "s"], 2)
+    assert n_local == [2, 2]
+    for piece in slices:
+        assert all(isinstance(value, np.ndarray) for value in piece.values()), piece
+    np.testing.assert_array_equal(np.concatenate([piece["x"] for piece in slices]), shared)
+    np.testing.assert_array_equal(slices[1]["w"], np.ones(2, np.float32))
+    assert slices[0]["h"].dtype == np.float32 and slices[1]["h"].tolist() == [2.0, 3.0]  # numpy has no bfloat16
+    assert slices[0]["s"] == 3.0
+
+
 def test_a_batch_without_batch_axis_runs_whole_on_rank_0() -> None:
     slices, n_local, total = split_for_replicas({"lr": np.float32(0.5)}, ["lr"], 3)
     assert n_local == [1, 0, 0] and total == 1 and len(slices) == 3
