@@ -4,6 +4,7 @@ optimizer_fn written for the other framework."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -44,3 +45,11 @@ def test_an_optimizer_fn_for_the_other_framework_is_named(framework: str, optimi
 
     with pytest.raises(TypeError, match=match):
         fe.build(linear_model_fn(framework), optimizer_fn=optimizer_fn)
+
+
+@pytest.mark.parametrize("input_shape", [(17, 28, 1), (28, 10, 3)])
+def test_tf_lenet_names_inputs_too_small_for_it(input_shape: tuple[int, int, int]) -> None:
+    from fe_ray.architecture.tensorflow import LeNet
+
+    with pytest.raises(ValueError, match=r"at least 18x18 pixels, got input_shape " + re.escape(repr(input_shape))):
+        fe.build(lambda: LeNet(input_shape), optimizer_fn="adam")

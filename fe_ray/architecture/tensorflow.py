@@ -20,10 +20,14 @@ def LeNet(input_shape: tuple[int, int, int] = (28, 28, 1), classes: int = 10) ->
         An uncompiled Keras Sequential model.
 
     Raises:
-        ValueError: If ``input_shape`` is not (height, width, channels).
+        ValueError: If ``input_shape`` is not (height, width, channels), or height or width is under 18 (the
+            smallest size its three convolutions and two poolings leave a pixel of).
     """
     if len(input_shape) != 3:
         raise ValueError(f"LeNet input_shape must be (height, width, channels), got {input_shape!r}.")
+    if min(input_shape[0], input_shape[1]) < 18:
+        raise ValueError(f"LeNet needs inputs of at least 18x18 pixels, got input_shape {tuple(input_shape)!r}; "
+                         "resize or pad the images in the Pipeline.")
     return keras.Sequential([
         keras.Input(shape=input_shape),
         layers.Conv2D(32, 3, activation="relu"),

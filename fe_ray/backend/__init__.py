@@ -90,9 +90,21 @@ def stack(tensors: Sequence[Any], axis: int = 0) -> Any:
     return get_backend(tensors[0]).stack(list(tensors), axis)
 
 
-def get_gradient(target: Any, sources: Sequence[Any], tape: Any = None, retain_graph: bool = True) -> list[Any]:
-    """Gradients of ``target`` w.r.t. ``sources`` (TF needs the recording ``tape``)."""
-    return get_backend(target).get_gradient(target, sources, tape=tape, retain_graph=retain_graph)
+def get_gradient(target: Any, sources: Any, higher_order: bool = False, tape: Any = None,
+                 retain_graph: bool = True) -> Any:
+    """Gradients of ``target`` w.r.t. ``sources``, in FastEstimator's argument order.
+
+    Args:
+        target: The tensor to differentiate (a scalar loss).
+        sources: A list of weights / tensors (a list of gradients is returned, zeros for those ``target`` does not
+            depend on), or a single one (its gradient is returned).
+        higher_order: Keep the gradient computation differentiable, to take gradients of the gradients (e.g. a
+            gradient penalty).
+        tape: TF only: the GradientTape that recorded ``target``.
+        retain_graph: torch only: keep the autograd graph for further gradients of ``target``.
+    """
+    return get_backend(target).get_gradient(target, sources, tape=tape, retain_graph=retain_graph,
+                                            higher_order=higher_order)
 
 
 def update_model(model: Any, gradients: list[Any], defer: bool = False,
@@ -106,9 +118,15 @@ def feed_forward(model: Any, x: Any, training: bool = True) -> Any:
     return get_backend(model).feed_forward(model, x, training=training)
 
 
-def save_model(model: Any, save_dir: str, model_name: str | None = None, save_optimizer: bool = False) -> str:
-    """Save weights (and optionally optimizer state) into ``save_dir``; return the weights path."""
-    return get_backend(model).save_model(model, save_dir, model_name=model_name, save_optimizer=save_optimizer)
+def save_model(model: Any, save_dir: str, model_name: str | None = None, save_optimizer: bool = False,
+               save_architecture: bool = False) -> str:
+    """Save weights (and optionally optimizer state) into ``save_dir``; return the weights path.
+
+    ``save_architecture`` (TF only, as in FastEstimator) also writes the whole model as ``<name>.keras``; torch
+    refuses it with a ValueError.
+    """
+    return get_backend(model).save_model(model, save_dir, model_name=model_name, save_optimizer=save_optimizer,
+                                         save_architecture=save_architecture)
 
 
 def load_model(model: Any, weights_path: str, load_optimizer: bool = False) -> None:

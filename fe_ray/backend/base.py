@@ -57,9 +57,10 @@ class Backend(Protocol):
     def add_model_losses(self, model: Any, loss: Any) -> Any:
         """Add losses the model registers itself (Keras ``model.losses``) to ``loss``."""
 
-    def get_gradient(self, target: Any, sources: Sequence[Any], tape: Any = None,
-                     retain_graph: bool = True) -> list[Any]:
-        """Gradients of ``target`` w.r.t. ``sources`` (zeros for unused sources). TF needs the recording tape."""
+    def get_gradient(self, target: Any, sources: Any, tape: Any = None, retain_graph: bool = True,
+                     higher_order: bool = False) -> Any:
+        """Gradients of ``target`` w.r.t. ``sources`` (a list: zeros for unused sources; a single source: its
+        gradient). TF needs the recording tape; ``higher_order`` keeps the gradients differentiable."""
 
     def scale_loss(self, model: Any, loss: Any) -> Any:
         """Apply mixed-precision loss scaling (identity without it)."""
@@ -120,9 +121,10 @@ class Backend(Protocol):
     def load_weights(self, model: Any, path: str) -> None:
         """Load a weights file (build's ``weights_path``)."""
 
-    def save_model(self, model: Any, save_dir: str, model_name: str | None = None,
-                   save_optimizer: bool = False) -> str:
-        """Save weights (and optionally optimizer state) into ``save_dir``; return the weights path."""
+    def save_model(self, model: Any, save_dir: str, model_name: str | None = None, save_optimizer: bool = False,
+                   save_architecture: bool = False) -> str:
+        """Save weights (optionally optimizer state, and with TF the whole model) into ``save_dir``; return the
+        weights path."""
 
     def load_model(self, model: Any, weights_path: str, load_optimizer: bool = False) -> None:
         """Load what :meth:`save_model` wrote; optimizer state is restored exactly."""

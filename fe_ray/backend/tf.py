@@ -196,9 +196,20 @@ def add_model_losses(model: keras.Model, loss: tf.Tensor) -> tf.Tensor:
 
 
 # ---------------------------------------------------------------------------------------------------- gradients
-def get_gradient(target: tf.Tensor, sources: Sequence[Any], tape: Any = None,
-                 retain_graph: bool = True) -> list[tf.Tensor]:
+def get_gradient(target: tf.Tensor, sources: Any, tape: Any = None, retain_graph: bool = True,
+                 higher_order: bool = False, keep_none: bool = False) -> Any:
     """Gradients of ``target`` w.r.t. ``sources`` from the recording ``tape``, densified, zeros where unused.
+
+    Args:
+        target: The tensor to differentiate.
+        sources: A list of variables / watched tensors, or a single one (then a single gradient is returned, as
+            FastEstimator's ``get_gradient`` does).
+        tape: The GradientTape that recorded ``target``.
+        retain_graph: Unused (a persistent tape keeps its graph); accepted for the torch backend's signature.
+        higher_order: Record the gradient computation on ``tape`` as well, so the gradients can be differentiated
+            again (e.g. a WGAN-GP gradient penalty). Without it the recording is paused meanwhile.
+        keep_none: Return None (instead of zeros) for sources that ``target`` does not depend on; UpdateOp uses it
+            to leave such weights alone, as Keras optimizers do.
 
     Raises:
         ValueError: If no GradientTape is given (TF cannot differentiate after the fact).
@@ -206,14 +217,25 @@ def get_gradient(target: tf.Tensor, sources: Sequence[Any], tape: Any = None,
     if tape is None or not hasattr(tape, "gradient"):
         raise ValueError("TF gradients need the GradientTape that recorded the forward pass (state['tape']); run the "
                          "ops through a Network or fe_ray.backend.tf.run_step with state['req_grad'] = True.")
-    sources = list(sources)
-    # Ops run inside the tape's context; pausing the recording keeps the gradient computation itself off the tape.
+    # A single variable or tensor must not be iterated: list() would split it into its rows, none of which the tape
+    # recorded, and every gradient would silently be zero.
+    single = isinstance(sources, (tf.Tensor, tf.Variable, keras.Variable))
+    source_list = [sources] if single else list(sources)
+    # Ops run inside the tape's context; pausing the recording keeps the gradient computation itself off the tape,
+    # unless the caller wants to differentiate the gradients again.
     recording = getattr(tape, "_recording", False)  # stop_recording() refuses a tape whose context has exited
-    with tape.stop_recording() if recording else NonContext():
-        grads = tape.gradient(target, sources)
+    with tape.stop_recording() if recording and not higher_order else NonContext():
+        grads = tape.gradient(target, source_list)
     # Zeros are filled in here rather than by TF (UnconnectedGradients.ZERO), which fails on Keras 3 variables.
     # Dense tensors (not IndexedSlices) so reducers and accumulators can treat every gradient alike.
-    return [tf.zeros(s.shape, dtype=s.dtype) if g is None else tf.convert_to_tensor(g) for g, s in zip(grads, sources)]
+    grads = [None if g is None and keep_none else tf.zeros(s.shape, dtype=s.dtype) if g is None
+             else tf.convert_to_tensor(g) for g, s in zip(grads, source_list)]
+    return grads[0] if single else grads
+
+
+def fill_unconnected(gradients: Sequence[Any], variables: Sequence[Any]) -> list[tf.Tensor]:
+    """``gradients`` with zeros in place of None (for reducers and accumulators, which need every entry)."""
+    return [tf.zeros(v.shape, dtype=v.dtype) if g is None else g for g, v in zip(gradients, variables)]
 
 
 def scale_loss(model: keras.Model, loss: tf.Tensor) -> tf.Tensor:
@@ -371,7 +393,10 @@ def set_lr(model: keras.Model, lr: float) -> None:
     """Set the learning rate of ``model.current_optimizer`` (the inner one for a LossScaleOptimizer)."""
     optimizer = _current_optimizer(model)
     optimizer.learning_rate = lr
-    setattr(optimizer, KNOWN_LR_ATTR, float(lr))
+    # Remember the value the variable holds (float32 as a rule), not the float64 given: a driver compares the two
+    # to spot rates changed around set_lr (fe_ray.distributed.lr_mirror), and 0.1 != float32(0.1).
+    dtype = getattr(optimizer.learning_rate, "dtype", "float32")
+    setattr(optimizer, KNOWN_LR_ATTR, float(np.asarray(lr, dtype=getattr(dtype, "as_numpy_dtype", dtype))))
 
 
 def get_lr(model: keras.Model) -> float:
@@ -400,9 +425,9 @@ def _current_optimizer(model: Any) -> Any:
 
 
 __all__ = ["accumulator_from_numpy", "accumulator_to_numpy", "add_model_losses", "build_model_fn", "build_optimizer",
-           "concat", "cross_entropy", "feed_forward", "get_device", "get_gradient", "get_lr", "get_state",
-           "init_accumulator", "known_lr", "load_model", "load_weights", "make_optimizer", "mean_squared_error",
-           "merge_grad_update", "mixed_precision_policy", "move_model", "new_step_fn", "no_grad", "reduce_mean",
-           "run_step", "save_model", "scale_loss", "set_lr", "set_mixed_precision_policy", "set_state", "stack",
-           "state_is_view", "stop_gradient", "to_numpy", "to_tensor", "trainable_variables", "unscale_gradients",
-           "update_model"]
+           "concat", "cross_entropy", "feed_forward", "fill_unconnected", "get_device", "get_gradient", "get_lr",
+           "get_state", "init_accumulator", "known_lr", "load_model", "load_weights", "make_optimizer",
+           "mean_squared_error", "merge_grad_update", "mixed_precision_policy", "move_model", "new_step_fn", "no_grad",
+           "reduce_mean", "run_step", "save_model", "scale_loss", "set_lr", "set_mixed_precision_policy", "set_state",
+           "stack", "state_is_view", "stop_gradient", "to_numpy", "to_tensor", "trainable_variables",
+           "unscale_gradients", "update_model"]

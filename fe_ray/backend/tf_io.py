@@ -17,6 +17,7 @@ import numpy as np
 
 WEIGHTS_SUFFIX = ".weights.h5"
 OPTIMIZER_SUFFIX = "_opt.npz"
+ARCHITECTURE_SUFFIX = ".keras"
 
 
 #: Optimizer attribute holding the learning rate last written or read through the TF backend (``known_lr``).
@@ -58,18 +59,37 @@ def _optimizer_hidden(model: keras.Model) -> Iterator[None]:
             setattr(model, key, value)
 
 
-def save_model(model: keras.Model, save_dir: str, model_name: str | None = None, save_optimizer: bool = False) -> str:
-    """Write ``<name>.weights.h5`` and optionally ``<name>_opt.npz`` (optimizer variables) into ``save_dir``.
+def save_model(model: keras.Model, save_dir: str, model_name: str | None = None, save_optimizer: bool = False,
+               save_architecture: bool = False) -> str:
+    """Write ``<name>.weights.h5``, optionally ``<name>_opt.npz`` (optimizer variables) and ``<name>.keras``.
+
+    Args:
+        model: The model (built by :func:`fe_ray.build`).
+        save_dir: The directory to write into (created if missing).
+        model_name: The files' base name; the model's ``model_name`` by default.
+        save_optimizer: Also write the current optimizer's variables.
+        save_architecture: Also write the whole model (architecture and weights) as a Keras 3 ``.keras`` archive,
+            which ``keras.models.load_model`` restores without the code that built it (FastEstimator's option;
+            Keras 3 saves whole models in this format rather than as a SavedModel directory).
 
     Returns:
         The path of the weights file.
+
+    Raises:
+        ValueError: If ``save_optimizer`` is set but the model has no optimizer.
     """
     name = model_name or model.model_name
+    if save_optimizer and getattr(model, "current_optimizer", None) is None:
+        raise ValueError(f"Cannot save the optimizer of model {name!r}: it has none. Pass save_optimizer=False, or "
+                         "build the model with an optimizer_fn.")
     os.makedirs(save_dir, exist_ok=True)
     path = os.path.join(save_dir, f"{name}{WEIGHTS_SUFFIX}")
     with _optimizer_hidden(model):
         model.save_weights(path)
-    if save_optimizer and getattr(model, "current_optimizer", None) is not None:
+        if save_architecture:
+            # Optimizer state stays in its own file (save_optimizer), as for the weights.
+            model.save(os.path.join(save_dir, f"{name}{ARCHITECTURE_SUFFIX}"))
+    if save_optimizer:
         build_optimizer(model)
         arrays = _optimizer_arrays(model.current_optimizer)
         np.savez(_optimizer_path(path), **{f"v{i}": value for i, value in enumerate(arrays)})

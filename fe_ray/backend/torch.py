@@ -214,17 +214,37 @@ def add_model_losses(model: torch.nn.Module, loss: torch.Tensor) -> torch.Tensor
 
 
 # ---------------------------------------------------------------------------------------------------- gradients
-def get_gradient(target: torch.Tensor, sources: Sequence[torch.Tensor], tape: Any = None,
-                 retain_graph: bool = True) -> list[torch.Tensor]:
+def get_gradient(target: torch.Tensor, sources: Any, tape: Any = None, retain_graph: bool = True,
+                 higher_order: bool = False, keep_none: bool = False) -> Any:
     """Gradients of ``target`` w.r.t. ``sources``; unused sources get zeros so every replica sends full lists.
 
     A target with no autograd history (e.g. computed from a ``gradients=False`` ModelOp) yields all zeros, as TF
     does for unconnected sources.
+
+    Args:
+        target: The tensor to differentiate.
+        sources: A list of tensors, or a single tensor (then its gradient alone is returned).
+        tape: Unused (TF's recording tape); accepted so both backends take the same call.
+        retain_graph: Keep the graph for further gradients of ``target``.
+        higher_order: Build the gradients' own graph (``create_graph``), so they can be differentiated again.
+        keep_none: Return None (instead of zeros) for sources that ``target`` does not depend on; UpdateOp uses it
+            to leave such weights alone, as torch's optimizers skip a parameter without a gradient.
     """
+    single = isinstance(sources, torch.Tensor)
+    source_list = [sources] if single else list(sources)
     if not target.requires_grad:
-        return [torch.zeros_like(s) for s in sources]
-    grads = torch.autograd.grad(target, list(sources), retain_graph=retain_graph, allow_unused=True)
-    return [torch.zeros_like(s) if g is None else g for g, s in zip(grads, sources)]
+        found: Sequence[torch.Tensor | None] = [None] * len(source_list)
+    else:
+        found = torch.autograd.grad(target, source_list, retain_graph=retain_graph or higher_order,
+                                    create_graph=higher_order, allow_unused=True)
+    grads = list(found) if keep_none else [torch.zeros_like(s) if g is None else g for g, s in zip(found, source_list)]
+    return grads[0] if single else grads
+
+
+def fill_unconnected(gradients: Sequence[torch.Tensor | None],
+                     variables: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+    """``gradients`` with zeros in place of None (for accumulators, which need every entry)."""
+    return [torch.zeros_like(v) if g is None else g for g, v in zip(gradients, variables)]
 
 
 def scale_loss(model: torch.nn.Module, loss: torch.Tensor) -> torch.Tensor:
@@ -439,9 +459,9 @@ def _to_device(data: Any, device: Any) -> Any:
 
 
 __all__ = ["accumulator_from_numpy", "accumulator_to_numpy", "add_model_losses", "build_model_fn", "concat",
-           "cross_entropy", "enter_context", "exit_context", "feed_forward", "get_device", "get_gradient", "get_lr",
-           "get_state", "init_accumulator", "known_lr", "load_model", "load_weights", "make_optimizer",
-           "mean_squared_error", "merge_grad_update", "mixed_precision_policy", "move_model", "no_grad",
-           "reduce_mean", "run_step", "save_model", "scale_loss", "set_lr", "set_mixed_precision_policy",
+           "cross_entropy", "enter_context", "exit_context", "feed_forward", "fill_unconnected", "get_device",
+           "get_gradient", "get_lr", "get_state", "init_accumulator", "known_lr", "load_model", "load_weights",
+           "make_optimizer", "mean_squared_error", "merge_grad_update", "mixed_precision_policy", "move_model",
+           "no_grad", "reduce_mean", "run_step", "save_model", "scale_loss", "set_lr", "set_mixed_precision_policy",
            "set_state", "stack", "state_is_view", "stop_gradient", "to_numpy", "to_tensor", "trainable_variables",
            "unscale_gradients", "update_model"]

@@ -17,7 +17,7 @@ def load_weights(model: torch.nn.Module, path: str) -> None:
 
 
 def save_model(model: torch.nn.Module, save_dir: str, model_name: str | None = None,
-               save_optimizer: bool = False) -> str:
+               save_optimizer: bool = False, save_architecture: bool = False) -> str:
     """Write ``<name>.pt`` (the model's state_dict) and optionally ``<name>_opt.pt`` into ``save_dir``.
 
     Args:
@@ -25,11 +25,21 @@ def save_model(model: torch.nn.Module, save_dir: str, model_name: str | None = N
         save_dir: Target folder (created if missing).
         model_name: File stem; defaults to ``model.model_name``.
         save_optimizer: Also save the current optimizer (and its GradScaler) state.
+        save_architecture: Not available for torch (as in FastEstimator): a ValueError says so.
 
     Returns:
         The path of the weights file.
+
+    Raises:
+        ValueError: If ``save_architecture`` is set, or ``save_optimizer`` is set but the model has no optimizer.
     """
     name = model_name or model.model_name
+    if save_architecture:
+        raise ValueError(f"save_architecture=True cannot save torch model {name!r}: torch models are saved as weights "
+                         "only (rebuild the model in code and load them). Pass save_architecture=False.")
+    if save_optimizer and getattr(model, "current_optimizer", None) is None:
+        raise ValueError(f"Cannot save the optimizer of model {name!r}: it has none. Pass save_optimizer=False, or "
+                         "build the model with an optimizer_fn.")
     os.makedirs(save_dir, exist_ok=True)
     path = os.path.join(save_dir, f"{name}.pt")
     torch.save(model.state_dict(), path)

@@ -83,32 +83,45 @@ class _TorchReducer(_Reducer):
         import torch
 
         grads = list(gradients)
-        if any(g is None for g in grads):  # only a `gradients` key can hold None (autograd's come zero-filled)
+        # A weight this step's loss does not reach has no gradient (None). Every rank still sends the same buffer
+        # layout (zeros), and one flag per weight travels with it: a weight stays None only if no rank reached it
+        # (UpdateOp then leaves it alone), so data-dependent paths (an expert no sample of one slice was routed to)
+        # cannot make the replicas' updates differ.
+        reached = [g is not None for g in grads]
+        if not all(reached):
             params = self._backend.trainable_variables(model)
-            if len(params) == len(grads):
-                # A weight unused in this step has no gradient; every rank must still send the same buffer layout.
-                grads = [torch.zeros_like(p) if g is None else g for g, p in zip(grads, params)]
+            if len(params) != len(grads):
+                raise ValueError(f"Gradients of model {getattr(model, 'model_name', model)!r} hold None but their "
+                                 f"count ({len(grads)}) is not its weight count ({len(params)}): give one gradient "
+                                 "per trainable weight, in order (zeros for weights the loss does not reach).")
+            grads = [torch.zeros_like(p) if g is None else g for g, p in zip(grads, params)]
         multiply, divide = self._factors(prescaled)
         buckets: dict[tuple[Any, Any], list[int]] = {}
         for pos, grad in enumerate(grads):
             buckets.setdefault((grad.dtype, grad.device), []).append(pos)
         with torch.no_grad():
-            for positions in buckets.values():  # same insertion order on every rank: same model, same ops
-                flat = torch.cat([grads[i].detach().reshape(-1).float() for i in positions])
+            for number, positions in enumerate(buckets.values()):  # same order on every rank: same model, same ops
+                parts = [grads[i].detach().reshape(-1).float() for i in positions]
+                total = sum(part.numel() for part in parts)
+                if number == 0:  # the flags ride behind the first bucket's gradients, summed and never scaled
+                    parts.append(torch.tensor(reached, dtype=torch.float32, device=parts[0].device))
+                flat = torch.cat(parts)
                 if multiply != 1.0:
-                    flat.mul_(float(multiply))
+                    flat[:total].mul_(float(multiply))
                 if isinstance(self._collective, TorchCollective):
                     self._collective.allreduce_tensor_(flat)
                 else:
                     flat = torch.as_tensor(self._collective.allreduce_sum([flat.cpu().numpy()])[0]).to(flat.device)
                 if divide != 1.0:
-                    flat.div_(float(divide))
+                    flat[:total].div_(float(divide))
                 offset = 0
                 for i in positions:
                     size = grads[i].numel()
                     grads[i] = flat[offset:offset + size].view_as(grads[i]).to(grads[i].dtype)
                     offset += size
-        return grads
+                if number == 0:
+                    reached = (flat[total:] > 0.5).tolist()  # a weight counts as reached if any rank reached it
+        return [grad if hit else None for grad, hit in zip(grads, reached)]
 
 
 class _TFReducer(_Reducer):

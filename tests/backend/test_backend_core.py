@@ -109,6 +109,75 @@ def test_get_gradient_tf_known_function_and_missing_tape() -> None:
         backend.get_gradient(y, [x])
 
 
+def test_tf_get_gradient_of_a_single_source_is_a_single_gradient() -> None:
+    import tensorflow as tf
+
+    x = tf.Variable([1.0, 2.0, 3.0])
+    with tf.GradientTape() as tape:
+        y = x * x
+    # One variable in, one gradient out (not one per row of the variable, rows the tape never saw).
+    np.testing.assert_allclose(get_backend("tf").get_gradient(y, x, tape=tape).numpy(), [2.0, 4.0, 6.0])
+
+
+def test_tf_get_gradient_of_higher_order_stays_on_the_tape() -> None:
+    import tensorflow as tf
+
+    backend = get_backend("tf")
+    x = tf.Variable([1.0, 2.0, 3.0])
+    with tf.GradientTape(persistent=True) as tape:
+        y = x * x
+        first = backend.get_gradient(y, [x], tape=tape)[0]
+        recorded = backend.get_gradient(y, [x], tape=tape, higher_order=True)[0]
+    np.testing.assert_allclose(recorded.numpy(), [2.0, 4.0, 6.0])
+    # Only the recorded gradient can be differentiated again (d(2x)/dx = 2); the other one is off the tape.
+    np.testing.assert_allclose(backend.get_gradient(recorded, [x], tape=tape)[0].numpy(), [2.0, 2.0, 2.0])
+    np.testing.assert_array_equal(backend.get_gradient(first, [x], tape=tape)[0].numpy(), [0.0, 0.0, 0.0])
+
+
+def test_torch_get_gradient_of_a_single_source_and_of_higher_order() -> None:
+    import torch
+
+    x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = (x ** 3).sum()
+    backend = get_backend("torch")
+    first = backend.get_gradient(y, x, higher_order=True)  # one tensor in, one gradient out: 3x^2
+    np.testing.assert_allclose(first.detach().numpy(), [3.0, 12.0, 27.0])
+    # The gradient keeps its graph, so it can be differentiated again: d(sum 3x^2)/dx = 6x.
+    np.testing.assert_allclose(backend.get_gradient(first.sum(), [x])[0].numpy(), [6.0, 12.0, 18.0])
+    assert not backend.get_gradient((x ** 2).sum(), [x])[0].requires_grad  # first order only: no graph kept
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_public_get_gradient_takes_fastestimators_argument_order(framework: str) -> None:
+    from fe_ray import backend as fe_backend
+
+    if framework == "torch":
+        import torch
+
+        x = torch.tensor([1.0, 2.0], requires_grad=True)
+        grads = fe_backend.get_gradient((x * x).sum(), [x], True)  # FE: (target, sources, higher_order, tape)
+        assert grads[0].requires_grad
+    else:
+        import tensorflow as tf
+
+        x = tf.Variable([1.0, 2.0])
+        with tf.GradientTape(persistent=True) as tape:
+            y = tf.reduce_sum(x * x)
+            grads = fe_backend.get_gradient(y, [x], True, tape)
+        np.testing.assert_allclose(tape.gradient(grads[0], x).numpy(), [2.0, 2.0])
+    np.testing.assert_allclose(np.asarray(grads[0].detach() if framework == "torch" else grads[0]), [2.0, 4.0])
+
+
+def test_torch_save_model_refuses_architecture_and_a_missing_optimizer(tmp_path: Any) -> None:
+    from fe_ray import backend as fe_backend
+
+    with pytest.raises(ValueError, match=r"save_architecture=True cannot save torch model 'net'.*weights only"):
+        fe_backend.save_model(model_of("torch", "sgd", name="net"), str(tmp_path), save_architecture=True)
+    with pytest.raises(ValueError, match=r"optimizer of model 'bare'.*save_optimizer=False"):
+        fe_backend.save_model(model_of("torch", None, name="bare"), str(tmp_path), save_optimizer=True)
+    assert not os.listdir(tmp_path)  # refused before anything was written
+
+
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_update_model_sgd_is_minus_lr_times_grad(framework: str) -> None:
     model = linear(framework, lr=0.1)
@@ -269,6 +338,22 @@ def test_load_optimizer_missing_file(framework: str, tmp_path: Any) -> None:
     backend.load_model(model, path)
     with pytest.raises(FileNotFoundError, match="save_optimizer=True"):
         backend.load_model(model, path, load_optimizer=True)
+
+
+def test_tf_save_model_with_architecture_reloads_without_the_code(tmp_path: Any) -> None:
+    import keras
+
+    backend = get_backend("tf")
+    model = model_of("tf", "adam", name="arch", weights=(0.5, -1.0, 2.0))
+    backend.save_model(model, str(tmp_path), save_architecture=True)
+    restored = keras.models.load_model(os.path.join(str(tmp_path), "arch.keras"))
+    x = np.array([[1.0, 2.0, 3.0]], dtype=np.float32)
+    np.testing.assert_allclose(np.asarray(restored(x)), np.asarray(model(x)))
+
+
+def test_tf_save_optimizer_of_a_model_without_one_is_refused(tmp_path: Any) -> None:
+    with pytest.raises(ValueError, match=r"optimizer of model 'bare'.*save_optimizer=False"):
+        get_backend("tf").save_model(model_of("tf", None, name="bare"), str(tmp_path), save_optimizer=True)
 
 
 def test_torch_get_state_copies_unless_told_not_to() -> None:

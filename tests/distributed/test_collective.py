@@ -168,18 +168,41 @@ def test_tf_reducer_weights_gradients_in_a_static_graph() -> None:
 
 
 @pytest.mark.timeout(60)
-def test_torch_reducer_weights_gradients_and_zero_fills_a_missing_one() -> None:
-    """A `gradients` key may hold None for a weight the step did not use; every rank must still send the model's
-    full buffer layout, so the reducer puts zeros of that weight's shape there."""
+def test_torch_reducer_weights_gradients_and_keeps_a_weight_no_rank_reached_none() -> None:
+    """A weight the step did not reach has no gradient (None); with one rank, nobody reached it, so it stays None
+    (UpdateOp leaves it alone) while the others are weighted as usual."""
     torch = pytest.importorskip("torch")
     model = torch.nn.Linear(2, 1)  # weight (1, 2), bias (1,)
     reduce = make_grad_reducer("torch", TcpCollective(0, 1), StepWeights(n_local=3, n_total=4))
     out = reduce(model, [torch.tensor([[1.0, 2.0]]), None])
     np.testing.assert_allclose(out[0].numpy(), [[0.75, 1.5]])
-    assert out[1].shape == (1,) and float(out[1]) == 0.0
+    assert out[1] is None
     out = reduce(model, [torch.tensor([[4.0, 8.0]]), torch.tensor([2.0])])
     np.testing.assert_allclose(out[0].numpy(), [[3.0, 6.0]])
     np.testing.assert_allclose(out[1].numpy(), [1.5])
+    with pytest.raises(ValueError, match=r"count \(1\) is not its weight count \(2\)"):
+        reduce(model, [None])
+
+
+@pytest.mark.timeout(60)
+def test_torch_reducer_a_weight_one_rank_reached_is_reduced_on_every_rank() -> None:
+    """Data-dependent paths (an expert no sample of one slice was routed to): rank 0's step misses the bias, rank
+    1's reaches it. Both must get the same reduced gradient, so both update it; a weight no rank reached stays None
+    on both."""
+    torch = pytest.importorskip("torch")
+    model = torch.nn.Linear(2, 1)  # weight (1, 2), bias (1,)
+    local = {0: [torch.tensor([[1.0, 2.0]]), None], 1: [torch.tensor([[5.0, 6.0]]), torch.tensor([4.0])]}
+
+    def body(coll: TcpCollective) -> Any:
+        reduce = make_grad_reducer("torch", coll, StepWeights(n_local=2, n_total=4))
+        reached = reduce(model, local[coll.rank])
+        missed = reduce(model, [local[coll.rank][0], None])
+        return [g if g is None else g.numpy() for g in reached], missed[1]
+
+    for reached, missed in run_ranks(2, body):
+        np.testing.assert_allclose(reached[0], [[3.0, 4.0]])
+        np.testing.assert_allclose(reached[1], [2.0])  # (0 * 2 + 4 * 2) / 4: rank 0 counts as a zero gradient
+        assert missed is None
 
 
 @pytest.mark.timeout(60)

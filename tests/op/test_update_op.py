@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import pickle
+import re
+import warnings
 from typing import Any
 
 import numpy as np
@@ -198,3 +200,92 @@ def test_constructor_errors_and_bookkeeping() -> None:
         op.build("jax")
     lambda_op = LambdaOp(lambda x: x, inputs="x", outputs="x")
     assert lambda_op.fe_retain_graph() is None
+
+
+def two_head_tf_model(optimizer_def: Any) -> Any:
+    """A functional Keras model with two bias-free Dense heads "a" and "b" on one input, built like fe_ray.build."""
+    import keras
+
+    from tests.helpers.models import _attach
+
+    inputs = keras.Input((3,))
+    heads = [keras.layers.Dense(1, use_bias=False, kernel_initializer="ones", name=name)(inputs) for name in "ab"]
+    return _attach(keras.Model(inputs, heads), "tf", optimizer_def, "two_heads", False)
+
+
+@pytest.mark.parametrize("eager", [False, True])
+def test_tf_weights_the_loss_does_not_reach_stay_unchanged(eager: bool) -> None:
+    import keras
+
+    # AdamW decays every weight it is handed: a zero gradient for head "b" would still shrink it (Keras skips None).
+    model = two_head_tf_model(lambda: keras.optimizers.AdamW(learning_rate=0.1, weight_decay=0.5))
+    ops = [ModelOp(model=model, inputs="x", outputs=["pa", "pb"]), MeanSquaredError(inputs=("pa", "y"), outputs="mse"),
+           UpdateOp(model=model, loss_name="mse")]
+    for op in ops:
+        op.build("tf")
+    reduced: list[int] = []
+
+    def reducer(model: Any, gradients: list[Any]) -> list[Any]:
+        reduced.append(len(gradients))  # replicas all-reduce a full list, zeros for the head the loss misses
+        return gradients
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        get_backend("tf").run_step(ops, batch([1, 1, 1], 1), new_state(eager, reducer), {"x", "y"}, {"mse"})
+    kernel_a, kernel_b = (np.asarray(w).reshape(-1) for w in model.get_weights())
+    assert reduced == [2] and not np.allclose(kernel_a, 1.0)
+    np.testing.assert_array_equal(kernel_b, [1.0, 1.0, 1.0])
+    assert any(re.search(r"'two_heads'.*'mse'.*b/kernel.*not updated", str(w.message)) for w in caught)
+
+
+def test_torch_weights_the_loss_does_not_reach_stay_unchanged() -> None:
+    import torch
+
+    from tests.helpers.models import _attach
+
+    class TwoHeads(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.a = torch.nn.Linear(3, 1, bias=False)
+            self.b = torch.nn.Linear(3, 1, bias=False)
+            for head in (self.a, self.b):
+                torch.nn.init.ones_(head.weight)
+
+        def forward(self, x: Any) -> Any:
+            return self.a(x), self.b(x)
+
+    # AdamW decays every parameter that has a gradient: a zero gradient for head b would shrink it (torch's
+    # optimizers skip a parameter whose grad is None, as FastEstimator leaves it).
+    model = _attach(TwoHeads(), "torch", lambda params: torch.optim.AdamW(params, lr=0.1, weight_decay=0.5),
+                    "two_heads", False)
+    ops = [ModelOp(model=model, inputs="x", outputs=["pa", "pb"]), MeanSquaredError(inputs=("pa", "y"), outputs="mse"),
+           UpdateOp(model=model, loss_name="mse")]
+    for op in ops:
+        op.build("torch")
+    get_backend("torch").run_step(ops, batch([1, 1, 1], 1), new_state(), {"x", "y"}, {"mse"})
+    assert not np.allclose(model.a.weight.detach().numpy(), 1.0)
+    np.testing.assert_array_equal(model.b.weight.detach().numpy(), [[1.0, 1.0, 1.0]])
+    assert model.b.weight.grad is None
+
+
+def test_tf_loss_that_reaches_no_weight_is_refused() -> None:
+    model = tf_dense("sgd", name="frozen_teacher")
+    ops = [ModelOp(model=model, inputs="x", outputs="pred", gradients=False),
+           MeanSquaredError(inputs=("pred", "y"), outputs="mse"), UpdateOp(model=model, loss_name="mse")]
+    for op in ops:
+        op.build("tf")
+    with pytest.raises(ValueError, match=r"no gradient for any trainable weight of model 'frozen_teacher'.*'mse'"):
+        get_backend("tf").run_step(ops, batch([1, 1, 1], 1), new_state(eager=True), {"x", "y"}, {"mse"})
+    np.testing.assert_array_equal(weights(model), W0)
+
+
+def test_update_of_a_model_without_optimizer_is_named() -> None:
+    model = tf_dense(None, name="no_opt")
+    with pytest.raises(ValueError, match=r"'no_opt'.*no optimizer.*optimizer_fn"):
+        step("tf", chain(model, "tf"), batch([1, 1, 1], 1), new_state(eager=True))
+
+
+@pytest.mark.parametrize("loss_name", [None, ["ce", "mse"]])
+def test_a_loss_name_that_is_not_one_key_is_named(loss_name: Any) -> None:
+    with pytest.raises(TypeError, match=r"loss_name must be one key.*" + re.escape(repr(loss_name))):
+        UpdateOp(model=tf_dense(), loss_name=loss_name)

@@ -37,8 +37,13 @@ class UpdateOp(TensorOp):
     never imports a distribution library itself.
 
     Raises:
-        TypeError: If ``model`` was not built with :func:`fe_ray.build`.
-        ValueError: If ``gradients`` is given for a mixed-precision model, or ``merge_grad`` is not a positive int.
+        TypeError: If ``model`` was not built with :func:`fe_ray.build`, or ``loss_name`` / ``gradients`` is not a
+            key (str).
+        ValueError: If ``gradients`` is given for a mixed-precision model, or ``merge_grad`` is not a positive int;
+            when the op runs, if the model has no optimizer in that epoch, or if its loss reaches none of the model's
+            trainable weights. Weights the loss does not reach are left unchanged (no momentum or weight-decay step),
+            as FastEstimator's optimizers skip them (TF warns, as Keras does); with replicas, a weight is left alone
+            only if no replica's slice reached it.
         RuntimeError: In torch, if a gradient needs weights that an earlier, non-deferred UpdateOp already changed.
     """
 
@@ -47,6 +52,13 @@ class UpdateOp(TensorOp):
                  merge_grad: int = 1, defer: bool = False) -> None:
         if not getattr(model, "fe_compiled", False):
             raise TypeError(f"UpdateOp needs a model built with fe_ray.build, got an unbuilt {type(model).__name__}.")
+        if not isinstance(loss_name, str):
+            raise TypeError("UpdateOp loss_name must be one key (a str) naming the loss to minimise, got "
+                            f"{loss_name!r}. For several losses, add them up in an earlier op or use one UpdateOp "
+                            "per loss.")
+        if gradients is not None and not isinstance(gradients, str):
+            raise TypeError("UpdateOp gradients must be one key (a str) holding the gradients, or None, got "
+                            f"{gradients!r}.")
         if gradients is not None and getattr(model, "mixed_precision", False):
             raise ValueError(f"UpdateOp for mixed-precision model {model.model_name!r} cannot take gradients from key "
                              f"{gradients!r}: loss scaling requires computing them here. Pass only loss_name, or build "
@@ -98,6 +110,11 @@ class UpdateOp(TensorOp):
             return
         if self._backend is None:
             raise ValueError("UpdateOp.build(framework) must run before forward; the Network does this for you.")
+        if getattr(self.model, "current_optimizer", None) is None:
+            raise ValueError(f"UpdateOp cannot update model {self.model.model_name!r}: it has no optimizer in this "
+                             "epoch. Give fe_ray.build an optimizer_fn for it (a name such as "
+                             "'adam', a callable, or a scheduler with an optimizer for every epoch this op runs in), "
+                             "or remove the UpdateOp.")
         variables = None
         reducer = state.get("grad_reducer")
         share = None
@@ -108,18 +125,56 @@ class UpdateOp(TensorOp):
             gradients = self._compute_gradients(data, state.get("tape"), variables, share)
         else:
             gradients = list(data)
+        if variables is None:
+            variables = self._backend.trainable_variables(self.model)
+        connected = None
+        if self.framework == "tf":
+            # In a TF graph which weights the loss reaches is fixed when it is traced: the same on every replica.
+            gradients, connected = self._check_connected(gradients, variables)
         gradients = self._backend.unscale_gradients(self.model, gradients)
         if share is not None:
             gradients = reducer(self.model, gradients, prescaled=True)
         elif reducer is not None:
             gradients = reducer(self.model, gradients)
+        if self.framework != "tf":
+            # torch decides per step (data-dependent paths), so only after the reducer, which keeps a weight None
+            # only where no replica reached it: every replica then updates the same weights.
+            gradients, connected = self._check_connected(gradients, variables)
         deferred = state.setdefault("deferred", {})
         if self.merge_grad > 1:
             self._backend.merge_grad_update(self.model, self._step, self._grad_sum, gradients, self.merge_grad,
                                             defer=self.defer, deferred=deferred, variables=variables)
         else:
+            if connected is not None:
+                # Weights the loss does not reach are left alone (no momentum or weight-decay step), as Keras'
+                # optimizers skip a None gradient; the reducer above still needed a full list.
+                gradients = [g for g, keep in zip(gradients, connected) if keep]
+                variables = [v for v, keep in zip(variables, connected) if keep]
             self._backend.update_model(self.model, gradients, defer=self.defer, deferred=deferred,
                                        variables=variables)
+
+    def _check_connected(self, gradients: list[Any], variables: list[Any]) -> tuple[list[Any], list[bool] | None]:
+        """Refuse a loss that reaches none of the model's weights; zero-fill the gradients of weights it misses.
+
+        Returns:
+            The gradients without None, and which of them were real (None if all were).
+
+        Raises:
+            ValueError: If no gradient reaches any trainable weight of the model.
+        """
+        connected = [g is not None for g in gradients]
+        if all(connected):
+            return gradients, None
+        source = f"gradients {self.gradients!r}" if self.gradients is not None else f"loss {self.loss_name!r}"
+        if not any(connected):
+            raise ValueError(f"UpdateOp got no gradient for any trainable weight of model {self.model.model_name!r}: "
+                             f"{source} does not depend on them. Compute it from this model's output in the same "
+                             "step, through a ModelOp with gradients=True.")
+        if self.framework == "tf":  # as Keras' optimizers do; torch's skip such weights silently (and paths vary)
+            missing = [getattr(v, "path", getattr(v, "name", "?")) for v, keep in zip(variables, connected) if not keep]
+            warnings.warn(f"UpdateOp for model {self.model.model_name!r}: {source} does not depend on weights "
+                          f"{missing}; they are not updated.", stacklevel=2)
+        return self._backend.fill_unconnected(gradients, variables), connected
 
     def _compute_gradients(self, loss: Any, tape: Any, variables: list[Any],
                            share: Callable[[], Any] | None = None) -> list[Any]:
@@ -129,7 +184,8 @@ class UpdateOp(TensorOp):
         if share is not None:  # this process's share of the batch (see the class docstring)
             loss = loss * share()
         try:
-            return backend.get_gradient(loss, variables, tape=tape, retain_graph=self.retain_graph)
+            # Weights the loss does not reach come back as None (see _check_connected).
+            return backend.get_gradient(loss, variables, tape=tape, retain_graph=self.retain_graph, keep_none=True)
         except RuntimeError as err:
             if err.args and isinstance(err.args[0], str) and err.args[0].startswith(_INPLACE_ERROR):
                 raise RuntimeError(
