@@ -16,6 +16,8 @@ import numpy as np
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+from fe_ray.trace import Trace  # noqa: E402 - after the TF log level is set
+
 
 class ToyPipeline:
     """Batches of ``{"x", "y"}`` from in-memory arrays, reshuffled per train epoch by a seeded, checkpointed RNG."""
@@ -139,3 +141,15 @@ def model_weights(model: Any) -> list[np.ndarray]:
     state = get_backend(model).get_state(model)["model"]
     values = state.values() if isinstance(state, dict) else state
     return [np.array(v) for v in values]
+
+
+
+class Feed(Trace):
+    """A trace that writes a scripted value per evaluation epoch under 'score' (epoch N writes ``values[N - 1]``)."""
+
+    def __init__(self, values: list[float]) -> None:
+        super().__init__(outputs="score", mode="eval")
+        self.values = values
+
+    def on_epoch_end(self, data: Any) -> None:
+        data.write_with_log("score", self.values[self.system.epoch_idx - 1])

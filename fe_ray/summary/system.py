@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import copy
 import datetime
+import numbers
 import re
 import uuid
 from collections.abc import Mapping, Sequence
@@ -40,7 +41,7 @@ from typing import Any
 from fe_ray.backend import get_backend
 from fe_ray.backend.determinism import get_rng_state, set_rng_state
 from fe_ray.io.snapshot import SnapshotBuffers
-from fe_ray.io.state_files import read_checkpoint, write_checkpoint
+from fe_ray.io.state_files import CheckpointError, read_checkpoint, write_checkpoint
 from fe_ray.schedule import get_current_items
 from fe_ray.summary.summary import Summary
 from fe_ray.util import to_list
@@ -50,6 +51,12 @@ RESTORED_COUNTERS = ("mode", "ds_id", "exp_id", "global_step", "epoch_idx", "bat
                      "mode_finished", "experiment_time")
 #: Settings recorded for humans but taken from the current Estimator on restore (so a run can be extended).
 RECORDED_SETTINGS = ("total_epochs", "log_steps", "train_steps_per_epoch", "eval_steps_per_epoch")
+
+
+class MissingCheckpointError(CheckpointError, FileNotFoundError):
+    """A file of the checkpoint to load does not exist. Both a :class:`~fe_ray.io.state_files.CheckpointError` and,
+    as FastEstimator's ``System.load_state`` raises for a missing file, a ``FileNotFoundError``: code that starts
+    afresh when there is nothing to resume from keeps working."""
 
 
 class System:
@@ -97,7 +104,7 @@ class System:
         self.total_epochs = total_epochs
         self.train_steps_per_epoch = train_steps_per_epoch
         self.eval_steps_per_epoch = eval_steps_per_epoch
-        self.eval_log_steps_request: list[int] = [int(step) for step in to_list(eval_log_steps)]
+        self.eval_log_steps_request: list[int] = _step_list(eval_log_steps)
         #: (the evaluation batch indices that print a progress line, the batches in this evaluation epoch; 0 if
         #: unknown): set as each evaluation dataset starts, from the request or, without one, four evenly spaced.
         self.eval_log_steps: tuple[list[int], int] = ([], 0)
@@ -292,11 +299,18 @@ class System:
         """Read a checkpoint written by :meth:`save_state` and restore it. Only load checkpoints you wrote.
 
         Raises:
-            fe_ray.io.state_files.CheckpointError: If a file is missing or corrupt (naming it).
+            MissingCheckpointError: If a file is missing (naming it); also a FileNotFoundError.
+            fe_ray.io.state_files.CheckpointError: If a file is corrupt (naming it).
             ValueError: If the checkpoint belongs to a different configuration.
         """
+        try:
+            payload = read_checkpoint(load_dir)
+        except CheckpointError as err:
+            if isinstance(err.__cause__, FileNotFoundError):
+                raise MissingCheckpointError(str(err)) from err
+            raise
         # The payload read from disk is ours alone: the optimizers may keep its arrays (no second copy in memory).
-        self.restore_state(read_checkpoint(load_dir), source=f"checkpoint {load_dir}", copy=False)
+        self.restore_state(payload, source=f"checkpoint {load_dir}", copy=False)
 
 
 def snapshot_models(models: Sequence[Any], copy: bool = True,
@@ -355,3 +369,20 @@ def _auto_name_hint(saved: Any, current: Any) -> str:
     return (" fe.build names models 'model', 'model1', ... in build order within a process, so a run repeated in "
             "the same process (a rerun notebook cell, a retry loop) gets other names: pass model_name= to fe.build "
             "to restore there.")
+
+
+def _step_list(steps: Any) -> list[int]:
+    """``eval_log_steps`` as a list of batch indices (an int or a sequence of them, each at least 1).
+
+    Raises:
+        TypeError: If it, or an entry, is not an int (a "1,2" string, a float).
+        ValueError: If an entry is below 1.
+    """
+    entries = list(steps) if hasattr(steps, "__iter__") and not isinstance(steps, (str, bytes)) else [steps]
+    for step in entries:
+        if not isinstance(step, numbers.Integral) or isinstance(step, bool):
+            raise TypeError(f"eval_log_steps must be a sequence of batch indices (ints from 1), got {steps!r}: entry "
+                            f"{step!r} is a {type(step).__name__}. Pass e.g. eval_log_steps=[1, 50, 100].")
+        if step < 1:
+            raise ValueError(f"eval_log_steps entries are batch indices counted from 1, got {step!r} in {steps!r}.")
+    return [int(step) for step in entries]

@@ -10,7 +10,29 @@ from typing import Any
 import numpy as np
 
 from fe_ray.backend import get_lr, to_number
-from fe_ray.trace.trace import Data, Trace
+from fe_ray.schedule import get_current_items
+from fe_ray.trace.trace import Data, Trace, trace_writes
+
+
+def requested_monitor_names(traces: Iterable[Any]) -> set[str]:
+    """The keys ``traces`` (or Schedulers of them) ask to be monitored (:attr:`Trace.fe_monitor_names`), less the
+    keys a trace writes itself (those are the writer's to log). The essential traces themselves are left out: they
+    only re-log monitored keys."""
+    items = [trace for trace in get_current_items(traces) if not isinstance(trace, (TrainEssential, EvalEssential))]
+    requested = {key for trace in items for key in getattr(trace, "fe_monitor_names", ())}
+    return {key for key in requested if not any(trace_writes(trace, key) for trace in items)}
+
+
+def _monitor_requested(trace: Trace, also_outputs: bool) -> None:
+    """Add the keys the run's traces ask to be monitored to an essential trace's inputs (and outputs).
+
+    Done at ``on_begin``, when ``system.traces`` holds the run's traces: the Estimator builds the essential traces
+    from its ``monitor_names`` and the network's losses only.
+    """
+    extra = sorted(requested_monitor_names(getattr(trace.system, "traces", ())) - set(trace.inputs))
+    trace.inputs.extend(extra)
+    if also_outputs:
+        trace.outputs.extend(key for key in extra if key not in trace.outputs)
 
 
 class TrainEssential(Trace):
@@ -28,6 +50,7 @@ class TrainEssential(Trace):
         self.step_start = 0.0
 
     def on_begin(self, data: Data) -> None:
+        _monitor_requested(self, also_outputs=False)
         # Timers start here too so a run resumed mid-epoch (no on_epoch_begin) has them.
         self.train_start = self.epoch_start = self.step_start = time.perf_counter()
         data.write_with_log("num_device", self.system.num_devices)
@@ -72,6 +95,9 @@ class EvalEssential(Trace):
         names = sorted(monitor_names)
         super().__init__(inputs=names, outputs=names, mode=mode)
         self.eval_results: dict[str, list[Any]] = {}
+
+    def on_begin(self, data: Data) -> None:
+        _monitor_requested(self, also_outputs=True)
 
     def on_epoch_begin(self, data: Data) -> None:
         self.eval_results = {}

@@ -96,6 +96,10 @@ class Trace:
     Attributes:
         system: The Estimator's :class:`~fe_ray.summary.system.System`, set before ``on_begin``.
         checkpointed: Whether the trace's state is part of checkpoints (False only for output-only traces).
+        fe_monitor_names: Keys the Estimator's essential traces should monitor for this trace (log at training log
+            steps, average over evaluation and test epochs) although the user did not list them in
+            ``monitor_names``: e.g. a BestModelSaver's metric that is a network output but not a loss. Keys another
+            trace writes are left to that trace.
 
     Subclasses keeping state across events override :meth:`state_dict` / :meth:`load_state_dict` so that a
     restored run continues exactly.
@@ -116,6 +120,12 @@ class Trace:
         self.outputs: list[str] = [str(key) for key in to_list(outputs)]
         self.mode: set[str] | None = parse_modes(to_set(mode)) if mode is not None else None
         self.ds_id: set[str] | None = parse_ds_ids(ds_id)
+        self.fe_monitor_names: set[str] = set()
+
+    def get_outputs(self, ds_ids: None | str | Iterable[str] = None) -> list[str]:
+        """The keys this trace writes in a mode whose datasets are ``ds_ids``: :attr:`outputs`, plus the
+        ``<key>|<ds_id>`` keys of a trace that also logs per dataset (such as :class:`Accuracy`)."""
+        return list(self.outputs)
 
     def on_begin(self, data: Data) -> None:
         """Runs once when fit()/test() starts."""
@@ -176,8 +186,8 @@ def sort_traces(traces: Sequence[Trace]) -> list[Trace]:
     ordered: list[Trace] = []
     while pending:
         for trace in pending:
-            upstream = {key for other in pending if other is not trace for key in other.outputs}
-            if not set(trace.inputs) & upstream:
+            others = [other for other in pending if other is not trace]
+            if not any(trace_writes(other, key) for other in others for key in trace.inputs):
                 ordered.append(trace)
                 pending.remove(trace)
                 break
@@ -186,3 +196,12 @@ def sort_traces(traces: Sequence[Trace]) -> list[Trace]:
             raise ValueError(f"Traces depend on each other in a cycle: {names}. Break the cycle by renaming an "
                              "output key.")
     return ordered + sorted(star, key=lambda trace: trace.sort_rank)
+
+
+def trace_writes(trace: Trace, key: str) -> bool:
+    """Whether ``trace`` writes ``key``, a per-dataset key ``<key>|<ds_id>`` included."""
+    if key in trace.outputs:
+        return True
+    _, sep, ds_id = key.rpartition("|")
+    get_outputs = getattr(trace, "get_outputs", None)  # duck-typed traces may lack it
+    return bool(sep) and get_outputs is not None and key in get_outputs([ds_id])

@@ -10,7 +10,7 @@ import pytest
 import fe_ray as fe
 from fe_ray.backend import get_lr
 from fe_ray.trace import Accuracy, BestModelSaver, Data, EarlyStopping, LRScheduler, ModelSaver, Trace, sort_traces
-from tests.estimator_helpers import ToyPipeline, classifier_network, digits_arrays, torch_mlp
+from tests.estimator_helpers import Feed, ToyPipeline, classifier_network, digits_arrays, torch_mlp
 
 
 def _estimator(traces, epochs: int = 2, n_train: int = 32, n_eval: int = 16, log_steps=None, **kwargs):
@@ -110,20 +110,9 @@ def test_accuracy_counts_and_state() -> None:
     accuracy.on_batch_end(binary)
     accuracy.on_epoch_end(data)
     assert data["accuracy"] == pytest.approx(4 / 6)
-    assert accuracy.state_dict() == {"correct": 4, "total": 6}
+    assert accuracy.state_dict() == {"correct": 4, "total": 6, "ds_counts": {}}
     with pytest.raises(ValueError, match="2 labels"):
         accuracy.on_batch_end(Data({"y": np.array([0, 1]), "pred": np.eye(3)}))
-
-
-class Feed(Trace):
-    """Writes a scripted value per eval epoch under 'score'."""
-
-    def __init__(self, values: list[float]) -> None:
-        super().__init__(outputs="score", mode="eval")
-        self.values = values
-
-    def on_epoch_end(self, data):
-        data.write_with_log("score", self.values[self.system.epoch_idx - 1])
 
 
 def test_early_stopping_stops_training() -> None:

@@ -25,12 +25,15 @@ class EarlyStopping(Trace):
         mode: Mode(s) in which to watch the key (evaluation by default).
 
     Raises:
-        ValueError: If ``compare`` is invalid or ``patience`` negative.
+        ValueError: If ``monitor`` is not a single key, ``compare`` is invalid or ``patience`` negative.
     """
 
     def __init__(self, monitor: str = "loss", min_delta: float = 0.0, patience: int = 0, compare: str = "min",
                  baseline: float | None = None, restore_best_weights: bool = False,
                  mode: None | str | Iterable[str] = "eval") -> None:
+        if not isinstance(monitor, str):
+            raise ValueError(f"EarlyStopping watches one key; monitor must be a str, got {monitor!r}. Use one "
+                             "EarlyStopping per key to watch several.")
         if compare not in ("min", "max"):
             raise ValueError(f"EarlyStopping compare must be 'min' or 'max', got {compare!r}.")
         if not isinstance(patience, int) or patience < 0:
@@ -74,7 +77,8 @@ class EarlyStopping(Trace):
         if self.wait < self.patience:
             return
         self.system.stop_training = True
-        print(f"FastEstimator-EarlyStopping: '{self.monitor}' triggered early stopping", flush=True)
+        print(f"FastEstimator-EarlyStopping: '{self.monitor}' triggered an early stop. Its best value was "
+              f"{self.best} at epoch {self.system.epoch_idx - self.wait}", flush=True)
         if self.restore_best_weights and self.best_weights is not None:
             for model in self.system.network.models:
                 backend = get_backend(model)

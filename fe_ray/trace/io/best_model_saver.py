@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from fe_ray.backend import load_model, save_model, to_number
+from fe_ray.trace.io.model_saver import check_architecture_saving
 from fe_ray.trace.trace import Data, Trace
 
 MODES = ("min", "max")
@@ -18,21 +19,27 @@ class BestModelSaver(Trace):
     """Save ``model`` as ``<save_dir>/<model_name>_best_<metric>`` whenever an evaluation epoch improves ``metric``.
 
     Logs ``since_best_<metric>`` (epochs since the last improvement) and ``<save_best_mode>_<metric>`` (the best
-    value so far) after every evaluation epoch.
+    value so far) after every evaluation epoch. A ``metric`` that no trace writes (a network output that is not a
+    loss, say) is averaged over each evaluation epoch by the Estimator's essential traces, as a loss is.
 
     Args:
         model: A model built with :func:`fe_ray.build`.
-        save_dir: Folder for the weight file (created if missing).
+        save_dir: Folder for the weight file (created if missing); None tracks and logs the best value but saves
+            nothing (and so has nothing to load with ``load_best_final``).
         metric: The evaluation key to watch; None uses the model's loss (the ``loss_name`` of its UpdateOp).
         save_best_mode: 'min' or 'max': whether smaller or larger values are better.
         load_best_final: Load the best weights back into the model when training ends.
+        save_architecture: TF only: also save the whole model as ``<name>.keras``, which
+            ``keras.models.load_model`` reloads without the code that built it.
 
     Raises:
-        ValueError: If ``save_best_mode`` is invalid, or ``metric`` is None and the model has no unique loss.
+        ValueError: If ``save_best_mode`` is invalid, ``metric`` is None and the model has no unique loss, or
+            ``save_architecture`` is set for a torch model.
     """
 
-    def __init__(self, model: Any, save_dir: str, metric: str | None = None, save_best_mode: str = "min",
-                 load_best_final: bool = False) -> None:
+    def __init__(self, model: Any, save_dir: str | None, metric: str | None = None, save_best_mode: str = "min",
+                 load_best_final: bool = False, save_architecture: bool = False) -> None:
+        check_architecture_saving(model, save_architecture, "BestModelSaver")
         if save_best_mode not in MODES:
             raise ValueError(f"save_best_mode must be one of {list(MODES)}, got {save_best_mode!r}.")
         if metric is None:
@@ -42,11 +49,13 @@ class BestModelSaver(Trace):
                                  f"keys {losses}. Pass metric='<key>' explicitly.")
             metric = losses[0]
         super().__init__(inputs=metric, outputs=[f"since_best_{metric}", f"{save_best_mode}_{metric}"], mode="eval")
+        self.fe_monitor_names.add(metric)
         self.model = model
         self.save_dir = save_dir
         self.metric = metric
         self.save_best_mode = save_best_mode
         self.load_best_final = load_best_final
+        self.save_architecture = save_architecture
         self.model_path: str | None = None
         self.since_best = 0
         self.best = math.inf if save_best_mode == "min" else -math.inf
@@ -59,10 +68,11 @@ class BestModelSaver(Trace):
         if self._improved(value):
             self.best = value
             self.since_best = 0
-            self.system.sync_models()
-            self.model_path = save_model(self.model, self.save_dir, model_name=f"{self.model.model_name}_best_"
-                                         f"{self.metric}")
-            print(f"FastEstimator-BestModelSaver: Saved model to {self.model_path}", flush=True)
+            if self.save_dir:
+                self.system.sync_models()
+                self.model_path = save_model(self.model, self.save_dir, model_name=f"{self.model.model_name}_best_"
+                                             f"{self.metric}", save_architecture=self.save_architecture)
+                print(f"FastEstimator-BestModelSaver: Saved model to {self.model_path}", flush=True)
         else:
             self.since_best += 1
         data.write_with_log(self.outputs[0], self.since_best)

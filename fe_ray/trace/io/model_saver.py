@@ -6,7 +6,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from fe_ray.backend import save_model
+from fe_ray.backend import get_framework, save_model
 from fe_ray.trace.trace import Data, Trace
 
 
@@ -18,32 +18,41 @@ class ModelSaver(Trace):
 
     Args:
         model: A model built with :func:`fe_ray.build`.
-        save_dir: Folder for the weight files (created if missing).
+        save_dir: Folder for the weight files (created if missing); None saves nothing (handy for smoke tests that
+            keep the trace list of the real run).
         frequency: Save every this many epochs.
-        max_to_keep: Keep only the newest N files (older ones are deleted); None keeps all.
+        max_to_keep: Keep only the newest N files (older ones are deleted); None or 0 keeps all.
+        save_architecture: TF only: also save the whole model as ``<name>.keras``, which
+            ``keras.models.load_model`` reloads without the code that built it.
 
     Raises:
-        ValueError: If ``frequency`` or ``max_to_keep`` is not a positive int.
+        ValueError: If ``frequency`` is not a positive int, ``max_to_keep`` is not None or a non-negative int, or
+            ``save_architecture`` is set for a torch model.
     """
 
-    def __init__(self, model: Any, save_dir: str, frequency: int = 1, max_to_keep: int | None = None) -> None:
+    def __init__(self, model: Any, save_dir: str | None, frequency: int = 1, max_to_keep: int | None = None,
+                 save_architecture: bool = False) -> None:
         if not isinstance(frequency, int) or isinstance(frequency, bool) or frequency < 1:
             raise ValueError(f"ModelSaver frequency must be a positive int (epochs), got {frequency!r}.")
-        if max_to_keep is not None and (not isinstance(max_to_keep, int) or max_to_keep < 1):
-            raise ValueError(f"ModelSaver max_to_keep must be a positive int or None (keep all), got {max_to_keep!r}.")
+        if max_to_keep is not None and (not isinstance(max_to_keep, int) or isinstance(max_to_keep, bool)
+                                        or max_to_keep < 0):
+            raise ValueError(f"ModelSaver max_to_keep must be a non-negative int (0 or None: keep all files), got "
+                             f"{max_to_keep!r}.")
+        check_architecture_saving(model, save_architecture, "ModelSaver")
         super().__init__(mode="train")
         self.model = model
+        self.save_architecture = save_architecture
         self.save_dir = save_dir
         self.frequency = frequency
-        self.max_to_keep = max_to_keep
+        self.max_to_keep = max_to_keep or None  # 0 keeps every file, as None does
         self.saved_paths: list[str] = []
 
     def on_epoch_end(self, data: Data) -> None:
-        if self.system.epoch_idx % self.frequency != 0:
+        if not self.save_dir or self.system.epoch_idx % self.frequency != 0:
             return
         self.system.sync_models()
         name = f"{self.model.model_name}_epoch_{self.system.epoch_idx}"
-        path = save_model(self.model, self.save_dir, model_name=name)
+        path = save_model(self.model, self.save_dir, model_name=name, save_architecture=self.save_architecture)
         print(f"FastEstimator-ModelSaver: Saved model to {path}", flush=True)
         self.saved_paths.append(path)
         if self.max_to_keep is not None:
@@ -51,9 +60,23 @@ class ModelSaver(Trace):
                 old = self.saved_paths.pop(0)
                 if os.path.exists(old) and old != path:
                     os.remove(old)
+                    print(f"FastEstimator-ModelSaver: Removed model {old} (max_to_keep={self.max_to_keep})",
+                          flush=True)
 
     def state_dict(self) -> dict[str, Any]:
         return {"saved_paths": list(self.saved_paths)}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         self.saved_paths = list(state.get("saved_paths", []))
+
+
+def check_architecture_saving(model: Any, save_architecture: bool, trace: str) -> None:
+    """Refuse ``save_architecture`` for a torch model when the trace is made, not at its first save.
+
+    Raises:
+        ValueError: Naming the trace, the model and the fix.
+    """
+    if save_architecture and get_framework(model) == "torch":
+        raise ValueError(f"{trace}(save_architecture=True) cannot save torch model "
+                         f"{getattr(model, 'model_name', type(model).__name__)!r}: only TF models are saved with "
+                         "their architecture. Pass save_architecture=False (the weights file is still written).")

@@ -15,30 +15,47 @@ class Accuracy(Trace):
     """Classification accuracy, accumulated over the batches of an epoch and logged at its end.
 
     Labels may be class indices or one-hot/probability vectors; predictions may be class scores (argmax over the
-    last axis) or, for binary tasks, a single probability (rounded).
+    last axis) or, for binary tasks, a single probability (rounded) or logit (with ``from_logits``).
+
+    When a mode has several datasets (a ``{ds_id: dataset}`` dict in the Pipeline), the accuracy of each is also
+    logged as ``<output_name>|<ds_id>``, next to the one over all of them.
 
     Args:
         true_key: Key of the ground-truth labels.
         pred_key: Key of the predictions.
         mode: Mode(s) in which to compute it.
         ds_id: Dataset id(s) in which to compute it; None for all.
+        from_logits: Whether single-column (binary) predictions are logits: a sigmoid is applied before rounding.
         output_name: Key under which the accuracy is logged.
+        per_ds: Whether to log the per-dataset accuracies too (never when ``output_name`` contains '|').
 
     Raises:
         ValueError: At a batch where labels and predictions hold different numbers of samples.
     """
 
     def __init__(self, true_key: str, pred_key: str, mode: None | str | Iterable[str] = ("eval", "test"),
-                 ds_id: None | str | Iterable[str] = None, output_name: str = "accuracy") -> None:
+                 ds_id: None | str | Iterable[str] = None, from_logits: bool = False, output_name: str = "accuracy",
+                 per_ds: bool = True) -> None:
         super().__init__(inputs=[true_key, pred_key], outputs=output_name, mode=mode, ds_id=ds_id)
         self.true_key = true_key
         self.pred_key = pred_key
+        self.from_logits = from_logits
+        # A '|' in the name already reads as '<key>|<ds_id>': a per-dataset key would be ambiguous.
+        self.per_ds = bool(per_ds) and "|" not in output_name
         self.correct = 0
         self.total = 0
+        self.ds_counts: dict[str, list[int]] = {}  # ds_id -> [correct, total] in this epoch
+
+    def get_outputs(self, ds_ids: None | str | Iterable[str] = None) -> list[str]:
+        outputs = super().get_outputs(ds_ids)
+        if self.per_ds:
+            outputs += [f"{self.outputs[0]}|{ds_id}" for ds_id in _ds_list(ds_ids) if ds_id]
+        return outputs
 
     def on_epoch_begin(self, data: Data) -> None:
         self.correct = 0
         self.total = 0
+        self.ds_counts = {}
 
     def on_batch_end(self, data: Data) -> None:
         y_true = np.asarray(to_number(data[self.true_key]))
@@ -48,19 +65,38 @@ class Accuracy(Trace):
         if y_pred.ndim > 1 and y_pred.shape[-1] > 1:
             y_pred = np.argmax(y_pred, axis=-1)
         else:
+            if self.from_logits:
+                y_pred = 1.0 / (1.0 + np.exp(-y_pred.astype(np.float64)))
             y_pred = np.round(y_pred)
         if y_pred.size != y_true.size:
             raise ValueError(f"Accuracy got {y_true.size} labels ({self.true_key!r}) but {y_pred.size} predictions "
                              f"({self.pred_key!r}); they must describe the same samples.")
-        self.correct += int(np.sum(y_pred.ravel() == y_true.ravel()))
-        self.total += int(y_pred.size)
+        correct, total = int(np.sum(y_pred.ravel() == y_true.ravel())), int(y_pred.size)
+        self.correct += correct
+        self.total += total
+        # '' is the only dataset of a mode without a ds_id dict: the overall value says it all.
+        ds_id = getattr(getattr(self, "system", None), "ds_id", "")
+        if self.per_ds and ds_id:
+            counts = self.ds_counts.setdefault(ds_id, [0, 0])
+            counts[0] += correct
+            counts[1] += total
 
     def on_epoch_end(self, data: Data) -> None:
+        for ds_id, (correct, total) in self.ds_counts.items():
+            data.write_with_log(f"{self.outputs[0]}|{ds_id}", correct / total if total else float("nan"))
         data.write_with_log(self.outputs[0], self.correct / self.total if self.total else float("nan"))
 
     def state_dict(self) -> dict[str, Any]:
-        return {"correct": self.correct, "total": self.total}
+        return {"correct": self.correct, "total": self.total,
+                "ds_counts": {ds_id: list(counts) for ds_id, counts in self.ds_counts.items()}}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         self.correct = int(state["correct"])
         self.total = int(state["total"])
+        self.ds_counts = {str(ds_id): [int(c) for c in counts] for ds_id, counts in state.get("ds_counts", {}).items()}
+
+
+def _ds_list(ds_ids: None | str | Iterable[str]) -> list[str]:
+    if ds_ids is None:
+        return []
+    return [ds_ids] if isinstance(ds_ids, str) else list(ds_ids)
