@@ -37,14 +37,18 @@ def parse_hyperparameters(pairs: Sequence[str]) -> dict[str, Any]:
     items: list[str] = []
     for item in pairs:  # --name=value is --name value
         items.extend(item.split("=", 1) if item.startswith("--") and "=" in item else [item])
-    if len(items) % 2:
-        raise ValueError(f"hyperparameters come as '--name value' pairs; {items[-1]!r} has no value.")
     out: dict[str, Any] = {}
-    for flag, text in zip(items[::2], items[1::2]):
+    for index in range(0, len(items), 2):
+        flag = items[index]
         name = flag[2:].replace("-", "_")
         if not flag.startswith("--") or not name.isidentifier():
-            raise ValueError(f"expected a hyperparameter flag such as '--epochs', got {flag!r} (before {text!r}).")
-        out[name] = _literal(text)
+            where = f" (before {items[index + 1]!r})" if index + 1 < len(items) else ""
+            raise ValueError(f"expected a hyperparameter flag such as '--epochs', got {flag!r}{where}; "
+                             "hyperparameters come as '--name value' pairs, and fe-ray's own --eager and --no-warmup "
+                             "take no value.")
+        if index + 1 == len(items):
+            raise ValueError(f"hyperparameters come as '--name value' pairs; {flag!r} has no value.")
+        out[name] = _literal(items[index + 1])
     return out
 
 
@@ -85,8 +89,8 @@ def build_estimator(module: ModuleType, hyperparameters: dict[str, Any]) -> Any:
     """``module.get_estimator(**hyperparameters)``, with the user errors named.
 
     Raises:
-        ValueError: The module has no callable ``get_estimator``, or it does not take one of the hyperparameters
-            (the message lists those it takes).
+        ValueError: The module has no callable ``get_estimator``, it does not take one of the hyperparameters
+            (the message lists those it takes), or it returns no Estimator.
     """
     get_estimator = getattr(module, "get_estimator", None)
     if not callable(get_estimator):
@@ -99,7 +103,11 @@ def build_estimator(module: ModuleType, hyperparameters: dict[str, Any]) -> Any:
         accepted = ", ".join(signature.parameters)
         raise ValueError(f"get_estimator() in {module.__file__} does not take these hyperparameters ({err}); it "
                          f"takes: {accepted}.") from None
-    return get_estimator(**hyperparameters)
+    estimator = get_estimator(**hyperparameters)
+    if not (callable(getattr(estimator, "fit", None)) and callable(getattr(estimator, "test", None))):
+        raise ValueError(f"get_estimator() in {module.__file__} returned {type(estimator).__name__}, not an "
+                         "Estimator; end it with `return fe.Estimator(pipeline=..., network=..., epochs=...)`.")
+    return estimator
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -56,11 +56,13 @@ class Estimator:
 
     Raises:
         ValueError: For a non-positive ``epochs`` / steps, a negative ``log_steps``, or invalid traces.
+        TypeError: If ``pipeline`` or ``network`` is not a Pipeline / Network (e.g. swapped, or a bare model).
     """
 
     def __init__(self, pipeline: Any, network: Any, epochs: int, train_steps_per_epoch: int | None = None,
                  eval_steps_per_epoch: int | None = None, traces: Any = None, log_steps: int | None = 100,
                  eval_log_steps: Sequence[int] = (), monitor_names: str | Iterable[str] | None = None) -> None:
+        _check_parts(pipeline, network)
         _check_positive("epochs", epochs)
         for name, value in (("train_steps_per_epoch", train_steps_per_epoch),
                             ("eval_steps_per_epoch", eval_steps_per_epoch)):
@@ -122,7 +124,14 @@ class Estimator:
 
         Returns:
             The Summary, now including the test history.
+
+        Raises:
+            ValueError: If the pipeline has no test data.
         """
+        modes = self.pipeline.get_modes()
+        if "test" not in modes:
+            raise ValueError(f"Estimator.test() runs the Pipeline's test data, but the Pipeline has data only for "
+                             f"modes {sorted(modes)}; pass fe.Pipeline(test_data=...) to test.")
         self.system.reset_for_test(summary)
         self._prepare_traces(("test",))
         self._start(("test",), eager)
@@ -178,7 +187,8 @@ class Estimator:
             for epoch in get_signature_epochs(scheduled, self.system.total_epochs, mode=mode):
                 if mode not in self.pipeline.get_modes(epoch):
                     continue
-                for ds_id in self.pipeline.get_ds_ids(epoch, mode):
+                ds_ids = self.pipeline.get_ds_ids(epoch, mode)
+                for ds_id in ds_ids:
                     traces = self._traces(mode, epoch, ds_id)
                     where = f"mode {mode!r}, epoch {epoch}" + (f", ds_id {ds_id!r}" if ds_id else "")
                     try:
@@ -187,8 +197,9 @@ class Estimator:
                         self._restore_after_warmup(pipeline_state, network_state)
                         raise KeyError(f"{err.args[0] if err.args else err} (warm-up of {where})") from err
                     # The essentials re-log monitored keys, so their outputs cannot vouch for those keys.
+                    # get_outputs: with several datasets a trace may also write per-dataset keys ("accuracy|b").
                     available |= {key for trace in traces if not isinstance(trace, (TrainEssential, EvalEssential))
-                                  for key in trace.outputs}
+                                  for key in _trace_outputs(trace, ds_ids)}
                     unseen_monitors -= available
                     for trace in traces:
                         if isinstance(trace, (TrainEssential, EvalEssential)):
@@ -347,6 +358,12 @@ class Estimator:
             raise _EarlyStop
 
 
+def _trace_outputs(trace: Trace, ds_ids: Sequence[str]) -> list[str]:
+    """The keys ``trace`` writes in a mode with datasets ``ds_ids`` (duck-typed traces may lack ``get_outputs``)."""
+    get_outputs = getattr(trace, "get_outputs", None)
+    return list(get_outputs(ds_ids)) if get_outputs is not None else list(trace.outputs)
+
+
 class _EarlyStop(Exception):
     """Raised after an event in which a trace set ``system.stop_training``; caught by ``Estimator._start``."""
 
@@ -430,6 +447,20 @@ class _Following:
             self._batch = next(self._batches, _END)
         except Exception as err:  # noqa: BLE001 - re-raised by take()
             self._error = err
+
+
+def _check_parts(pipeline: Any, network: Any) -> None:
+    """Raise TypeError, naming the value, unless ``pipeline`` and ``network`` look like a Pipeline and a Network
+    (swapped arguments, a model given as the network, or a None from a helper that returned nothing)."""
+    if not (callable(pipeline) and callable(getattr(pipeline, "get_modes", None))
+            and callable(getattr(pipeline, "get_ds_ids", None))):
+        raise TypeError(f"Estimator's pipeline must be an fe.Pipeline (or an object with its get_modes / get_ds_ids / "
+                        f"__call__ interface), got {type(pipeline).__name__}: {pipeline!r:.100}. Pass "
+                        "fe.Estimator(pipeline=fe.Pipeline(...), network=fe.Network(...), epochs=...).")
+    if not (callable(network) and callable(getattr(network, "get_loss_keys", None)) and hasattr(network, "models")):
+        raise TypeError(f"Estimator's network must be an fe.Network (or an object with its get_loss_keys / models / "
+                        f"__call__ interface), got {type(network).__name__}: {network!r:.100}. Wrap models in "
+                        "fe.Network(ops=[ModelOp(...), ..., UpdateOp(...)]).")
 
 
 def _check_positive(name: str, value: Any) -> None:

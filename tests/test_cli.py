@@ -112,6 +112,9 @@ def test_test_runs_the_test_mode(script: Path) -> None:
     (["train", "{script}", "--epoch", "2"], r"does not take these hyperparameters .*takes: epochs, batch_size, lr, "
                                             "name"),
     (["train", "{script}", "--epochs"], "has no value"),
+    # A value given to a flag that takes none is a stray value, not a flag "without a value".
+    (["train", "{script}", "--eager", "true"], r"expected a hyperparameter flag .*got 'true'.*--eager and "
+                                               "--no-warmup take no value"),
     (["train", "{script}", "-hp", "{missing}"], "cannot read hyperparameters"),
 ])
 def test_bad_input_exits_2_naming_it(script: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
@@ -132,6 +135,18 @@ def test_a_script_without_get_estimator_is_named(tmp_path: Path, capsys: pytest.
     finally:
         sys.modules.pop("cli_no_entry", None)
     assert "cli_no_entry.py defines no get_estimator()" in capsys.readouterr().err
+
+
+def test_a_get_estimator_returning_no_estimator_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "cli_no_return.py"
+    path.write_text("def get_estimator(epochs=1):\n    estimator = None  # built, but not returned\n")
+    try:
+        with pytest.raises(SystemExit) as exit_info:
+            cli.run(["train", str(path)])
+    finally:
+        sys.modules.pop("cli_no_return", None)
+    assert exit_info.value.code == 2
+    assert "returned NoneType, not an Estimator; end it with `return fe.Estimator(" in capsys.readouterr().err
 
 
 def test_a_script_named_like_an_imported_module_is_refused(tmp_path: Path) -> None:

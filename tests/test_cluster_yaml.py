@@ -20,3 +20,22 @@ def test_cluster_yaml_matches_ray_schema_and_installs_fe_ray() -> None:
     assert any(nodes[name]["node_config"]["InstanceType"].startswith(("g", "p")) for name in workers)  # GPU types
     assert any("-e ~/fe_ray" in cmd for cmd in config["setup_commands"])
     assert config["file_mounts"]["~/fe_ray"] == "."
+
+
+def test_cluster_yaml_syncs_the_sources_only() -> None:
+    # file_mounts rsyncs "." to every node: without a filter that is the whole checkout, a multi-GB .venv included.
+    config = yaml.safe_load((ROOT / "cluster.yaml").read_text())
+    assert ".gitignore" in config.get("rsync_filter", [])  # Ray passes it to rsync as --filter 'dir-merge,- .gitignore'
+    ignored = {line.strip() for line in (ROOT / ".gitignore").read_text().splitlines()}
+    assert {".venv/", "*.egg-info/", "__pycache__/"} <= ignored
+    assert "**/.git" in config.get("rsync_exclude", [])
+
+
+def test_cluster_yaml_does_not_boot_ray_s_default_ami() -> None:
+    # Ray 2.60 resolves an empty ImageId or `latest_dlami` to "Deep Learning AMI (Ubuntu 18.04) V71.0" (CUDA 11.2,
+    # Python 3.6), where the pinned torch / TensorFlow / Ray wheels cannot be installed.
+    config = yaml.safe_load((ROOT / "cluster.yaml").read_text())
+    for name, node in config["available_node_types"].items():
+        image = str(node["node_config"].get("ImageId", "")).lower()
+        assert image not in ("", "latest_dlami"), name
+        assert image.startswith(("ami-", "resolve:ssm:")), name

@@ -357,3 +357,20 @@ def test_traces_see_the_batch_as_framework_tensors(framework: str, module: str) 
     assert {kind for _, _, kind in trace.seen} == {module}
     out = network.transform({"x": pipeline.data["train"][""]["x"][:2]}, mode="infer")
     assert type(out["x"]).__module__.split(".")[0] == module  # transform's inputs too, as FastEstimator's
+
+
+def test_test_without_test_data_names_the_modes_and_the_fix() -> None:
+    pipeline, network, _ = _setup()  # train and eval data only
+    estimator = fe.Estimator(pipeline, network, epochs=1, traces=Accuracy("y", "y_pred"), log_steps=None)
+    with pytest.raises(ValueError, match=r"\['eval', 'train'\].*Pipeline\(test_data=\.\.\.\)"):
+        estimator.test()
+
+
+def test_a_pipeline_or_network_of_the_wrong_kind_is_a_type_error() -> None:
+    pipeline, network, model = _setup()
+    with pytest.raises(TypeError, match="pipeline must be an fe.Pipeline.*got TorchNetwork"):
+        fe.Estimator(network, pipeline, epochs=1)  # swapped
+    with pytest.raises(TypeError, match="pipeline must be an fe.Pipeline.*got NoneType"):
+        fe.Estimator(None, network, epochs=1)
+    with pytest.raises(TypeError, match=f"network must be an fe.Network.*got {type(model).__name__}"):
+        fe.Estimator(pipeline, model, epochs=1)  # a bare model

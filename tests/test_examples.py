@@ -1,7 +1,8 @@
-"""The README's examples: both reach >= 0.95 eval accuracy, and the same accuracy on 2 Ray replicas."""
+"""The README's examples: both reach >= 0.95 eval accuracy, and the same accuracy on 2 Ray replicas; their flags."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import subprocess
@@ -32,3 +33,23 @@ def test_example_accuracy_in_process_and_on_two_replicas(example: str) -> None:
     distributed = run_example(example, "--replicas", "2")
     # Exact gradient all-reduce: two replicas train the same model up to float summation order.
     assert distributed == pytest.approx(in_process, abs=0.01)
+
+
+def _load_example(name: str):
+    spec = importlib.util.spec_from_file_location(f"example_{name[:-3]}", ROOT / "examples" / name)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("example", ["mnist_torch.py", "mnist_tf.py"])
+def test_gpu_flag_asks_for_one_gpu_per_replica(example: str) -> None:
+    """The README's cluster job: --gpu asks for GPUs whatever the cluster holds when the job starts (fe_ray's default
+    bundle looks at the GPUs present then, and would put the replicas on a GPU-less head node's CPUs)."""
+    module = _load_example(example)
+    assert module.get_estimator(epochs=1, replicas=2, seed=None, gpu=True).network.resources_per_replica == \
+        {"GPU": 1.0}
+    assert module.get_estimator(epochs=1, replicas=2, seed=None).network.resources_per_replica is None
+    with pytest.raises(SystemExit) as exit_info:
+        module.main(["--gpu"])  # no --replicas: nothing would use it
+    assert exit_info.value.code == 2

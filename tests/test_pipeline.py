@@ -215,6 +215,27 @@ def test_get_results_and_transform() -> None:
     assert out["x"].shape == (1, 3, 1) and out["y"].shape == (1,)
 
 
+def test_get_results_stops_at_the_end_of_the_epoch() -> None:
+    """Asking for more batches than one pass holds returns that pass only (no batches of a second pass)."""
+    pipeline = Pipeline(_ds(10), eval_data=_ds(6), batch_size=4)
+    assert [b["y"].tolist() for b in pipeline.get_results(mode="eval", num_steps=5)] == [[0, 1, 2, 3], [4, 5]]
+    assert pipeline.get_results(mode="eval", num_steps=2)[1]["y"].tolist() == [4, 5]
+
+
+def test_loader_epoch_defaults_to_1_and_transform_makes_framework_tensors() -> None:
+    """FastEstimator's ``pipeline(mode)`` opens epoch 1, and ``transform(..., target_type=...)`` picks the tensors."""
+    import torch
+
+    pipeline = Pipeline(_ds(10), eval_data=_ds(6), batch_size=4, shuffle_seed=0)
+    with pipeline(mode="eval") as loader:
+        assert _ids(loader) == [[0, 1, 2, 3], [4, 5]]
+    out = pipeline.transform({"x": np.ones(3, dtype=np.float32), "y": 1}, mode="infer", target_type="torch")
+    assert isinstance(out["x"], torch.Tensor) and tuple(out["x"].shape) == (1, 3)
+    assert isinstance(pipeline.transform({"x": np.ones(3)}, mode="infer", target_type="np")["x"], np.ndarray)
+    with pytest.raises(ValueError, match=r"target_type must be one of \['np', 'torch', 'tf'\], got 'numpy'"):
+        pipeline.transform({"x": np.ones(3)}, mode="infer", target_type="numpy")
+
+
 class _AddOneInPlace(NumpyOp):
     """Augmentation code that edits its input array in place."""
 

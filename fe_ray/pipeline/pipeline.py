@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import copy
+import itertools
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 
+from fe_ray.backend import to_tensor
 from fe_ray.backend.determinism import last_seed
 from fe_ray.op.numpyop.numpyop import NumpyOp, check_numpy_ops, forward_numpyop
 from fe_ray.pipeline.loader import Loader, owned_sample
 from fe_ray.pipeline.validation import check_batch_size, normalize_data
 from fe_ray.schedule import Scheduler, get_current_items
 from fe_ray.util import MODES, check_count, check_epoch, check_mode, to_list
+
+TARGET_TYPES = ("np", "torch", "tf")
 
 
 class Pipeline:
@@ -41,7 +45,7 @@ class Pipeline:
             original).
 
     Loader contract:
-        ``pipeline(mode, epoch, ds_id='', shuffle=None, steps_per_epoch=None, track=None)`` returns a
+        ``pipeline(mode, epoch=1, ds_id='', shuffle=None, steps_per_epoch=None, track=None)`` returns a
         :class:`~fe_ray.pipeline.loader.Loader`, a context manager and an iterable of ``{key: np.ndarray}`` batches.
         ``shuffle`` None shuffles in train only. ``len(loader)`` is the number of batches in the epoch: one pass over
         the data, or ``steps_per_epoch`` batches. Fewer cut the pass short; more start further passes, each a new
@@ -183,13 +187,14 @@ class Pipeline:
         return get_current_items(self.ops, run_modes=mode, epoch=epoch, ds_id=ds_id)
 
     # ------------------------------------------------------------------ data access
-    def __call__(self, mode: str, epoch: int, ds_id: str = "", shuffle: bool | None = None,
+    def __call__(self, mode: str, epoch: int = 1, ds_id: str = "", shuffle: bool | None = None,
                  steps_per_epoch: int | None = None, track: bool | None = None) -> Loader:
         """Open the loader of one epoch (see the class docstring for the resume contract).
 
         Args:
             mode: "train", "eval" or "test".
-            epoch: The epoch (1-based); selects scheduled datasets, batch sizes and ops, and seeds the shuffle.
+            epoch: The epoch (1-based, default 1); selects scheduled datasets, batch sizes and ops, and seeds the
+                shuffle.
             ds_id: The dataset id ('' when the mode's data was not given as a dict).
             shuffle: Shuffle the data; None shuffles in train only.
             steps_per_epoch: Number of batches in the epoch; None for one pass over the data.
@@ -234,19 +239,21 @@ class Pipeline:
 
     def get_results(self, mode: str = "train", epoch: int = 1, ds_id: str = "", num_steps: int = 1,
                     shuffle: bool = False) -> dict[str, np.ndarray] | list[dict[str, np.ndarray]]:
-        """Return the first ``num_steps`` batches of an epoch, for inspecting the pipeline's output.
+        """Return the first ``num_steps`` batches of an epoch (fewer if the epoch has fewer: one pass over the data,
+        as FastEstimator), for inspecting the pipeline's output.
 
         Never touches the resumable position.
 
         Returns:
-            One batch dict when ``num_steps == 1``, else a list of them.
+            One batch dict when there is one batch to return, else a list of them.
         """
         check_count(num_steps, "num_steps", minimum=1)
-        with self(mode, epoch, ds_id, shuffle=shuffle, steps_per_epoch=num_steps, track=False) as loader:
-            batches = list(loader)
-        return batches[0] if num_steps == 1 else batches
+        with self(mode, epoch, ds_id, shuffle=shuffle, track=False) as loader:
+            batches = list(itertools.islice(loader, num_steps))
+        return batches[0] if len(batches) == 1 else batches
 
-    def transform(self, data: Mapping[str, Any], mode: str, epoch: int = 1, ds_id: str = "") -> dict[str, np.ndarray]:
+    def transform(self, data: Mapping[str, Any], mode: str, epoch: int = 1, ds_id: str = "",
+                  target_type: str = "np") -> dict[str, Any]:
         """Run the per-sample ops of ``mode`` on one sample and return it as a batch of 1 (e.g. for inference).
 
         Args:
@@ -254,15 +261,23 @@ class Pipeline:
             mode: The mode whose ops run ("infer" is allowed and needs no data).
             epoch: The epoch that selects scheduled ops.
             ds_id: The dataset id that selects ops.
+            target_type: What the values become: "np" (numpy arrays), "torch" or "tf" tensors.
 
         Returns:
-            ``{key: array}`` with a leading batch axis of size 1.
+            ``{key: array or tensor}`` with a leading batch axis of size 1.
+
+        Raises:
+            ValueError: If ``mode``, ``epoch`` or ``target_type`` is invalid.
         """
         check_mode(mode)
         check_epoch(epoch)
+        if target_type not in TARGET_TYPES:
+            raise ValueError(f"Pipeline.transform target_type must be one of {list(TARGET_TYPES)}, got "
+                             f"{target_type!r}.")
         sample = owned_sample(data)  # ops editing arrays in place must not change the caller's sample
         forward_numpyop(self.get_ops(mode, epoch, ds_id), sample, {"mode": mode, "epoch": epoch, "ds_id": ds_id})
-        return {key: np.expand_dims(np.asarray(value), 0) for key, value in sample.items()}
+        batch = {key: np.expand_dims(np.asarray(value), 0) for key, value in sample.items()}
+        return batch if target_type == "np" else to_tensor(batch, target_type)
 
     # ------------------------------------------------------------------ checkpointing
     def state_dict(self) -> dict[str, Any]:

@@ -70,3 +70,47 @@ def test_state_dict_is_empty() -> None:
     ds.load_state_dict({})
     with pytest.raises(ValueError, match="no state"):
         ds.load_state_dict({"position": 3})
+
+
+def test_split_moves_samples_out_as_fastestimator_does() -> None:
+    """``eval_data = train_data.split(0.2)``: FastEstimator's idiom moves a random part into a new dataset."""
+    ds = NumpyDataset({"x": np.arange(20, dtype=np.float32).reshape(10, 2), "y": np.arange(10)})
+    part = ds.split(0.25, seed=0)  # ceil(2.5) = 3 samples
+    assert isinstance(part, NumpyDataset) and len(part) == 3 and len(ds) == 7
+    assert sorted(part.data["y"].tolist() + ds.data["y"].tolist()) == list(range(10))
+    assert ds.data["y"].tolist() == sorted(ds.data["y"].tolist())  # the rest keeps its order
+    np.testing.assert_array_equal(part[0]["x"], [2 * part[0]["y"], 2 * part[0]["y"] + 1])  # rows stay together
+    again = NumpyDataset({"x": np.arange(20, dtype=np.float32).reshape(10, 2), "y": np.arange(10)}).split(0.25, seed=0)
+    assert again.data["y"].tolist() == part.data["y"].tolist()  # seeded
+    first, second = ds.split(1, 2)
+    assert (len(first), len(second), len(ds)) == (1, 2, 4)
+    chosen = _dataset(5).split([4, 0])
+    assert chosen.data["y"].tolist() == [4, 0]
+
+
+@pytest.mark.parametrize("parts, error, match", [
+    ((), ValueError, "at least one part"),
+    ((1.0,), ValueError, r"fractions must be in \(0, 1\), got 1.0"),
+    ((0,), ValueError, "must be >= 1, got 0"),
+    ((5,), ValueError, "take all 5 samples"),
+    ((0.5, [1]), ValueError, "either numbers .* or index lists, not both"),
+    (([0, 1], [1]), ValueError, "overlap"),
+    (([7],), ValueError, r"indices in \[0, 5\), got \[7\]"),
+    (("0.2",), TypeError, "got str: '0.2'"),
+    (((0.1, 0.2),), TypeError, r"index lists hold ints, got \(0.1, 0.2\); pass fractions as separate arguments"),
+])
+def test_bad_splits_are_named(parts: tuple, error: type[Exception], match: str) -> None:
+    ds = _dataset(5)
+    with pytest.raises(error, match=match):
+        ds.split(*parts)
+    assert len(ds) == 5  # nothing moved
+
+
+def test_a_key_gives_its_column_and_bad_indices_are_named() -> None:
+    ds = _dataset()
+    np.testing.assert_array_equal(ds["y"], np.arange(5))  # FastEstimator's ds["y"]: every label at once
+    assert ds[np.int64(2)]["y"] == 2
+    with pytest.raises(ValueError, match=r"no key 'label'; its keys are \['x', 'y'\]"):
+        ds["label"]
+    with pytest.raises(TypeError, match="must be an int .* got float: 1.5"):
+        ds[1.5]
