@@ -50,9 +50,11 @@ def test_savers_save_the_architecture_of_tf_models_and_refuse_torch_ones(tmp_pat
     import keras
 
     model = tf_mlp()
-    _fit(model, [ModelSaver(model, str(tmp_path / "every"), save_architecture=True),
-                 BestModelSaver(model, str(tmp_path / "best"), metric="ce", save_architecture=True)], epochs=1)
-    restored = keras.models.load_model(str(tmp_path / "every" / "mlp_epoch_1.keras"))
+    _fit(model, [ModelSaver(model, str(tmp_path / "every"), max_to_keep=1, save_architecture=True),
+                 BestModelSaver(model, str(tmp_path / "best"), metric="ce", save_architecture=True)], epochs=2)
+    # max_to_keep removes an old epoch's whole-model file with its weights
+    assert sorted(os.listdir(tmp_path / "every")) == ["mlp_epoch_2.keras", "mlp_epoch_2.weights.h5"]
+    restored = keras.models.load_model(str(tmp_path / "every" / "mlp_epoch_2.keras"))
     x = np.ones((2, 8, 8, 1), np.float32)
     np.testing.assert_allclose(np.asarray(restored(x)), np.asarray(model(x)), rtol=1e-6)
     assert sorted(os.listdir(tmp_path / "best")) == ["mlp_best_ce.keras", "mlp_best_ce.weights.h5"]

@@ -9,6 +9,10 @@ from typing import Any
 from fe_ray.backend import get_framework, save_model
 from fe_ray.trace.trace import Data, Trace
 
+# The TF backend's file names (fe_ray.backend.tf_io, not imported here: it loads Keras).
+_TF_WEIGHTS_SUFFIX = ".weights.h5"
+_TF_ARCHITECTURE_SUFFIX = ".keras"
+
 
 class ModelSaver(Trace):
     """Save ``model`` as ``<save_dir>/<model_name>_epoch_<N>`` at the end of every ``frequency``-th training epoch.
@@ -59,9 +63,17 @@ class ModelSaver(Trace):
             while len(self.saved_paths) > self.max_to_keep:
                 old = self.saved_paths.pop(0)
                 if os.path.exists(old) and old != path:
-                    os.remove(old)
+                    for stale in (old, *self._architecture_files(old)):
+                        if os.path.exists(stale):
+                            os.remove(stale)
                     print(f"FastEstimator-ModelSaver: Removed model {old} (max_to_keep={self.max_to_keep})",
                           flush=True)
+
+    def _architecture_files(self, weights_path: str) -> list[str]:
+        """The whole-model file saved beside a TF weights file (``<name>.keras`` beside ``<name>.weights.h5``)."""
+        if not self.save_architecture or not weights_path.endswith(_TF_WEIGHTS_SUFFIX):
+            return []
+        return [weights_path[:-len(_TF_WEIGHTS_SUFFIX)] + _TF_ARCHITECTURE_SUFFIX]
 
     def state_dict(self) -> dict[str, Any]:
         return {"saved_paths": list(self.saved_paths)}
