@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import logging
 import math
 import os
+import re
 import socket
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -22,6 +25,14 @@ from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 import fe_ray
 from fe_ray.allocator import MALLOC_ENV, malloc_chosen
 from fe_ray.distributed.errors import PlacementError, SourceMismatchError
+
+logger = logging.getLogger(__name__)
+
+#: The names Ray gives a placement group's share of a resource (``CPU_group_<bundle>_<id>``, ``CPU_group_<id>``).
+_GROUP_RESOURCE = re.compile(r"_group_(\d+_)?[0-9a-f]{16,}$")
+
+#: Seconds between the progress lines of a placement that waits for resources.
+PLACEMENT_PROGRESS_S = 30.0
 
 #: The source tree fe_ray is imported from; actors put it first on their PYTHONPATH so they run the same code.
 SOURCE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(fe_ray.__file__)))
@@ -184,6 +195,9 @@ def reserve(num_replicas: int, bundle: Mapping[str, float], timeout_s: float,
             strategy: str = "PACK") -> PlacementGroup:
     """Reserve one ``bundle`` per replica in a placement group, or fail fast.
 
+    While the group waits for resources a warning every :data:`PLACEMENT_PROGRESS_S` seconds says what it waits for
+    and what is free.
+
     Raises:
         PlacementError: Immediately if the cluster's total resources cannot hold the request, or after
             ``timeout_s`` if the group is still not placed; the message names what was asked and what is available.
@@ -195,24 +209,42 @@ def reserve(num_replicas: int, bundle: Mapping[str, float], timeout_s: float,
             raise PlacementError(_placement_message(num_replicas, bundle, f"the cluster has only "
                                                     f"{total.get(key, 0.0):g} {key} in total"))
     group = placement_group([dict(bundle) for _ in range(num_replicas)], strategy=strategy)
-    try:
-        ray.get(group.ready(), timeout=timeout_s)
-    except ray.exceptions.GetTimeoutError:
-        remove_placement_group(group)
-        raise PlacementError(_placement_message(num_replicas, bundle, f"it was not placed within {timeout_s:g}s "
-                                                "(resources are held by other tasks or actors, or no single node "
-                                                "fits a bundle)")) from None
-    return group
+    ready = group.ready()
+    start = time.monotonic()
+    while True:
+        remaining = timeout_s - (time.monotonic() - start)
+        done, _ = ray.wait([ready], timeout=max(0.0, min(PLACEMENT_PROGRESS_S, remaining)))
+        if done:
+            ray.get(ready)
+            return group
+        if remaining <= PLACEMENT_PROGRESS_S:
+            break
+        # A long wait (resources held by another job, nodes still joining) must not look like a hang.
+        logger.warning("fe_ray: still waiting for %d replica(s) with resources_per_replica=%s (%.0fs of "
+                       "placement_timeout_s=%gs); available now: %s", num_replicas, dict(bundle),
+                       time.monotonic() - start, timeout_s, _available(bundle))
+    remove_placement_group(group)
+    raise PlacementError(_placement_message(num_replicas, bundle, f"it was not placed within {timeout_s:g}s "
+                                            "(resources are held by other tasks or actors, or no single node "
+                                            "fits a bundle)"))
 
 
 def _placement_message(num_replicas: int, bundle: Mapping[str, float], reason: str) -> str:
-    # Placement groups' own bookkeeping resources ("bundle_group_...") are noise here; the asked-for ones always show.
+    return (f"Cannot place {num_replicas} replica(s) with resources_per_replica={dict(bundle)}: {reason}. "
+            f"Available now: {_available(bundle)}. Lower num_replicas, pass a smaller resources_per_replica, or add "
+            "nodes.")
+
+
+def _available(bundle: Mapping[str, float]) -> dict[str, float]:
+    """The cluster's free resources, the asked-for kinds always included."""
+    # Placement groups' own bookkeeping resources ("bundle_group_...", "CPU_group_0_<id>": what a group holds,
+    # free only to its own tasks) are noise here.
     free = ray.available_resources()
     available = {key: round(value, 3) for key, value in sorted(free.items())
-                 if not key.startswith(("node:", "memory", "object_store_memory", "bundle_group_"))}
+                 if not key.startswith(("node:", "memory", "object_store_memory", "bundle_group_"))
+                 and not _GROUP_RESOURCE.search(key)}
     available.update({key: round(free.get(key, 0.0), 3) for key in bundle if key not in available})
-    return (f"Cannot place {num_replicas} replica(s) with resources_per_replica={dict(bundle)}: {reason}. "
-            f"Available now: {available}. Lower num_replicas, pass a smaller resources_per_replica, or add nodes.")
+    return available
 
 
 def release(group: PlacementGroup | None) -> None:

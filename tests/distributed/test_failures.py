@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import logging
 import os
 import signal
 import threading
@@ -133,6 +134,29 @@ def test_unplaceable_request_fails_fast(ray_session: None) -> None:
     with pytest.raises(PlacementError, match=r"resources_per_replica=\{'GPU': 1.0\}.*Available now"):
         network.start()
     assert timeit.default_timer() - start < 5
+
+
+@pytest.mark.timeout(60)
+def test_a_placement_that_waits_says_so(ray_session: None, monkeypatch: pytest.MonkeyPatch,
+                                        caplog: pytest.LogCaptureFixture) -> None:
+    """Resources held elsewhere: the wait prints what it waits for until placement_timeout_s, then names it."""
+    import ray
+    from ray.util.placement_group import placement_group, remove_placement_group
+
+    from fe_ray.distributed import cluster
+
+    holder = placement_group([{"CPU": 4}])  # the session's 4 CPUs, held by "another job"
+    ray.get(holder.ready(), timeout=30)
+    monkeypatch.setattr(cluster, "PLACEMENT_PROGRESS_S", 1.0)
+    try:
+        with caplog.at_level(logging.WARNING, logger="fe_ray"):
+            with pytest.raises(PlacementError, match=r"not placed within 3.5s.*Available now: \{'CPU': 0.0"):
+                cluster.reserve(1, {"CPU": 1.0}, timeout_s=3.5)
+    finally:
+        remove_placement_group(holder)
+    waits = [r.getMessage() for r in caplog.records if "still waiting" in r.getMessage()]
+    assert len(waits) >= 2, waits
+    assert "1 replica(s) with resources_per_replica={'CPU': 1.0}" in waits[0] and "placement_timeout_s=3.5s" in waits[0]
 
 
 @pytest.mark.timeout(120)
