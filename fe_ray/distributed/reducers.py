@@ -78,6 +78,7 @@ class _TorchReducer(_Reducer):
         from fe_ray.backend import get_backend
 
         self._backend = get_backend("torch")
+        self._all_reached: dict[tuple[int, str], Any] = {}
 
     def __call__(self, model: Any, gradients: list[Any], prescaled: bool = False) -> list[Any]:
         import torch
@@ -104,7 +105,7 @@ class _TorchReducer(_Reducer):
                 parts = [grads[i].detach().reshape(-1).float() for i in positions]
                 total = sum(part.numel() for part in parts)
                 if number == 0:  # the flags ride behind the first bucket's gradients, summed and never scaled
-                    parts.append(torch.tensor(reached, dtype=torch.float32, device=parts[0].device))
+                    parts.append(self._flags(reached, parts[0].device))
                 flat = torch.cat(parts)
                 if multiply != 1.0:
                     flat[:total].mul_(float(multiply))
@@ -119,9 +120,20 @@ class _TorchReducer(_Reducer):
                     size = grads[i].numel()
                     grads[i] = flat[offset:offset + size].view_as(grads[i]).to(grads[i].dtype)
                     offset += size
-                if number == 0:
-                    reached = (flat[total:] > 0.5).tolist()  # a weight counts as reached if any rank reached it
+                if number == 0:  # a weight counts as reached if any rank reached it
+                    reached = [count > 0.5 for count in flat[total:].tolist()]
         return [grad if hit else None for grad, hit in zip(grads, reached)]
+
+    def _flags(self, reached: list[bool], device: Any) -> Any:
+        """``reached`` as float32 on ``device``; the all-True vector of every step is made once."""
+        import torch
+
+        if not all(reached):
+            return torch.tensor(reached, dtype=torch.float32, device=device)
+        key = (len(reached), str(device))
+        if key not in self._all_reached:  # torch.cat copies it, so the cached vector itself is never reduced
+            self._all_reached[key] = torch.ones(len(reached), dtype=torch.float32, device=device)
+        return self._all_reached[key]
 
 
 class _TFReducer(_Reducer):
