@@ -43,9 +43,15 @@ def build(model_fn: Callable[[], Any], optimizer_fn: Any, weights_path: str | Se
         ``optimizer``, ``current_optimizer``, ``mixed_precision`` and ``fe_compiled`` set.
 
     Raises:
-        TypeError: If ``model_fn`` is not callable or returns something that is not a model.
+        TypeError: If ``model_fn`` is not callable, is a model instance rather than a function creating one, or
+            returns something that is not a model.
         ValueError: If the numbers of models, optimizers, names and weights disagree, or names repeat.
     """
+    if get_framework(model_fn) in ("torch", "tf"):
+        # A model instance is callable too, but calling it runs its forward pass without inputs, which fails with a
+        # message about missing arguments that does not point at the real mistake.
+        raise TypeError(f"model_fn must be a function that creates the model(s), got a {type(model_fn).__name__} "
+                        "instance. Pass the class or a factory, e.g. model_fn=LeNet or model_fn=lambda: my_model.")
     if not callable(model_fn):
         raise TypeError(f"model_fn must be a zero-argument callable returning model(s), got {type(model_fn).__name__}.")
     # Keras reads its dtype policy when layers are created, so it is set (by the flag, either way) while model_fn

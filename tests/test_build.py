@@ -53,3 +53,12 @@ def test_tf_lenet_names_inputs_too_small_for_it(input_shape: tuple[int, int, int
 
     with pytest.raises(ValueError, match=r"at least 18x18 pixels, got input_shape " + re.escape(repr(input_shape))):
         fe.build(lambda: LeNet(input_shape), optimizer_fn="adam")
+
+
+def test_a_torch_model_instance_as_model_fn_is_named() -> None:
+    """An nn.Module is callable, so without the check build would run its forward pass with no input."""
+    import torch
+
+    with pytest.raises(TypeError, match=r"model_fn must be a function that creates the model\(s\), got a Linear "
+                                        r"instance"):
+        fe.build(torch.nn.Linear(2, 2), optimizer_fn="adam")

@@ -65,9 +65,36 @@ def get_backend(framework_or_obj: Any) -> ModuleType:
             from err
 
 
-def to_tensor(data: Any, target_type: str) -> Any:
-    """Convert (nested) arrays/tensors to ``target_type`` ('torch', 'tf' or 'np')."""
-    return get_backend(target_type).to_tensor(data)
+def to_tensor(data: Any, target_type: str, shared_memory: bool = False) -> Any:
+    """Convert (nested) arrays/tensors to ``target_type`` ('torch', 'tf' or 'np').
+
+    Args:
+        data: An array / tensor, or dicts, lists and tuples of them.
+        target_type: The framework to convert to.
+        shared_memory: torch only: move the resulting tensors into shared memory (for handing them to other
+            processes); ignored for the other frameworks, as in FastEstimator.
+
+    Plain Python numbers become 0-d tensors (arrays for 'np') as in FastEstimator; strings and other objects pass
+    through unchanged.
+    """
+    from fe_ray.util import map_nested
+
+    # The backends leave Python numbers alone (a batch may carry them as per-batch constants); the public helper
+    # converts them, as FastEstimator's does.
+    data = map_nested(_number_to_array, data)
+    converted = get_backend(target_type).to_tensor(data)
+    if shared_memory and target_type == "torch":
+        converted = map_nested(lambda leaf: leaf.share_memory_() if get_framework(leaf) == "torch" else leaf,
+                               converted)
+    return converted
+
+
+def _number_to_array(leaf: Any) -> Any:
+    if isinstance(leaf, (bool, int, float, complex)):
+        import numpy as np
+
+        return np.asarray(leaf)
+    return leaf
 
 
 def to_number(data: Any) -> Any:
@@ -75,9 +102,13 @@ def to_number(data: Any) -> Any:
     return get_backend(data).to_numpy(data)
 
 
-def reduce_mean(tensor: Any) -> Any:
-    """Mean over all elements, in the tensor's own framework."""
-    return get_backend(tensor).reduce_mean(tensor)
+def reduce_mean(tensor: Any, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Any:
+    """Mean over ``axis`` (all elements when None), in the tensor's own framework; ``keepdims`` keeps the reduced
+    axes with size 1."""
+    backend = get_backend(tensor)
+    if axis is None and not keepdims:
+        return backend.reduce_mean(tensor)
+    return backend.reduce_mean(tensor, axis=axis, keepdims=keepdims)
 
 
 def concat(tensors: Sequence[Any], axis: int = 0) -> Any:
@@ -107,15 +138,89 @@ def get_gradient(target: Any, sources: Any, higher_order: bool = False, tape: An
                                             higher_order=higher_order)
 
 
+def _loss_backend(y_pred: Any, name: str) -> ModuleType:
+    """The backend of ``y_pred`` for a loss function; losses run on torch or TF tensors only."""
+    framework = get_framework(y_pred)
+    if framework not in ("torch", "tf"):
+        raise TypeError(f"{name} needs y_pred as a torch or TensorFlow tensor, got {type(y_pred).__name__}; convert it "
+                        f"first, e.g. fe_ray.backend.to_tensor(y_pred, 'torch').")
+    return get_backend(framework)
+
+
+def binary_crossentropy(y_pred: Any, y_true: Any, from_logits: bool = False, average_loss: bool = True,
+                        class_weights: dict[int, float] | None = None) -> Any:
+    """Binary cross entropy of 0/1 labels and probabilities (or logits, with ``from_logits``).
+
+    Returns:
+        The mean loss, or with ``average_loss=False`` one loss per sample (the mean over its elements).
+    """
+    backend = _loss_backend(y_pred, "binary_crossentropy")
+    return backend.cross_entropy(y_pred, y_true, form="binary", from_logits=from_logits, class_weights=class_weights,
+                                 average=average_loss)
+
+
+def categorical_crossentropy(y_pred: Any, y_true: Any, from_logits: bool = False, average_loss: bool = True,
+                             class_weights: dict[int, float] | None = None) -> Any:
+    """Cross entropy of one-hot (or soft) targets shaped like the predictions (class axis 1 for torch, last for TF).
+
+    Returns:
+        The mean loss, or with ``average_loss=False`` one loss per sample (and per position for dense outputs).
+    """
+    backend = _loss_backend(y_pred, "categorical_crossentropy")
+    return backend.cross_entropy(y_pred, y_true, form="categorical", from_logits=from_logits,
+                                 class_weights=class_weights, average=average_loss)
+
+
+def sparse_categorical_crossentropy(y_pred: Any, y_true: Any, from_logits: bool = False, average_loss: bool = True,
+                                    class_weights: dict[int, float] | None = None) -> Any:
+    """Cross entropy of class-index labels (class axis 1 of the predictions for torch, last for TF).
+
+    Returns:
+        The mean loss, or with ``average_loss=False`` one loss per sample (and per position for dense outputs).
+    """
+    backend = _loss_backend(y_pred, "sparse_categorical_crossentropy")
+    return backend.cross_entropy(y_pred, y_true, form="sparse", from_logits=from_logits, class_weights=class_weights,
+                                 average=average_loss)
+
+
+def mean_squared_error(y_true: Any, y_pred: Any) -> Any:
+    """Squared error averaged over the last axis: one value per sample, as FastEstimator's (``y_true`` first)."""
+    return _loss_backend(y_pred, "mean_squared_error").mean_squared_error(y_pred, y_true, average=False)
+
+
 def update_model(model: Any, gradients: list[Any], defer: bool = False,
                  deferred: dict[str, list[Any]] | None = None) -> None:
     """Apply ``gradients`` with the model's current optimizer, now or at the end of the step (``defer``)."""
     get_backend(model).update_model(model, gradients, defer=defer, deferred=deferred)
 
 
-def feed_forward(model: Any, x: Any, training: bool = True) -> Any:
-    """Run ``model`` on ``x`` (converted to the model's framework)."""
-    return get_backend(model).feed_forward(model, x, training=training)
+def feed_forward(model: Any, *x: Any, training: bool = True) -> Any:
+    """Run ``model`` on its input(s) ``x`` (converted to the model's framework), as FastEstimator's does.
+
+    Args:
+        model: The model.
+        *x: One or more inputs. Several are passed as the model's positional arguments (torch; Keras: when its
+            ``call`` takes several, else as one list, as a functional model takes them); a single list or tuple is
+            passed as one argument.
+        training: Run in training mode (dropout, batch-norm updates).
+
+    Raises:
+        TypeError: If no input is given.
+    """
+    if not x:
+        raise TypeError("feed_forward needs at least one input after the model: feed_forward(model, x) or "
+                        "feed_forward(model, x1, x2, training=False).")
+    backend = get_backend(model)
+    if len(x) == 1:
+        return backend.feed_forward(model, x[0], training=training, spread=False)
+    framework = get_framework(model)
+    if framework == "torch":
+        spread = True
+    else:
+        from fe_ray.backend.layer_capture import takes_several_inputs  # small module: no framework import
+
+        spread = takes_several_inputs(model.call, ignore=("training", "mask"))
+    return backend.feed_forward(model, list(x), training=training, spread=spread)
 
 
 def save_model(model: Any, save_dir: str, model_name: str | None = None, save_optimizer: bool = False,
@@ -144,6 +249,7 @@ def get_lr(model: Any) -> float:
     return get_backend(model).get_lr(model)
 
 
-__all__ = ["BACKEND_CACHE_KEY", "FRAMEWORKS", "concat", "feed_forward", "get_backend", "get_framework", "get_gradient",
-           "get_lr", "load_model", "reduce_mean", "save_model", "set_lr", "stack", "to_number", "to_tensor",
+__all__ = ["BACKEND_CACHE_KEY", "FRAMEWORKS", "binary_crossentropy", "categorical_crossentropy", "concat",
+           "feed_forward", "get_backend", "get_framework", "get_gradient", "get_lr", "load_model", "mean_squared_error",
+           "reduce_mean", "save_model", "set_lr", "sparse_categorical_crossentropy", "stack", "to_number", "to_tensor",
            "update_model"]

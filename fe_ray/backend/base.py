@@ -27,8 +27,8 @@ class Backend(Protocol):
     def to_numpy(self, data: Any) -> Any:
         """Convert (nested) tensors to numpy arrays on the CPU."""
 
-    def reduce_mean(self, x: Any) -> Any:
-        """Mean over all elements."""
+    def reduce_mean(self, x: Any, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Any:
+        """Mean over ``axis`` (all elements when None); ``keepdims`` keeps the reduced axes with size 1."""
 
     def concat(self, xs: Sequence[Any], axis: int) -> Any:
         """Concatenate along an existing axis."""
@@ -76,7 +76,8 @@ class Backend(Protocol):
                      variables: Sequence[Any] | None = None) -> None:
         """Apply gradients with ``model.current_optimizer``; with ``defer``, store a closure in
         ``deferred[model.model_name]`` to run at the end of the step instead. ``variables`` are the model's
-        ``trainable_variables`` when the caller already has them (None looks them up)."""
+        ``trainable_variables`` when the caller already has them (None looks them up). A None gradient leaves its
+        weight alone (torch; the TF UpdateOp leaves such weights out)."""
 
     # -- merge_grad accumulation (used by UpdateOp)
     def init_accumulator(self, model: Any, device: Any = None) -> tuple[Any, list[Any]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -31,8 +32,8 @@ def _to_numpy_leaf(data: Any) -> Any:
     return data
 
 
-def reduce_mean(tensor: Any) -> Any:
-    return np.mean(tensor)
+def reduce_mean(tensor: Any, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Any:
+    return np.mean(tensor, axis=axis if axis is None or isinstance(axis, int) else tuple(axis), keepdims=keepdims)
 
 
 def concat(tensors: list[Any], axis: int = 0) -> Any:

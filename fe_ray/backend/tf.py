@@ -72,9 +72,9 @@ def _to_numpy_leaf(data: Any) -> Any:
     return data
 
 
-def reduce_mean(x: tf.Tensor) -> tf.Tensor:
-    """Mean over all elements."""
-    return tf.reduce_mean(x)
+def reduce_mean(x: tf.Tensor, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> tf.Tensor:
+    """Mean over ``axis`` (all elements when None), keeping the reduced axes as size 1 when ``keepdims``."""
+    return tf.reduce_mean(x, axis=axis if axis is None or isinstance(axis, int) else list(axis), keepdims=keepdims)
 
 
 def concat(xs: Sequence[tf.Tensor], axis: int = 0) -> tf.Tensor:

@@ -68,11 +68,16 @@ def _to_numpy_leaf(data: Any) -> Any:
     return data
 
 
-def reduce_mean(x: torch.Tensor) -> torch.Tensor:
-    """Mean over all elements (a floating-point scalar, the usual loss, is returned as it is)."""
-    if x.ndim == 0 and x.is_floating_point():
-        return x
-    return torch.mean(x)
+def reduce_mean(x: torch.Tensor, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> torch.Tensor:
+    """Mean over ``axis`` (all elements when None), keeping the reduced axes as size 1 when ``keepdims``.
+
+    A floating-point scalar, the usual loss, is returned as it is.
+    """
+    if axis is None:
+        if x.ndim == 0 and x.is_floating_point():
+            return x
+        return torch.mean(x, dim=tuple(range(x.ndim)), keepdim=True) if keepdims else torch.mean(x)
+    return torch.mean(x, dim=axis if isinstance(axis, int) else tuple(axis), keepdim=keepdims)
 
 
 def concat(xs: Sequence[torch.Tensor], axis: int = 0) -> torch.Tensor:
@@ -270,9 +275,19 @@ def update_model(model: torch.nn.Module, gradients: Sequence[torch.Tensor], defe
 
     Gradients are added into ``p.grad`` immediately, so several deferred updates of one model in a step sum their
     gradients and share a single optimizer step. ``variables``: the model's :func:`trainable_variables` when the
-    caller already listed them (walking the module tree again costs several microseconds per step).
+    caller already listed them (walking the module tree again costs several microseconds per step). A None gradient
+    (a weight the loss does not reach, e.g. from ``torch.autograd.grad(..., allow_unused=True)``) leaves its weight
+    alone, as FastEstimator does: torch's optimizers skip parameters without a gradient.
+
+    Raises:
+        ValueError: If the model has no current optimizer (it was built with ``optimizer_fn=None``, or not built).
     """
+    if getattr(model, "current_optimizer", None) is None:
+        raise ValueError(f"update_model cannot update model {getattr(model, 'model_name', type(model).__name__)!r}: it "
+                         "has no optimizer. Build it with fe_ray.build and an optimizer_fn (e.g. 'adam').")
     for param, grad in zip(trainable_variables(model) if variables is None else variables, gradients):
+        if grad is None:
+            continue
         # No clone: autograd hands us fresh tensors. Accumulation is out of place, so a gradient tensor that is
         # also referenced elsewhere (a `gradients` key, a merge_grad average) is never modified.
         param.grad = grad.detach() if param.grad is None else param.grad + grad.detach()

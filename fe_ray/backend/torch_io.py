@@ -9,16 +9,31 @@ from typing import Any
 import numpy as np
 import torch
 
+#: Key under which :func:`save_model` stores a GradScaler's state inside the optimizer's own state dict; torch's
+#: ``Optimizer.load_state_dict`` ignores keys it does not know, so FastEstimator still reads the file.
+_SCALER_KEY = "fe_ray_grad_scaler"
+_DATA_PARALLEL_PREFIX = "module."
+
 
 def load_weights(model: torch.nn.Module, path: str) -> None:
-    """Load a ``state_dict`` file (as written by :func:`save_model`) into ``model``."""
+    """Load a ``state_dict`` file (as written by :func:`save_model`) into ``model``.
+
+    Weights saved from a ``torch.nn.DataParallel`` / ``DistributedDataParallel`` wrapper (every key prefixed with
+    ``module.``) load too, as FastEstimator loads them.
+    """
     state = torch.load(path, map_location="cpu", weights_only=True)
+    if state and all(key.startswith(_DATA_PARALLEL_PREFIX) for key in state) and not any(
+            key.startswith(_DATA_PARALLEL_PREFIX) for key in model.state_dict()):
+        state = {key[len(_DATA_PARALLEL_PREFIX):]: value for key, value in state.items()}
     model.load_state_dict(state)
 
 
 def save_model(model: torch.nn.Module, save_dir: str, model_name: str | None = None,
                save_optimizer: bool = False, save_architecture: bool = False) -> str:
     """Write ``<name>.pt`` (the model's state_dict) and optionally ``<name>_opt.pt`` into ``save_dir``.
+
+    Both files have FastEstimator's layout (the optimizer file is the optimizer's ``state_dict``, with a GradScaler's
+    state under one extra key), so either library loads what the other saved.
 
     Args:
         model: A model built with fe_ray.build.
@@ -32,8 +47,13 @@ def save_model(model: torch.nn.Module, save_dir: str, model_name: str | None = N
 
     Raises:
         ValueError: If ``save_architecture`` is set, or ``save_optimizer`` is set but the model has no optimizer.
+        TypeError: If the model has no name (it was not built with fe_ray.build) and ``model_name`` is not given.
     """
-    name = model_name or model.model_name
+    name = model_name or getattr(model, "model_name", None)
+    if not name:
+        raise TypeError(f"save_model needs a model built with fe_ray.build (which names it), got an unbuilt "
+                        f"{type(model).__name__}. Build it with fe_ray.build(model_fn=..., optimizer_fn=...), or pass "
+                        "model_name=... for the file name.")
     if save_architecture:
         raise ValueError(f"save_architecture=True cannot save torch model {name!r}: torch models are saved as weights "
                          "only (rebuild the model in code and load them). Pass save_architecture=False.")
@@ -45,12 +65,15 @@ def save_model(model: torch.nn.Module, save_dir: str, model_name: str | None = N
     torch.save(model.state_dict(), path)
     optimizer = getattr(model, "current_optimizer", None)
     if save_optimizer and optimizer is not None:
-        torch.save(_optimizer_payload(optimizer), _optimizer_path(path))
+        torch.save(_optimizer_file_payload(optimizer), _optimizer_path(path))
     return path
 
 
 def load_model(model: torch.nn.Module, weights_path: str, load_optimizer: bool = False) -> None:
     """Load weights written by :func:`save_model`, and the optimizer state next to them when asked.
+
+    The optimizer state is read from ``<weights path without extension>_opt.pt`` (FastEstimator's name), written by
+    fe_ray or by FastEstimator.
 
     Raises:
         FileNotFoundError: If ``load_optimizer`` is set but ``<name>_opt.pt`` does not exist.
@@ -66,12 +89,34 @@ def load_model(model: torch.nn.Module, weights_path: str, load_optimizer: bool =
     if not os.path.exists(opt_path):
         raise FileNotFoundError(f"Optimizer state {opt_path!r} not found; save it with save_optimizer=True or load "
                                 "with load_optimizer=False.")
-    _load_optimizer_payload(optimizer, torch.load(opt_path, map_location="cpu", weights_only=True))
+    _load_optimizer_file_payload(optimizer, torch.load(opt_path, map_location="cpu", weights_only=True))
 
 
 def _optimizer_path(weights_path: str) -> str:
-    stem = weights_path[:-3] if weights_path.endswith(".pt") else weights_path
-    return f"{stem}_opt.pt"
+    # FastEstimator's rule: the weights file's extension, whatever it is (".pt", ".pth"), gives way to "_opt.pt".
+    return f"{os.path.splitext(weights_path)[0]}_opt.pt"
+
+
+def _optimizer_file_payload(optimizer: torch.optim.Optimizer) -> dict[str, Any]:
+    """What an ``_opt.pt`` file holds: the optimizer's state dict, plus the GradScaler's state where there is one."""
+    payload = optimizer.state_dict()
+    scaler = getattr(optimizer, "scaler", None)
+    if scaler is not None:
+        payload = {**payload, _SCALER_KEY: scaler.state_dict()}
+    return payload
+
+
+def _load_optimizer_file_payload(optimizer: torch.optim.Optimizer, payload: dict[str, Any]) -> None:
+    """Restore an ``_opt.pt`` file's contents: FastEstimator's layout (a bare optimizer state dict, perhaps with
+    :data:`_SCALER_KEY`) or the ``{"optimizer", "scaler"}`` layout that earlier fe_ray versions wrote."""
+    if "param_groups" not in payload and "optimizer" in payload:
+        _load_optimizer_payload(optimizer, payload)
+        return
+    scaler_state = payload.get(_SCALER_KEY)
+    optimizer.load_state_dict({key: value for key, value in payload.items() if key != _SCALER_KEY})
+    scaler = getattr(optimizer, "scaler", None)
+    if scaler is not None and scaler_state:
+        scaler.load_state_dict(scaler_state)
 
 
 def _optimizer_payload(optimizer: torch.optim.Optimizer) -> dict[str, Any]:
