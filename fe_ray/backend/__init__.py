@@ -15,6 +15,27 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
 
+from fe_ray.backend.tensor_ops import (
+    abs,
+    argmax,
+    cast,
+    clip_by_value,
+    exp,
+    expand_dims,
+    matmul,
+    maximum,
+    ones_like,
+    permute,
+    reduce_max,
+    reduce_min,
+    reduce_sum,
+    reshape,
+    squeeze,
+    tensor_round,
+    where,
+    zeros_like,
+)
+
 FRAMEWORKS = ("torch", "tf", "np")
 #: Context-state key of the Network's cache that outlives its contexts (what a backend may keep across them).
 BACKEND_CACHE_KEY = "_backend_cache"
@@ -249,7 +270,9 @@ def get_lr(model: Any) -> float:
     return get_backend(model).get_lr(model)
 
 
-__all__ = ["BACKEND_CACHE_KEY", "FRAMEWORKS", "binary_crossentropy", "categorical_crossentropy", "concat",
-           "feed_forward", "get_backend", "get_framework", "get_gradient", "get_lr", "load_model", "mean_squared_error",
-           "reduce_mean", "save_model", "set_lr", "sparse_categorical_crossentropy", "stack", "to_number", "to_tensor",
-           "update_model"]
+__all__ = ["BACKEND_CACHE_KEY", "FRAMEWORKS", "abs", "argmax", "binary_crossentropy", "cast",
+           "categorical_crossentropy", "clip_by_value", "concat", "exp", "expand_dims", "feed_forward", "get_backend",
+           "get_framework", "get_gradient", "get_lr", "load_model", "matmul", "maximum", "mean_squared_error",
+           "ones_like", "permute", "reduce_max", "reduce_mean", "reduce_min", "reduce_sum", "reshape", "save_model",
+           "set_lr", "sparse_categorical_crossentropy", "squeeze", "stack", "tensor_round", "to_number", "to_tensor",
+           "update_model", "where", "zeros_like"]

@@ -1,0 +1,151 @@
+"""PyTorch implementations of the FastEstimator-style tensor helpers of :mod:`fe_ray.backend.tensor_ops`.
+
+Imported only when a torch tensor reaches one of those helpers. Arguments arrive validated: axes as an int, a
+tuple or None, and dtypes as canonical names such as ``"float32"``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+
+def is_tensor(value: Any) -> bool:
+    """Whether ``value`` is a torch tensor."""
+    return isinstance(value, torch.Tensor)
+
+
+def _dtype(name: str | None) -> torch.dtype | None:
+    return None if name is None else getattr(torch, name)
+
+
+def _all_axes(tensor: torch.Tensor, axis: int | tuple[int, ...] | None) -> int | tuple[int, ...] | None:
+    """``axis``, or every axis of ``tensor`` when None (None again for a 0-d tensor)."""
+    if axis is None and tensor.dim() > 0:
+        return tuple(range(tensor.dim()))
+    return axis
+
+
+def argmax(tensor: torch.Tensor, axis: int) -> torch.Tensor:
+    """Index (int64) of the largest element along ``axis``."""
+    return torch.argmax(tensor, dim=axis)
+
+
+def reduce_sum(tensor: torch.Tensor, axis: int | tuple[int, ...] | None, keepdims: bool) -> torch.Tensor:
+    """Sum over ``axis`` (every axis when None)."""
+    dims = _all_axes(tensor, axis)
+    return tensor.sum() if dims is None else torch.sum(tensor, dim=dims, keepdim=keepdims)
+
+
+def reduce_max(tensor: torch.Tensor, axis: int | tuple[int, ...] | None, keepdims: bool) -> torch.Tensor:
+    """Maximum over ``axis`` (every axis when None)."""
+    dims = _all_axes(tensor, axis)
+    return tensor.amax() if dims is None else torch.amax(tensor, dim=dims, keepdim=keepdims)
+
+
+def reduce_min(tensor: torch.Tensor, axis: int | tuple[int, ...] | None, keepdims: bool) -> torch.Tensor:
+    """Minimum over ``axis`` (every axis when None)."""
+    dims = _all_axes(tensor, axis)
+    return tensor.amin() if dims is None else torch.amin(tensor, dim=dims, keepdim=keepdims)
+
+
+def squeeze(tensor: torch.Tensor, axis: int | None) -> torch.Tensor:
+    """Drop ``axis`` (or every axis of length 1 when None)."""
+    return torch.squeeze(tensor) if axis is None else torch.squeeze(tensor, dim=axis)
+
+
+def expand_dims(tensor: torch.Tensor, axis: int) -> torch.Tensor:
+    """Insert a new axis of length 1 at ``axis``."""
+    return torch.unsqueeze(tensor, dim=axis)
+
+
+def _bound(value: Any) -> Any:
+    """A one-element tensor bound as a Python number (``clamp`` then accepts it beside a number)."""
+    if isinstance(value, torch.Tensor) and value.numel() == 1:
+        return value.item()
+    return value
+
+
+def clip_by_value(tensor: torch.Tensor, min_value: Any, max_value: Any) -> torch.Tensor:
+    """Limit the values to ``[min_value, max_value]``; a None bound leaves that side open."""
+    low, high = _bound(min_value), _bound(max_value)
+    if isinstance(low, torch.Tensor) or isinstance(high, torch.Tensor):  # element-wise bounds: one side at a time
+        if low is not None:
+            tensor = torch.maximum(tensor, torch.as_tensor(low, dtype=tensor.dtype, device=tensor.device))
+        if high is not None:
+            tensor = torch.minimum(tensor, torch.as_tensor(high, dtype=tensor.dtype, device=tensor.device))
+        return tensor
+    return torch.clamp(tensor, min=low, max=high)
+
+
+def cast(data: Any, dtype: str) -> torch.Tensor:
+    """``data`` (a torch tensor) converted to the canonical dtype name ``dtype``."""
+    return data.to(_dtype(dtype))
+
+
+def cast_like(data: Any, reference: torch.Tensor) -> torch.Tensor:
+    """``data`` as a torch tensor with the dtype and device of ``reference``."""
+    if isinstance(data, torch.Tensor):
+        return data.to(dtype=reference.dtype)
+    return torch.as_tensor(np.asarray(data), device=reference.device).to(reference.dtype)
+
+
+def zeros_like(tensor: torch.Tensor, dtype: str | None) -> torch.Tensor:
+    """Zeros shaped like ``tensor`` on its device, in ``dtype`` (the tensor's own when None)."""
+    return torch.zeros_like(tensor, dtype=_dtype(dtype))
+
+
+def ones_like(tensor: torch.Tensor, dtype: str | None) -> torch.Tensor:
+    """Ones shaped like ``tensor`` on its device, in ``dtype`` (the tensor's own when None)."""
+    return torch.ones_like(tensor, dtype=_dtype(dtype))
+
+
+def permute(tensor: torch.Tensor, permutation: list[int]) -> torch.Tensor:
+    """Reorder the axes so that output axis ``i`` is input axis ``permutation[i]``."""
+    return tensor.permute(*permutation)
+
+
+def reshape(tensor: torch.Tensor, shape: list[int]) -> torch.Tensor:
+    """The elements of ``tensor`` in ``shape`` (one entry may be -1)."""
+    return torch.reshape(tensor, tuple(shape))
+
+
+def tensor_round(tensor: torch.Tensor) -> torch.Tensor:
+    """Round to the nearest integer, halves to even."""
+    return torch.round(tensor)
+
+
+def abs(tensor: torch.Tensor) -> torch.Tensor:  # FastEstimator's name, shadowing the builtin here only
+    """Element-wise absolute value."""
+    return torch.abs(tensor)
+
+
+def exp(tensor: torch.Tensor) -> torch.Tensor:
+    """Element-wise e ** x (integer input gives float32)."""
+    return torch.exp(tensor)
+
+
+def maximum(tensor1: torch.Tensor, tensor2: torch.Tensor) -> torch.Tensor:
+    """Element-wise larger of two tensors (broadcasting)."""
+    return torch.maximum(tensor1, tensor2)
+
+
+def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Matrix product (batched over leading axes)."""
+    return torch.matmul(a, b)
+
+
+def where(condition: torch.Tensor, yes: Any, no: Any) -> torch.Tensor:
+    """``yes`` where ``condition`` holds, else ``no``; a number beside a tensor takes that tensor's dtype."""
+    if condition.dtype != torch.bool:
+        condition = condition.bool()
+    if isinstance(yes, torch.Tensor) and not isinstance(no, torch.Tensor):
+        no = cast_like(no, yes)
+    elif isinstance(no, torch.Tensor) and not isinstance(yes, torch.Tensor):
+        yes = cast_like(yes, no)
+    elif not isinstance(yes, torch.Tensor):  # two numbers: tensors of their own dtype, on the condition's device
+        yes = torch.as_tensor(np.asarray(yes), device=condition.device)
+        no = torch.as_tensor(np.asarray(no), device=condition.device)
+    return torch.where(condition, yes, no)
