@@ -473,6 +473,7 @@ def init_ray(num_cpus: int) -> Any:
         paths = [str(Path(__file__).resolve().parent.parent), *os.environ.get("PYTHONPATH", "").split(os.pathsep)]
         env = {"worker_process_setup_hook": SETUP_HOOK,
                "env_vars": {"PYTHONPATH": os.pathsep.join(dict.fromkeys(p for p in paths if p))}}
-        ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False, logging_level="ERROR",
-                 configure_logging=True, runtime_env=env)
+        # A Ray of the benchmark's own (address="local"): not a cluster named by RAY_ADDRESS, nor a stale one.
+        ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, log_to_driver=False,
+                 logging_level="ERROR", configure_logging=True, runtime_env=env)
     return ray

@@ -17,7 +17,9 @@ def ray_session() -> Iterator[None]:
     ray = pytest.importorskip("ray")
     if ray.is_initialized():
         ray.shutdown()
-    ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False)
+    # address="local": always a new instance of this module's own, never a cluster named by RAY_ADDRESS or one that
+    # an earlier, crashed run left recorded in /tmp/ray (plain ray.init() would try to join it and fail).
+    ray.init(address="local", num_cpus=4, include_dashboard=False, log_to_driver=False)
     try:
         yield
     finally:

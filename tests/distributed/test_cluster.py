@@ -112,7 +112,7 @@ def session_with_exported_threads() -> Iterator[None]:
     previous = os.environ.get("OMP_NUM_THREADS")
     os.environ["OMP_NUM_THREADS"] = "2"
     try:
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
         yield
     finally:
         ray.shutdown()
