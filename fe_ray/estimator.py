@@ -14,7 +14,7 @@ from fe_ray.summary.summary import Summary
 from fe_ray.summary.system import System
 from fe_ray.trace.essential import EvalEssential, TestEssential, TrainEssential
 from fe_ray.trace.logger import Logger
-from fe_ray.trace.trace import Data, Trace, may_change_batches, sort_traces
+from fe_ray.trace.trace import Data, Trace, may_change_batches, sort_traces, trace_outputs
 from fe_ray.util import filter_nones, to_list, to_set
 
 logger = logging.getLogger(__name__)
@@ -199,7 +199,7 @@ class Estimator:
                     # The essentials re-log monitored keys, so their outputs cannot vouch for those keys.
                     # get_outputs: with several datasets a trace may also write per-dataset keys ("accuracy|b").
                     available |= {key for trace in traces if not isinstance(trace, (TrainEssential, EvalEssential))
-                                  for key in _trace_outputs(trace, ds_ids)}
+                                  for key in trace_outputs(trace, ds_ids)}
                     unseen_monitors -= available
                     for trace in traces:
                         if isinstance(trace, (TrainEssential, EvalEssential)):
@@ -356,12 +356,6 @@ class Estimator:
             # As FastEstimator: the flag ends the run right after the event that set it (no more batches, no
             # on_epoch_end, no evaluation), and on_end runs.
             raise _EarlyStop
-
-
-def _trace_outputs(trace: Trace, ds_ids: Sequence[str]) -> list[str]:
-    """The keys ``trace`` writes in a mode with datasets ``ds_ids`` (duck-typed traces may lack ``get_outputs``)."""
-    get_outputs = getattr(trace, "get_outputs", None)
-    return list(get_outputs(ds_ids)) if get_outputs is not None else list(trace.outputs)
 
 
 class _EarlyStop(Exception):

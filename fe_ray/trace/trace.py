@@ -198,10 +198,16 @@ def sort_traces(traces: Sequence[Trace]) -> list[Trace]:
     return ordered + sorted(star, key=lambda trace: trace.sort_rank)
 
 
+def trace_outputs(trace: Trace, ds_ids: None | str | Iterable[str] = None) -> list[str]:
+    """The keys ``trace`` writes in a mode with datasets ``ds_ids`` (:meth:`Trace.get_outputs`; a duck-typed trace
+    without it writes its ``outputs``)."""
+    get_outputs = getattr(trace, "get_outputs", None)
+    return list(get_outputs(ds_ids)) if get_outputs is not None else list(trace.outputs)
+
+
 def trace_writes(trace: Trace, key: str) -> bool:
     """Whether ``trace`` writes ``key``, a per-dataset key ``<key>|<ds_id>`` included."""
     if key in trace.outputs:
         return True
     _, sep, ds_id = key.rpartition("|")
-    get_outputs = getattr(trace, "get_outputs", None)  # duck-typed traces may lack it
-    return bool(sep) and get_outputs is not None and key in get_outputs([ds_id])
+    return bool(sep) and key in trace_outputs(trace, [ds_id])
