@@ -3,7 +3,7 @@
     python examples/mnist_torch.py --epochs 3 --batch-size 32
     python examples/mnist_torch.py --checkpoint-dir /tmp/mnist_ckpt   # interrupt and rerun: it resumes
     python examples/mnist_torch.py --replicas 2                       # data-parallel on 2 Ray actors
-    python examples/mnist_torch.py --replicas 4 --gpu                 # one GPU each, as on cluster.yaml
+    python examples/mnist_torch.py --replicas 4 --gpu --wait-for-nodes  # GPU nodes an autoscaler adds (cluster.yaml)
 """
 
 from __future__ import annotations
@@ -40,12 +40,13 @@ def cosine_lr(total_steps: int, peak: float = PEAK_LR) -> Callable[[int], float]
 
 def get_estimator(epochs: int = 3, batch_size: int = 32, replicas: int | None = None,
                   checkpoint_dir: str | None = None, log_steps: int = 50, seed: int | None = 0,
-                  gpu: bool = False) -> fe.Estimator:
+                  gpu: bool = False, wait_for_nodes: bool = False) -> fe.Estimator:
     """Build the pipeline, network and estimator (FastEstimator's MNIST example, fe_ray edition).
 
     With ``replicas``, ``gpu`` asks for one GPU per replica whatever the cluster holds when the job starts: fe_ray's
     default asks for GPUs only if the cluster has some then, and places CPU replicas on a cluster whose GPU nodes are
-    not up yet; with ``gpu`` that is a PlacementError naming the missing GPUs instead.
+    not up yet; with ``gpu`` that is a PlacementError naming the missing GPUs instead. ``wait_for_nodes`` waits (up
+    to 30 minutes) for an autoscaler to add the nodes instead of failing at once.
     """
     if seed is not None:
         fe.enable_deterministic(seed)
@@ -59,7 +60,8 @@ def get_estimator(epochs: int = 3, batch_size: int = 32, replicas: int | None = 
     if replicas is None:
         network = fe.Network(ops=ops)
     else:
-        network = fe.Network(ops=ops, num_replicas=replicas, resources_per_replica={"GPU": 1} if gpu else None)
+        network = fe.Network(ops=ops, num_replicas=replicas, resources_per_replica={"GPU": 1} if gpu else None,
+                             wait_for_nodes=wait_for_nodes)
     total_steps = epochs * math.ceil(len(train_data) / batch_size)
     traces: list[Any] = [Accuracy(true_key="y", pred_key="y_pred"), LRScheduler(model, cosine_lr(total_steps))]
     if checkpoint_dir:
@@ -77,14 +79,20 @@ def main(argv: list[str] | None = None) -> float:
     parser.add_argument("--gpu", action="store_true",
                         help="one GPU per replica, or an error if the cluster lacks them (default: GPUs if the "
                              "cluster has them when the run starts, else CPUs)")
+    parser.add_argument("--wait-for-nodes", action="store_true",
+                        help="wait for an autoscaler to add the nodes the replicas need (default: fail at once when "
+                             "the cluster is too small)")
     args = parser.parse_args(argv)
     # One intra-op thread per core; more only adds contention on small machines.
     torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
     start = time.perf_counter()
     if args.gpu and args.replicas is None:
         parser.error("--gpu places Ray replicas on GPUs: give --replicas N too.")
+    if args.wait_for_nodes and args.replicas is None:
+        parser.error("--wait-for-nodes waits for nodes for Ray replicas: give --replicas N too.")
     summary = get_estimator(args.epochs, args.batch_size, args.replicas, args.checkpoint_dir,
-                            seed=None if args.seed < 0 else args.seed, gpu=args.gpu).fit()
+                            seed=None if args.seed < 0 else args.seed, gpu=args.gpu,
+                            wait_for_nodes=args.wait_for_nodes).fit()
     accuracy = summary.history["eval"]["accuracy"]
     final = float(accuracy[max(accuracy)])
     print(f"final eval accuracy: {final:.4f} (wall time {time.perf_counter() - start:.1f} s)")

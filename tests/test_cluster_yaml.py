@@ -39,3 +39,15 @@ def test_cluster_yaml_does_not_boot_ray_s_default_ami() -> None:
         image = str(node["node_config"].get("ImageId", "")).lower()
         assert image not in ("", "latest_dlami"), name
         assert image.startswith(("ami-", "resolve:ssm:")), name
+
+
+def test_workers_the_autoscaler_starts_are_waited_for() -> None:
+    # GPU workers that start only on demand (min_workers 0) are up only after the job's replicas asked for them: the
+    # documented job must wait for nodes, or fe_ray refuses the request against the head node's resources at once.
+    config = yaml.safe_load((ROOT / "cluster.yaml").read_text())
+    workers = [node for name, node in config["available_node_types"].items() if name != config["head_node_type"]]
+    assert any(node["min_workers"] == 0 for node in workers)
+    for text in ((ROOT / "cluster.yaml").read_text(), (ROOT / "README.md").read_text()):
+        lines = text.replace("\\\n", " ").splitlines()
+        jobs = [line for line in lines if "examples/mnist_torch.py --replicas 4" in line]
+        assert jobs and all("--gpu" in job and "--wait-for-nodes" in job for job in jobs), jobs

@@ -53,3 +53,15 @@ def test_gpu_flag_asks_for_one_gpu_per_replica(example: str) -> None:
     with pytest.raises(SystemExit) as exit_info:
         module.main(["--gpu"])  # no --replicas: nothing would use it
     assert exit_info.value.code == 2
+
+
+@pytest.mark.parametrize("example", ["mnist_torch.py", "mnist_tf.py"])
+def test_wait_for_nodes_flag_reaches_the_network(example: str) -> None:
+    """cluster.yaml's job: --wait-for-nodes lets the replicas wait for the GPU nodes its autoscaler starts."""
+    module = _load_example(example)
+    network = module.get_estimator(epochs=1, replicas=2, seed=None, gpu=True, wait_for_nodes=True).network
+    assert network.wait_for_nodes is True and network.placement_timeout_s == 1800
+    assert module.get_estimator(epochs=1, replicas=2, seed=None).network.wait_for_nodes is False
+    with pytest.raises(SystemExit) as exit_info:
+        module.main(["--wait-for-nodes"])  # no --replicas: nothing would wait
+    assert exit_info.value.code == 2

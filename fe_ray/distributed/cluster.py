@@ -103,14 +103,19 @@ def ensure_ray(runtime_env: Mapping[str, Any] | None = None) -> None:
     ray.init(**kwargs)
 
 
-def actor_runtime_env(user_env: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def actor_runtime_env(user_env: Mapping[str, Any] | None = None, more_nodes: bool = False) -> dict[str, Any]:
     """The runtime environment for replica actors: the user's, plus what makes fe_ray importable.
 
-    On a local (single-node) Ray, actors share this file system, so prepending the source tree to PYTHONPATH is
-    enough and costs nothing. When connected to a remote cluster, fe_ray's source is uploaded as a py_module.
+    On a local (single-node) Ray, actors share this file system, so prepending the source tree and the driver's
+    import paths to PYTHONPATH is enough and costs nothing. On a cluster of several nodes, or one expected to grow
+    (``more_nodes``: an autoscaler's nodes), other machines must import the same fe_ray by themselves: from the job's
+    ``working_dir`` (``ray job submit --working-dir .`` from a checkout) or an fe_ray installed on every node (as
+    cluster.yaml does), and :func:`check_same_source` names a replica that imported another one. Ray accepts local
+    directories as ``py_modules`` only for the whole job (``ray.init(runtime_env=...)``), not per actor, so fe_ray
+    cannot ship itself here.
     """
     env = dict(user_env or {})
-    if _is_local_cluster():
+    if not more_nodes and _is_local_cluster():
         variables = dict(env.get("env_vars", {}))
         existing = variables.get("PYTHONPATH", os.environ.get("PYTHONPATH", ""))
         # The driver's own import paths too (script folder, test folders): cloudpickle sends functions of
@@ -119,8 +124,6 @@ def actor_runtime_env(user_env: Mapping[str, Any] | None = None) -> dict[str, An
         variables["PYTHONPATH"] = os.pathsep.join(paths)
         variables.setdefault("TF_CPP_MIN_LOG_LEVEL", os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"))
         env["env_vars"] = variables
-    else:
-        env["py_modules"] = [*env.get("py_modules", []), os.path.join(SOURCE_ROOT, "fe_ray")]
     return env
 
 
@@ -192,22 +195,34 @@ def check_bundle(bundle: Mapping[str, float]) -> dict[str, float]:
 
 
 def reserve(num_replicas: int, bundle: Mapping[str, float], timeout_s: float,
-            strategy: str = "PACK") -> PlacementGroup:
+            strategy: str = "PACK", wait_for_nodes: bool = False) -> PlacementGroup:
     """Reserve one ``bundle`` per replica in a placement group, or fail fast.
 
     While the group waits for resources a warning every :data:`PLACEMENT_PROGRESS_S` seconds says what it waits for
     and what is free.
 
+    Args:
+        num_replicas: How many bundles.
+        bundle: The resources of one replica.
+        timeout_s: How long to wait for the group to be placed.
+        strategy: The placement group's strategy.
+        wait_for_nodes: Wait also when the cluster's current total cannot hold the request: an autoscaler adds
+            nodes for a pending placement group (up to its ``max_workers``). Without it, such a request fails at
+            once, since no amount of waiting places it on a fixed cluster.
+
     Raises:
-        PlacementError: Immediately if the cluster's total resources cannot hold the request, or after
-            ``timeout_s`` if the group is still not placed; the message names what was asked and what is available.
+        PlacementError: Immediately if the cluster's total resources cannot hold the request (unless
+            ``wait_for_nodes``), or after ``timeout_s`` if the group is still not placed; the message names what was
+            asked and what is available.
     """
-    total = ray.cluster_resources()
-    for key, value in bundle.items():
-        needed = value * num_replicas
-        if total.get(key, 0.0) < needed:
-            raise PlacementError(_placement_message(num_replicas, bundle, f"the cluster has only "
-                                                    f"{total.get(key, 0.0):g} {key} in total"))
+    short = _shortfall(num_replicas, bundle)
+    if short and not wait_for_nodes:
+        raise PlacementError(_placement_message(num_replicas, bundle, f"the cluster has only {short} in total",
+                                                fix="or pass wait_for_nodes=True when an autoscaler adds nodes"))
+    if short:
+        logger.warning("fe_ray: the cluster has only %s in total for %d replica(s) with resources_per_replica=%s; "
+                       "waiting up to %gs (placement_timeout_s) for nodes to join (wait_for_nodes=True).", short,
+                       num_replicas, dict(bundle), timeout_s)
     group = placement_group([dict(bundle) for _ in range(num_replicas)], strategy=strategy)
     ready = group.ready()
     start = time.monotonic()
@@ -220,19 +235,32 @@ def reserve(num_replicas: int, bundle: Mapping[str, float], timeout_s: float,
         if remaining <= PLACEMENT_PROGRESS_S:
             break
         # A long wait (resources held by another job, nodes still joining) must not look like a hang.
+        short = _shortfall(num_replicas, bundle)
         logger.warning("fe_ray: still waiting for %d replica(s) with resources_per_replica=%s (%.0fs of "
-                       "placement_timeout_s=%gs); available now: %s", num_replicas, dict(bundle),
-                       time.monotonic() - start, timeout_s, _available(bundle))
+                       "placement_timeout_s=%gs); available now: %s%s", num_replicas, dict(bundle),
+                       time.monotonic() - start, timeout_s, _available(bundle),
+                       f"; the cluster has only {short} in total" if short else "")
     remove_placement_group(group)
-    raise PlacementError(_placement_message(num_replicas, bundle, f"it was not placed within {timeout_s:g}s "
-                                            "(resources are held by other tasks or actors, or no single node "
-                                            "fits a bundle)"))
+    short = _shortfall(num_replicas, bundle)
+    reason = (f"it was not placed within {timeout_s:g}s while waiting for nodes, and the cluster has only {short} "
+              "in total (no autoscaler, nodes at their max_workers, or still starting)" if short else
+              f"it was not placed within {timeout_s:g}s (resources are held by other tasks or actors, or no single "
+              "node fits a bundle)")
+    raise PlacementError(_placement_message(num_replicas, bundle, reason,
+                                            fix="or raise placement_timeout_s" if wait_for_nodes else None))
 
 
-def _placement_message(num_replicas: int, bundle: Mapping[str, float], reason: str) -> str:
+def _shortfall(num_replicas: int, bundle: Mapping[str, float]) -> str:
+    """What the cluster's total resources lack for the request, e.g. "2 GPU" (empty when it could hold it)."""
+    total = ray.cluster_resources()
+    return ", ".join(f"{total.get(key, 0.0):g} {key}" for key, value in bundle.items()
+                     if total.get(key, 0.0) < value * num_replicas)
+
+
+def _placement_message(num_replicas: int, bundle: Mapping[str, float], reason: str, fix: str | None = None) -> str:
     return (f"Cannot place {num_replicas} replica(s) with resources_per_replica={dict(bundle)}: {reason}. "
-            f"Available now: {_available(bundle)}. Lower num_replicas, pass a smaller resources_per_replica, or add "
-            "nodes.")
+            f"Available now: {_available(bundle)}. Lower num_replicas, pass a smaller resources_per_replica, add "
+            f"nodes{', ' + fix if fix else ''}.")
 
 
 def _available(bundle: Mapping[str, float]) -> dict[str, float]:

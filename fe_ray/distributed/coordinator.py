@@ -37,7 +37,7 @@ from fe_ray.distributed.batching import batch_size_of, merge_outputs, slice_nbyt
 from fe_ray.distributed.checkpointing import ReplicaCheckpoints
 from fe_ray.distributed.errors import is_replica_failure
 from fe_ray.distributed.lr_mirror import LrMirror
-from fe_ray.distributed.options import check_options
+from fe_ray.distributed.options import check_options, placement_timeout
 from fe_ray.distributed.recovery import check_recoverable, restore_wizards
 from fe_ray.distributed.replica import writable
 from fe_ray.distributed.serialization import check_picklable
@@ -69,7 +69,8 @@ class RayNetwork(BaseNetwork):
         step_timeout_s: Longest a step may take before a ReplicaTimeoutError (configuring a context and state
             transfers get at least 120 s, since the first ones include imports and graph building).
         checkpoint_dir: Where recoverable runs keep their checkpoints (needed when ``max_failures > 0``).
-        placement_timeout_s: How long to wait for resources before raising PlacementError.
+        placement_timeout_s: How long to wait for resources before raising PlacementError; None (default): 60 s, or
+            30 minutes with ``wait_for_nodes`` (cloud GPU nodes take minutes to boot).
         collective_timeout_s: Timeout of the replicas' collective (rendezvous, each all-reduce); defaults to
             twice ``step_timeout_s``, so that a hung replica is reported by the step timeout, naming every rank
             that did not answer, rather than by its peers' all-reduce as a timed-out receive.
@@ -83,6 +84,11 @@ class RayNetwork(BaseNetwork):
             else (:mod:`fe_ray.distributed.step_stream`; falls back to "calls" when the driver cannot reach the
             replicas); "calls": one Ray actor call per replica and step; "compiled": a Ray Compiled Graph,
             busy-waiting a core per replica (:mod:`fe_ray.distributed.step_graph`).
+        wait_for_nodes: On an autoscaling cluster, wait (up to ``placement_timeout_s``) for the autoscaler to add
+            the nodes the replicas need, at the start and when failed replicas are replaced. By default a request
+            larger than the cluster's current total resources fails at once with a PlacementError. GPU replicas on
+            a cluster with no GPU node up yet need ``resources_per_replica={"GPU": 1}``: the default bundle asks for
+            GPUs only when the cluster has some.
 
     Attributes:
         replica_outputs: For each output key reduced by a weighted mean in the last step, the value of every
@@ -94,14 +100,16 @@ class RayNetwork(BaseNetwork):
     def __init__(self, ops: OpsArg, pops: OpsArg = None, slicers: Any = None, num_replicas: int = 2,
                  framework: str | None = None, resources_per_replica: Mapping[str, float] | None = None,
                  max_failures: int = 0, step_timeout_s: float = 300.0, checkpoint_dir: str | None = None,
-                 placement_timeout_s: float = 60.0, collective_timeout_s: float | None = None,
+                 placement_timeout_s: float | None = None, collective_timeout_s: float | None = None,
                  runtime_env: Mapping[str, Any] | None = None, placement_strategy: str = "PACK",
-                 collective_backend: str | None = None, step_transport: str = "stream") -> None:
+                 collective_backend: str | None = None, step_transport: str = "stream",
+                 wait_for_nodes: bool = False) -> None:
         framework = framework or detect_framework(ops)
         if framework not in ("torch", "tf"):
             raise ValueError(f"framework must be 'torch' or 'tf', got {framework!r}.")
+        placement_timeout_s = placement_timeout(placement_timeout_s, wait_for_nodes)
         check_options(num_replicas, max_failures, step_timeout_s, checkpoint_dir, placement_timeout_s,
-                       collective_timeout_s, placement_strategy, step_transport)
+                       collective_timeout_s, placement_strategy, step_transport, wait_for_nodes)
         device: Any = None
         if framework == "torch":
             import torch
@@ -118,6 +126,7 @@ class RayNetwork(BaseNetwork):
         self._control_timeout_s = max(self.step_timeout_s, 120.0)
         self.checkpoint_dir = normalize_location(checkpoint_dir) if checkpoint_dir else None
         self.placement_timeout_s = float(placement_timeout_s)
+        self.wait_for_nodes = wait_for_nodes
         self.collective_timeout_s = float(collective_timeout_s or 2 * step_timeout_s)
         self.runtime_env = dict(runtime_env) if runtime_env else None
         self.placement_strategy = placement_strategy
@@ -161,13 +170,18 @@ class RayNetwork(BaseNetwork):
         self._stop_replicas()
         cluster.ensure_ray()
         bundle = self.resources_per_replica or cluster.default_bundle()
+        if self.wait_for_nodes and self.resources_per_replica is None and "GPU" not in bundle:
+            # The default looks at the nodes that are up now; GPU nodes an autoscaler would add are not among them.
+            logger.warning("fe_ray: wait_for_nodes=True with the default resources_per_replica: the cluster has no GPU "
+                           "now, so each replica asks for %s. Pass resources_per_replica={'GPU': 1} to wait for GPU "
+                           "nodes instead.", bundle)
         payload = check_picklable(self._ops_list, self.models)
         group = ReplicaGroup(self.num_replicas, self.target_type, payload, bundle, self.placement_timeout_s,
                              setup_timeout_s=max(self.step_timeout_s, 120.0),
                              collective_timeout_s=self.collective_timeout_s, strategy=self.placement_strategy,
-                             runtime_env=cluster.actor_runtime_env(self.runtime_env),
+                             runtime_env=cluster.actor_runtime_env(self.runtime_env, more_nodes=self.wait_for_nodes),
                              collective_backend=self._backend_for(bundle), step_transport=self.step_transport,
-                             deterministic=last_seed() is not None)
+                             deterministic=last_seed() is not None, wait_for_nodes=self.wait_for_nodes)
         self._holder.group = group
         group.start()
         self.load_models_from_driver()  # identical start on every replica, whatever pickling preserved

@@ -11,17 +11,24 @@ STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
 #: clocks and C timeouts overflow at (1e12 s overflowed ``time_t``).
 MAX_TIMEOUT_S = 1e7
 
+#: ``placement_timeout_s`` when not given: how long replicas wait for resources held by others.
+PLACEMENT_TIMEOUT_S = 60.0
+#: ``placement_timeout_s`` when not given with ``wait_for_nodes=True``: booting cloud GPU nodes and installing their
+#: packages commonly takes 5-15 minutes.
+NODE_WAIT_TIMEOUT_S = 1800.0
+
 #: How steps may reach the replicas (see :mod:`fe_ray.distributed.step_stream` and ``step_graph``).
 TRANSPORTS = ("stream", "calls", "compiled")
 
 
 def check_options(num_replicas: int, max_failures: int, step_timeout_s: float, checkpoint_dir: str | None,
                   placement_timeout_s: float, collective_timeout_s: float | None, strategy: str,
-                  step_transport: str = "stream") -> None:
+                  step_transport: str = "stream", wait_for_nodes: bool = False) -> None:
     """Check the options of ``fe.Network(..., num_replicas=N, ...)`` before anything starts.
 
     Raises:
         ValueError: Naming the bad option, its value, and what it accepts.
+        TypeError: If ``wait_for_nodes`` is not a bool.
     """
     if not isinstance(num_replicas, numbers.Integral) or isinstance(num_replicas, bool) or num_replicas < 1:
         raise ValueError(f"num_replicas must be a positive int, got {num_replicas!r}.")
@@ -39,8 +46,19 @@ def check_options(num_replicas: int, max_failures: int, step_timeout_s: float, c
                              f"days; every wait has a bound), got {value!r}.")
     if strategy not in STRATEGIES:
         raise ValueError(f"placement_strategy must be one of {list(STRATEGIES)}, got {strategy!r}.")
+    if not isinstance(wait_for_nodes, bool):
+        raise TypeError(f"wait_for_nodes must be True (wait for an autoscaler to add nodes) or False (fail at once "
+                         f"when the cluster is too small), got {wait_for_nodes!r}.")
     if step_transport not in TRANSPORTS:
         raise ValueError(f"step_transport must be one of {list(TRANSPORTS)}, got {step_transport!r}.")
 
 
-__all__ = ["MAX_TIMEOUT_S", "STRATEGIES", "TRANSPORTS", "check_options"]
+def placement_timeout(placement_timeout_s: float | None, wait_for_nodes: bool) -> float | None:
+    """``placement_timeout_s``, or its default when None: longer when waiting for an autoscaler's nodes."""
+    if placement_timeout_s is not None:
+        return placement_timeout_s
+    return NODE_WAIT_TIMEOUT_S if wait_for_nodes is True else PLACEMENT_TIMEOUT_S
+
+
+__all__ = ["MAX_TIMEOUT_S", "NODE_WAIT_TIMEOUT_S", "PLACEMENT_TIMEOUT_S", "STRATEGIES", "TRANSPORTS", "check_options",
+           "placement_timeout"]

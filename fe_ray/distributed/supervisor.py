@@ -61,13 +61,14 @@ class ReplicaGroup:
             :mod:`fe_ray.distributed.step_stream`), "calls" (one actor call per replica) or "compiled" (a Ray
             Compiled Graph, see :mod:`fe_ray.distributed.step_graph`).
         deterministic: Replicas use deterministic kernels (the driver called ``fe.enable_deterministic``).
+        wait_for_nodes: Wait for nodes to join when the cluster is too small (see :func:`cluster.reserve`).
     """
 
     def __init__(self, num_replicas: int, framework: str, payload: bytes, bundle: Mapping[str, float],
                  placement_timeout_s: float, setup_timeout_s: float, collective_timeout_s: float,
                  runtime_env: Mapping[str, Any] | None, strategy: str = "PACK",
                  collective_backend: str | None = None, step_transport: str = "stream",
-                 deterministic: bool = False) -> None:
+                 deterministic: bool = False, wait_for_nodes: bool = False) -> None:
         self.num_replicas = num_replicas
         self.framework = framework
         self.bundle = dict(bundle)
@@ -77,6 +78,7 @@ class ReplicaGroup:
         self._placement_timeout_s = placement_timeout_s
         self._setup_timeout_s = setup_timeout_s
         self._deterministic = deterministic
+        self._wait_for_nodes = wait_for_nodes
         self._collective_timeout_s = collective_timeout_s
         self._runtime_env = runtime_env
         self._strategy = strategy
@@ -144,7 +146,8 @@ class ReplicaGroup:
         if _HOLDING:
             gc.collect()
         try:
-            return cluster.reserve(self.num_replicas, self.bundle, self._placement_timeout_s, self._strategy)
+            return cluster.reserve(self.num_replicas, self.bundle, self._placement_timeout_s, self._strategy,
+                                   wait_for_nodes=self._wait_for_nodes)
         except PlacementError as err:
             others = [group for group in _HOLDING if group is not self]
             if not others:
@@ -313,6 +316,13 @@ class ReplicaGroup:
     def _died_error(self, rank: int, what: str, err: BaseException) -> ReplicaDiedError:
         self.alive = False
         node, pid = describe(self.infos[rank] if rank < len(self.infos) else None, rank)
+        if "No module named 'fe_ray" in str(err):
+            # The replica's class comes by reference: its node must import fe_ray by itself (see actor_runtime_env).
+            return ReplicaDiedError(rank, node, pid, "ModuleNotFoundError",
+                                    f"the replica could not import fe_ray on its node while {what}. Nodes other than "
+                                    "the driver's import it from the job's working_dir (`ray job submit "
+                                    "--working-dir <fe_ray checkout>`) or from an fe_ray installed on every node (as "
+                                    "cluster.yaml's setup_commands do).")
         return ReplicaDiedError(rank, node, pid, "ActorDiedError",
                                 f"the replica process died while {what} ({_first_line(err)}). If it ran out of "
                                 "memory, lower the batch size or give replicas more memory via "
