@@ -15,6 +15,20 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
 
+from fe_ray.backend.losses import dice_score, focal_loss, hinge, huber, l1_loss, l2_regularization, smooth_l1_loss
+from fe_ray.backend.tensor_info import check_nan, convert_tensor_precision, get_image_dims, get_shape, to_shape, to_type
+from fe_ray.backend.tensor_layout import flip, gather, gather_from_batch, roll, transpose
+from fe_ray.backend.tensor_math import (
+    iwd,
+    lambertw,
+    percentile,
+    reduce_std,
+    sign,
+    tensor_normalize,
+    tensor_pow,
+    tensor_sqrt,
+    zscore,
+)
 from fe_ray.backend.tensor_ops import (
     abs,
     argmax,
@@ -35,6 +49,7 @@ from fe_ray.backend.tensor_ops import (
     where,
     zeros_like,
 )
+from fe_ray.backend.tensor_random import random_normal_like, random_uniform_like
 
 FRAMEWORKS = ("torch", "tf", "np")
 #: Context-state key of the Network's cache that outlives its contexts (what a backend may keep across them).
@@ -271,8 +286,12 @@ def get_lr(model: Any) -> float:
 
 
 __all__ = ["BACKEND_CACHE_KEY", "FRAMEWORKS", "abs", "argmax", "binary_crossentropy", "cast",
-           "categorical_crossentropy", "clip_by_value", "concat", "exp", "expand_dims", "feed_forward", "get_backend",
-           "get_framework", "get_gradient", "get_lr", "load_model", "matmul", "maximum", "mean_squared_error",
-           "ones_like", "permute", "reduce_max", "reduce_mean", "reduce_min", "reduce_sum", "reshape", "save_model",
-           "set_lr", "sparse_categorical_crossentropy", "squeeze", "stack", "tensor_round", "to_number", "to_tensor",
-           "update_model", "where", "zeros_like"]
+           "categorical_crossentropy", "check_nan", "clip_by_value", "concat", "convert_tensor_precision", "dice_score",
+           "exp", "expand_dims", "feed_forward", "flip", "focal_loss", "gather", "gather_from_batch", "get_backend",
+           "get_framework", "get_gradient", "get_image_dims", "get_lr", "get_shape", "hinge", "huber", "iwd", "l1_loss",
+           "l2_regularization", "lambertw", "load_model", "matmul", "maximum", "mean_squared_error", "ones_like",
+           "percentile", "permute", "random_normal_like", "random_uniform_like", "reduce_max", "reduce_mean",
+           "reduce_min", "reduce_std", "reduce_sum", "reshape", "roll", "save_model", "set_lr", "sign",
+           "smooth_l1_loss", "sparse_categorical_crossentropy", "squeeze", "stack", "tensor_normalize", "tensor_pow",
+           "tensor_round", "tensor_sqrt", "to_number", "to_shape", "to_tensor", "to_type", "transpose", "update_model",
+           "where", "zeros_like", "zscore"]

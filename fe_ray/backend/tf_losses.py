@@ -73,3 +73,67 @@ def mean_squared_error(y_pred: tf.Tensor, y_true: tf.Tensor, average: bool = Tru
     y_true = tf.reshape(tf.cast(y_true, tf.float32), tf.shape(y_pred))
     loss = tf.reduce_mean(tf.square(y_pred - y_true), axis=-1)
     return tf.reduce_mean(loss) if average else loss
+
+
+def _at_least_float32(tensor: tf.Tensor) -> tf.Tensor:
+    """``tensor`` in float32 when it is of lower precision (or not floating), else unchanged (float64 stays)."""
+    tensor = tf.convert_to_tensor(tensor)
+    return tensor if tensor.dtype == tf.float64 else tf.cast(tensor, tf.float32)
+
+
+def _labels_like(y_true: tf.Tensor, y_pred: tf.Tensor, name: str) -> tf.Tensor:
+    """``y_true`` in ``y_pred``'s dtype and shape; a ValueError unless it has one label per prediction."""
+    y_true = tf.convert_to_tensor(y_true)
+    if y_true.shape.is_fully_defined() and y_pred.shape.is_fully_defined() and \
+            y_true.shape.num_elements() != y_pred.shape.num_elements():
+        raise ValueError(f"{name} needs one target per prediction: got y_true of shape {tuple(y_true.shape)} for "
+                         f"y_pred of shape {tuple(y_pred.shape)}; reshape y_true to {tuple(y_pred.shape)}.")
+    return tf.reshape(tf.cast(y_true, y_pred.dtype), tf.shape(y_pred))
+
+
+def regression_loss(y_pred: tf.Tensor, y_true: tf.Tensor, kind: str, beta: float = 1.0) -> tf.Tensor:
+    """Element-wise 'huber', 'smooth_l1', 'l1' or 'hinge' loss, averaged over the last axis (1-d input: none).
+
+    Computed in float32 at least (float64 input stays float64).
+    """
+    y_pred = _at_least_float32(y_pred)
+    y_true = _labels_like(y_true, y_pred, kind)
+    error = tf.abs(y_pred - y_true)
+    beta = tf.cast(beta, y_pred.dtype)
+    if kind == "huber":  # quadratic up to beta, then linear with slope beta (torch's HuberLoss, Keras' huber)
+        loss = tf.where(error <= beta, 0.5 * tf.square(error), beta * (error - 0.5 * beta))
+    elif kind == "smooth_l1":  # huber / beta: quadratic below beta, then |error| - beta / 2 (torch's SmoothL1Loss)
+        loss = tf.where(error < beta, 0.5 * tf.square(error) / beta, error - 0.5 * beta)
+    elif kind == "l1":
+        loss = error
+    else:  # hinge, for labels of -1 / 1
+        loss = tf.maximum(1.0 - y_true * y_pred, tf.zeros_like(y_pred))
+    return loss if loss.shape.rank is not None and loss.shape.rank < 2 else tf.reduce_mean(loss, axis=-1)
+
+
+def focal(y_pred: tf.Tensor, y_true: tf.Tensor, gamma: float, alpha: float,
+          from_logits: bool) -> tuple[tf.Tensor, tf.Tensor]:
+    """Element-wise sigmoid focal loss and the 0/1 labels in the loss's dtype (for per-sample normalisation)."""
+    y_pred = _at_least_float32(y_pred)
+    y_true = _labels_like(y_true, y_pred, "focal_loss")
+    if from_logits:
+        prob = tf.sigmoid(y_pred)
+        ce = tf.nn.sigmoid_cross_entropy_with_logits(labels=y_true, logits=y_pred)
+    else:
+        prob = y_pred
+        # log clamped at -100 as torch's BCE does, so that saturated predictions cost 100, not inf.
+        ce = -(y_true * tf.maximum(tf.math.log(prob), -100.0) + (1.0 - y_true) * tf.maximum(tf.math.log(1.0 - prob),
+                                                                                          -100.0))
+    p_t = y_true * prob + (1.0 - y_true) * (1.0 - prob)
+    loss = ce * tf.pow(1.0 - p_t, tf.cast(gamma, y_pred.dtype))
+    if alpha >= 0:
+        loss = loss * (y_true * alpha + (1.0 - y_true) * (1.0 - alpha))
+    return loss, y_true
+
+
+def l2_regularization(model: keras.Model) -> tf.Tensor:
+    """Half the sum of squares of every trainable weight (``tf.nn.l2_loss`` summed; 0 without any)."""
+    weights = [tf.cast(w, tf.float32) for w in model.trainable_weights]
+    if not weights:
+        return tf.zeros(())
+    return tf.add_n([tf.nn.l2_loss(w) for w in weights])

@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+import numpy as np
 import tensorflow as tf
 
 
@@ -140,3 +141,118 @@ def where(condition: tf.Tensor, yes: Any, no: Any) -> tf.Tensor:
     elif is_tensor(no) and not is_tensor(yes):
         yes = _like(yes, no)
     return tf.where(condition, yes, no)
+
+
+# ------------------------------------------------------------- helpers of tensor_math / tensor_random / tensor_info
+def _floating(tensor: Any) -> tf.Tensor:
+    """``tensor`` as a tensor, cast to float32 unless it is floating already (TF's ops refuse integers)."""
+    tensor = tf.convert_to_tensor(tensor)
+    return tensor if tensor.dtype.is_floating else tf.cast(tensor, tf.float32)
+
+
+def sign(tensor: tf.Tensor) -> tf.Tensor:
+    """Element-wise -1 / 0 / 1, in the input dtype."""
+    return tf.sign(tensor)
+
+
+def tensor_pow(tensor: tf.Tensor, power: int | float) -> tf.Tensor:
+    """Element-wise ``tensor ** power``; integer input with a fractional power is computed in float32, as torch."""
+    tensor = tf.convert_to_tensor(tensor)
+    if not tensor.dtype.is_floating and float(power) != int(power):
+        tensor = tf.cast(tensor, tf.float32)
+    return tf.pow(tensor, tf.cast(power, tensor.dtype))
+
+
+def tensor_sqrt(tensor: tf.Tensor) -> tf.Tensor:
+    """Element-wise square root; integer input is computed in float32, as torch does."""
+    return tf.sqrt(_floating(tensor))
+
+
+def roll(tensor: tf.Tensor, shift: int | tuple[int, ...], axis: int | tuple[int, ...]) -> tf.Tensor:
+    """Shift the elements along ``axis`` by ``shift`` places, wrapping around."""
+    return tf.roll(tensor, shift=_axis(shift), axis=_axis(axis))
+
+
+def as_indices(indices: Any, reference: tf.Tensor) -> tf.Tensor:
+    """``indices`` (any framework, or numpy) as an int64 TF tensor."""
+    if not is_tensor(indices):
+        indices = np.asarray(indices.detach().cpu() if hasattr(indices, "detach") else indices)
+    return tf.cast(indices, tf.int64)
+
+
+def gather(tensor: tf.Tensor, indices: tf.Tensor) -> tf.Tensor:
+    """The rows ``tensor[indices]`` (along axis 0)."""
+    return tf.gather(tensor, indices, axis=0)
+
+
+def gather_from_batch(tensor: tf.Tensor, indices: tf.Tensor) -> tf.Tensor:
+    """``tensor[i, indices[i]]`` for every sample ``i``."""
+    return tf.gather(tensor, indices, axis=1, batch_dims=1)
+
+
+def random_normal_like(tensor: tf.Tensor, mean: float, std: float, dtype: str) -> tf.Tensor:
+    """Normal noise shaped like ``tensor`` (its dynamic shape, so traced graphs work), from TF's global seed."""
+    return tf.random.normal(tf.shape(tensor), mean=mean, stddev=std, dtype=_dtype(dtype))
+
+
+def random_uniform_like(tensor: tf.Tensor, minval: float, maxval: float, dtype: str) -> tf.Tensor:
+    """Uniform noise in ``[minval, maxval)`` shaped like ``tensor``."""
+    return tf.random.uniform(tf.shape(tensor), minval=minval, maxval=maxval, dtype=_dtype(dtype))
+
+
+def reduce_std(tensor: tf.Tensor, axis: int | tuple[int, ...] | None, keepdims: bool) -> tf.Tensor:
+    """Population standard deviation (divisor n) over ``axis``; integer input is computed in float32."""
+    return tf.math.reduce_std(_floating(tensor), axis=_axis(axis), keepdims=keepdims)
+
+
+def has_nan_or_inf(tensor: tf.Tensor) -> bool:
+    """Whether any element is NaN or +-inf (never for integer / boolean tensors). Eager tensors only."""
+    tensor = tf.convert_to_tensor(tensor)
+    if not (tensor.dtype.is_floating or tensor.dtype.is_complex):
+        return False
+    return not bool(tf.reduce_all(tf.math.is_finite(tensor)))
+
+
+def is_floating(tensor: tf.Tensor) -> bool:
+    """Whether the tensor holds floating-point values."""
+    return tensor.dtype.is_floating
+
+
+def dtype_of(tensor: tf.Tensor) -> str:
+    """The canonical dtype name, e.g. ``"float32"``."""
+    return tensor.dtype.name
+
+
+def reduce_mean(tensor: tf.Tensor, axis: int | tuple[int, ...] | None, keepdims: bool) -> tf.Tensor:
+    """Mean over ``axis`` (every axis when None)."""
+    return tf.reduce_mean(tensor, axis=_axis(axis), keepdims=keepdims)
+
+
+def flip(tensor: tf.Tensor, axes: tuple[int, ...]) -> tf.Tensor:
+    """Reverse the element order along ``axes``."""
+    return tf.reverse(tensor, axis=list(axes))
+
+
+def percentile(tensor: tf.Tensor, percentiles: list[float], axes: tuple[int, ...], keepdims: bool) -> tf.Tensor:
+    """The 'lower' percentiles over ``axes`` (non-negative, sorted), stacked along a new leading axis."""
+    tensor = tf.convert_to_tensor(tensor)
+    rank = tensor.shape.rank
+    others = [d for d in range(rank) if d not in axes]
+    dynamic = tf.shape(tensor)
+    kept = tf.gather(dynamic, others) if others else tf.zeros([0], tf.int32)
+    # Move the reduced axes last and merge them, so one sort serves every percentile.
+    merged = tf.reshape(tf.transpose(tensor, others + list(axes)), tf.concat([kept, [-1]], axis=0))
+    ordered = tf.sort(merged, axis=-1)
+    last = tf.cast(tf.shape(ordered)[-1] - 1, tf.float64)
+    picks = [tf.gather(ordered, tf.cast(tf.floor(q / 100.0 * last), tf.int32), axis=-1) for q in percentiles]
+    result = tf.stack(picks)
+    if keepdims:
+        ones = tf.ones([1], tf.int32)
+        sizes = [ones if d in axes else dynamic[d:d + 1] for d in range(rank)]
+        result = tf.reshape(result, tf.concat([[len(percentiles)], *sizes], axis=0))
+    return result
+
+
+def log1p(tensor: tf.Tensor) -> tf.Tensor:
+    """Element-wise ``log(1 + x)``, accurate for small ``x``."""
+    return tf.math.log1p(tensor)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -138,3 +139,64 @@ def mean_squared_error(y_pred: torch.Tensor, y_true: torch.Tensor, average: bool
         y_pred = y_pred.float()
         loss = ((y_pred - y_true.float().reshape(y_pred.shape)) ** 2).mean(dim=-1)
         return loss.mean() if average else loss
+
+
+def _at_least_float32(tensor: torch.Tensor) -> torch.Tensor:
+    """``tensor`` in float32 when it is of lower precision (or not floating), else unchanged (float64 stays)."""
+    return tensor if tensor.dtype == torch.float64 else tensor.float()
+
+
+def _labels_like(y_true: torch.Tensor, y_pred: torch.Tensor, name: str) -> torch.Tensor:
+    """``y_true`` in ``y_pred``'s dtype and shape; a ValueError unless it has one label per prediction."""
+    if not isinstance(y_true, torch.Tensor):  # numpy labels beside torch predictions
+        y_true = torch.as_tensor(np.array(y_true))
+    if y_true.numel() != y_pred.numel():
+        raise ValueError(f"{name} needs one target per prediction: got y_true of shape {tuple(y_true.shape)} for "
+                         f"y_pred of shape {tuple(y_pred.shape)}; reshape y_true to {tuple(y_pred.shape)}.")
+    return y_true.to(device=y_pred.device, dtype=y_pred.dtype).reshape(y_pred.shape)
+
+
+def regression_loss(y_pred: torch.Tensor, y_true: torch.Tensor, kind: str, beta: float = 1.0) -> torch.Tensor:
+    """Element-wise 'huber', 'smooth_l1', 'l1' or 'hinge' loss, averaged over the last axis (1-d input: none).
+
+    Computed in float32 at least (float64 input stays float64), with autocast off, as the other losses here.
+    """
+    with _no_autocast(y_pred):
+        y_pred = _at_least_float32(y_pred)
+        y_true = _labels_like(y_true, y_pred, kind)
+        if kind == "huber":
+            loss = F.huber_loss(y_pred, y_true, reduction="none", delta=beta)
+        elif kind == "smooth_l1":
+            loss = F.smooth_l1_loss(y_pred, y_true, reduction="none", beta=beta)
+        elif kind == "l1":
+            loss = torch.abs(y_pred - y_true)
+        else:  # hinge, for labels of -1 / 1
+            loss = torch.clamp(1.0 - y_true * y_pred, min=0.0)
+        return loss if loss.ndim < 2 else loss.mean(dim=-1)
+
+
+def focal(y_pred: torch.Tensor, y_true: torch.Tensor, gamma: float, alpha: float,
+          from_logits: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """Element-wise sigmoid focal loss and the 0/1 labels in the loss's dtype (for per-sample normalisation)."""
+    with _no_autocast(y_pred):
+        y_pred = _at_least_float32(y_pred)
+        y_true = _labels_like(y_true, y_pred, "focal_loss")
+        if from_logits:
+            prob = torch.sigmoid(y_pred)
+            ce = F.binary_cross_entropy_with_logits(y_pred, y_true, reduction="none")
+        else:
+            prob = y_pred
+            ce = F.binary_cross_entropy(y_pred, y_true, reduction="none")  # log clamped at -100: finite at 0 / 1
+        p_t = y_true * prob + (1.0 - y_true) * (1.0 - prob)
+        loss = ce * (1.0 - p_t) ** gamma
+        if alpha >= 0:
+            loss = loss * (y_true * alpha + (1.0 - y_true) * (1.0 - alpha))
+        return loss, y_true
+
+
+def l2_regularization(model: torch.nn.Module) -> torch.Tensor:
+    """Half the sum of squares of every trainable parameter (0 for a model without any)."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    if not params:
+        return torch.zeros(())
+    return torch.stack([torch.sum(p.float() ** 2) for p in params]).sum() / 2

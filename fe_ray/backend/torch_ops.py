@@ -6,6 +6,7 @@ tuple or None, and dtypes as canonical names such as ``"float32"``.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -149,3 +150,107 @@ def where(condition: torch.Tensor, yes: Any, no: Any) -> torch.Tensor:
         yes = torch.as_tensor(np.asarray(yes), device=condition.device)
         no = torch.as_tensor(np.asarray(no), device=condition.device)
     return torch.where(condition, yes, no)
+
+
+# ------------------------------------------------------------- helpers of tensor_math / tensor_random / tensor_info
+def sign(tensor: torch.Tensor) -> torch.Tensor:
+    """Element-wise -1 / 0 / 1, in the input dtype."""
+    return torch.sign(tensor)
+
+
+def tensor_pow(tensor: torch.Tensor, power: int | float) -> torch.Tensor:
+    """Element-wise ``tensor ** power`` (integer input with a fractional power gives float32)."""
+    return torch.pow(tensor, power)
+
+
+def tensor_sqrt(tensor: torch.Tensor) -> torch.Tensor:
+    """Element-wise square root (integer input gives float32)."""
+    return torch.sqrt(tensor)
+
+
+def roll(tensor: torch.Tensor, shift: int | tuple[int, ...], axis: int | tuple[int, ...]) -> torch.Tensor:
+    """Shift the elements along ``axis`` by ``shift`` places, wrapping around."""
+    return torch.roll(tensor, shifts=shift, dims=axis)
+
+
+def as_indices(indices: Any, reference: torch.Tensor) -> torch.Tensor:
+    """``indices`` (any framework, or numpy) as an int64 tensor on ``reference``'s device."""
+    if not isinstance(indices, torch.Tensor):  # a copy: TF tensors convert to read-only arrays torch warns about
+        indices = torch.as_tensor(np.array(indices))
+    return indices.to(device=reference.device, dtype=torch.int64)
+
+
+def gather(tensor: torch.Tensor, indices: torch.Tensor) -> torch.Tensor:
+    """The rows ``tensor[indices]`` (along axis 0)."""
+    return tensor[indices]
+
+
+def gather_from_batch(tensor: torch.Tensor, indices: torch.Tensor) -> torch.Tensor:
+    """``tensor[i, indices[i]]`` for every sample ``i``."""
+    return tensor[torch.arange(tensor.shape[0], device=tensor.device), indices]
+
+
+def random_normal_like(tensor: torch.Tensor, mean: float, std: float, dtype: str) -> torch.Tensor:
+    """Normal noise shaped like ``tensor`` on its device, drawn from torch's global generator."""
+    return torch.randn(tensor.shape, dtype=_dtype(dtype), device=tensor.device) * std + mean
+
+
+def random_uniform_like(tensor: torch.Tensor, minval: float, maxval: float, dtype: str) -> torch.Tensor:
+    """Uniform noise in ``[minval, maxval)`` shaped like ``tensor`` on its device."""
+    return torch.rand(tensor.shape, dtype=_dtype(dtype), device=tensor.device) * (maxval - minval) + minval
+
+
+def reduce_std(tensor: torch.Tensor, axis: int | tuple[int, ...] | None, keepdims: bool) -> torch.Tensor:
+    """Population standard deviation (divisor n, as numpy) over ``axis``; integer input is computed in float32."""
+    if not (tensor.is_floating_point() or tensor.is_complex()):
+        tensor = tensor.float()
+    dims = _all_axes(tensor, axis)
+    if dims is None:
+        return tensor.std(correction=0)
+    return torch.std(tensor, dim=dims, correction=0, keepdim=keepdims)
+
+
+def has_nan_or_inf(tensor: torch.Tensor) -> bool:
+    """Whether any element is NaN or +-inf (never for integer / boolean tensors)."""
+    if not (tensor.is_floating_point() or tensor.is_complex()):
+        return False
+    return not bool(torch.isfinite(tensor).all())
+
+
+def is_floating(tensor: torch.Tensor) -> bool:
+    """Whether the tensor holds floating-point values."""
+    return tensor.is_floating_point()
+
+
+def dtype_of(tensor: torch.Tensor) -> str:
+    """The canonical dtype name, e.g. ``"float32"`` (bfloat16 included)."""
+    return str(tensor.dtype).removeprefix("torch.")
+
+
+def reduce_mean(tensor: torch.Tensor, axis: int | tuple[int, ...] | None, keepdims: bool) -> torch.Tensor:
+    """Mean over ``axis`` (every axis when None)."""
+    dims = _all_axes(tensor, axis)
+    return tensor.mean() if dims is None else torch.mean(tensor, dim=dims, keepdim=keepdims)
+
+
+def flip(tensor: torch.Tensor, axes: tuple[int, ...]) -> torch.Tensor:
+    """Reverse the element order along ``axes``."""
+    return torch.flip(tensor, dims=axes)
+
+
+def percentile(tensor: torch.Tensor, percentiles: list[float], axes: tuple[int, ...], keepdims: bool) -> torch.Tensor:
+    """The 'lower' percentiles over ``axes`` (non-negative, sorted), stacked along a new leading axis."""
+    others = [d for d in range(tensor.dim()) if d not in axes]
+    kept = [tensor.shape[d] for d in others]
+    # Move the reduced axes last and merge them, so one sort serves every percentile.
+    ordered = torch.sort(tensor.permute(*others, *axes).reshape(*kept, -1), dim=-1).values
+    count = ordered.shape[-1]
+    result = torch.stack([ordered[..., math.floor(q / 100.0 * (count - 1))] for q in percentiles])
+    if keepdims:
+        result = result.reshape(len(percentiles), *[1 if d in axes else tensor.shape[d] for d in range(tensor.dim())])
+    return result
+
+
+def log1p(tensor: torch.Tensor) -> torch.Tensor:
+    """Element-wise ``log(1 + x)``, accurate for small ``x``."""
+    return torch.log1p(tensor)
