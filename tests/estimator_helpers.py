@@ -153,3 +153,18 @@ class Feed(Trace):
 
     def on_epoch_end(self, data: Any) -> None:
         data.write_with_log("score", self.values[self.system.epoch_idx - 1])
+
+
+class AtTrainStep(Trace):
+    """A training trace that calls :meth:`act` with the batch just before global step ``step`` (None: never)."""
+
+    def __init__(self, step: int | None = None) -> None:
+        super().__init__(mode="train")
+        self.step = step
+
+    def on_batch_begin(self, data: Any) -> None:
+        if self.system.global_step == self.step:
+            self.act(data)
+
+    def act(self, data: Any) -> None:
+        raise NotImplementedError

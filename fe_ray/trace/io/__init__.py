@@ -1,7 +1,8 @@
 """Traces that write to or read from storage."""
 
 from fe_ray.trace.io.best_model_saver import BestModelSaver
+from fe_ray.trace.io.csv_logger import CSVLogger
 from fe_ray.trace.io.model_saver import ModelSaver
 from fe_ray.trace.io.restore_wizard import RestoreWizard
 
-__all__ = ["BestModelSaver", "ModelSaver", "RestoreWizard"]
+__all__ = ["BestModelSaver", "CSVLogger", "ModelSaver", "RestoreWizard"]

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
-
-from fe_ray.backend import load_model, save_model, to_number
+from fe_ray.backend import load_model, save_model
+from fe_ray.trace.best_value import check_best_mode, epoch_value, improves, loss_metric, worst_value
 from fe_ray.trace.io.model_saver import check_architecture_saving
 from fe_ray.trace.trace import Data, Trace
-
-MODES = ("min", "max")
 
 
 class BestModelSaver(Trace):
@@ -40,14 +36,9 @@ class BestModelSaver(Trace):
     def __init__(self, model: Any, save_dir: str | None, metric: str | None = None, save_best_mode: str = "min",
                  load_best_final: bool = False, save_architecture: bool = False) -> None:
         check_architecture_saving(model, save_architecture, "BestModelSaver")
-        if save_best_mode not in MODES:
-            raise ValueError(f"save_best_mode must be one of {list(MODES)}, got {save_best_mode!r}.")
+        check_best_mode("BestModelSaver", "save_best_mode", save_best_mode)
         if metric is None:
-            losses = sorted(getattr(model, "loss_name", set()) or [])
-            if len(losses) != 1:
-                raise ValueError(f"BestModelSaver cannot pick a metric for model {model.model_name!r}: it has loss "
-                                 f"keys {losses}. Pass metric='<key>' explicitly.")
-            metric = losses[0]
+            metric = loss_metric(model, "BestModelSaver")
         super().__init__(inputs=metric, outputs=[f"since_best_{metric}", f"{save_best_mode}_{metric}"], mode="eval")
         self.fe_monitor_names.add(metric)
         self.model = model
@@ -58,14 +49,11 @@ class BestModelSaver(Trace):
         self.save_architecture = save_architecture
         self.model_path: str | None = None
         self.since_best = 0
-        self.best = math.inf if save_best_mode == "min" else -math.inf
-
-    def _improved(self, value: float) -> bool:
-        return value < self.best if self.save_best_mode == "min" else value > self.best
+        self.best = worst_value(save_best_mode)
 
     def on_epoch_end(self, data: Data) -> None:
-        value = float(np.mean(to_number(data[self.metric])))
-        if self._improved(value):
+        value = epoch_value(data, self.metric)
+        if improves(value, self.best, self.save_best_mode):
             self.best = value
             self.since_best = 0
             if self.save_dir:
