@@ -1,5 +1,12 @@
-"""Datasets: in-memory NumpyDataset and small bundled example data (``fe_ray.dataset.data``)."""
+"""Datasets at FastEstimator's paths (``fe.dataset.CSVDataset`` ...) and small bundled example data
+(``fe_ray.dataset.data``)."""
 
+from fe_ray.dataset.batch_dataset import BatchDataset
+from fe_ray.dataset.csv_dataset import CSVDataset
+from fe_ray.dataset.dir_dataset import DirDataset, LabeledDirDataset
+from fe_ray.dataset.generator_dataset import GeneratorDataset
+from fe_ray.dataset.in_memory_dataset import InMemoryDataset
 from fe_ray.dataset.numpy_dataset import NumpyDataset
 
-__all__ = ["NumpyDataset"]
+__all__ = ["BatchDataset", "CSVDataset", "DirDataset", "GeneratorDataset", "InMemoryDataset", "LabeledDirDataset",
+           "NumpyDataset"]

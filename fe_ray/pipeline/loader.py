@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from fe_ray.op.numpyop.numpyop import NumpyOp, forward_numpyop
+from fe_ray.op.numpyop.randomness import pass_entropy, sample_entropy
 
 
 def epoch_permutation(seed: int, mode: str, ds_id: str, epoch: int, data_pass: int, size: int) -> np.ndarray:
@@ -98,12 +99,18 @@ class Loader:
 
     Batch ``b`` of the epoch is a pure function of its index: it belongs to data pass ``b // batches_per_pass``
     (each pass a fresh permutation, see :func:`epoch_permutation`), so batches before ``start`` are skipped without
-    loading or running ops on them. Iterating again continues after the last batch handed out.
+    loading or running ops on them. Iterating again continues after the last batch handed out. Random ops are part
+    of that function too: each sample's draws are seeded by ``(seed, mode, ds_id, epoch, pass, sample index)`` and
+    the op's position (see :mod:`fe_ray.op.numpyop.randomness`), never by the order in which samples are loaded.
+
+    A dataset whose items are whole batches (``dataset.fe_batched``, e.g. :class:`~fe_ray.dataset.BatchDataset`)
+    gives batch ``b`` as its ``batch_samples(b % len(dataset), (seed, mode, ds_id, epoch, pass))``: ``batch_size``
+    and ``shuffle`` do not apply, and the dataset's own draws are seeded by the same position.
 
     Args:
         dataset: The map-style dataset of this epoch.
         ops: The per-sample NumpyOps already filtered for mode, epoch and ds_id.
-        batch_size: Samples per batch.
+        batch_size: Samples per batch (ignored for a batched dataset).
         mode: The mode (passed to ops in their ``state`` and used to seed the shuffle).
         epoch: The epoch (1-based).
         ds_id: The dataset id.
@@ -121,7 +128,7 @@ class Loader:
         ValueError: If ``drop_last`` leaves no batch at all from the dataset.
     """
 
-    def __init__(self, dataset: Any, ops: list[NumpyOp], batch_size: int, mode: str, epoch: int, ds_id: str,
+    def __init__(self, dataset: Any, ops: list[NumpyOp], batch_size: int | None, mode: str, epoch: int, ds_id: str,
                  shuffle: bool, seed: int, drop_last: bool = False, steps_per_epoch: int | None = None,
                  start: int = 0, num_process: int = 0, on_batch: Callable[[int], None] | None = None,
                  pad_value: float | None = None,
@@ -132,7 +139,14 @@ class Loader:
         self.mode, self.epoch, self.ds_id = mode, epoch, ds_id
         self.shuffle, self.seed, self.drop_last = shuffle, seed, drop_last
         self.size = len(dataset)
-        self.batches_per_pass = self.size // batch_size if drop_last else -(-self.size // batch_size)
+        self._batched = bool(getattr(dataset, "fe_batched", False))
+        if self._batched:
+            self.batches_per_pass = self.size
+        elif batch_size is None:
+            raise ValueError(f"No batch_size for mode {mode!r}" + (f", ds_id {ds_id!r}" if ds_id else "") + "; only "
+                             "a dataset of whole batches (BatchDataset) needs none.")
+        else:
+            self.batches_per_pass = self.size // batch_size if drop_last else -(-self.size // batch_size)
         if self.batches_per_pass == 0:
             raise ValueError(f"drop_last=True with batch_size {batch_size} leaves no batch from the {self.size} "
                              f"samples of mode {mode!r}" + (f", ds_id {ds_id!r}" if ds_id else "") + ".")
@@ -145,7 +159,9 @@ class Loader:
         self._cursor = self.start
         self._perm_cache: tuple[int, np.ndarray] | None = None
         # Whole-batch fancy indexing is only equivalent to per-sample loading when no op has to see single samples.
-        self._fast = not ops and collate_fn is None and hasattr(dataset, "get_batch")
+        self._fast = not ops and collate_fn is None and hasattr(dataset, "get_batch") and not self._batched
+        # Per-sample entropy is only worth deriving when some op will draw from it.
+        self._random = any(op.is_random for op in ops)
         self._iterators: list[Iterator[dict[str, np.ndarray]]] = []
 
     def __len__(self) -> int:
@@ -160,21 +176,38 @@ class Loader:
     def batch_indices(self, index: int) -> np.ndarray:
         """The dataset indices of batch ``index`` of the epoch."""
         data_pass, within = divmod(index, self.batches_per_pass)
+        if self._batched:
+            return np.array([within])  # the dataset's own batch ``within``; its draws are seeded by the pass
         if self._perm_cache is None or self._perm_cache[0] != data_pass:
             order = (epoch_permutation(self.seed, self.mode, self.ds_id, self.epoch, data_pass, self.size)
                      if self.shuffle else np.arange(self.size))
             self._perm_cache = (data_pass, order)
         return self._perm_cache[1][within * self.batch_size:(within + 1) * self.batch_size]
 
-    def make_batch(self, indices: np.ndarray) -> dict[str, np.ndarray]:
-        """Load the samples at ``indices``, run the ops on each, and stack them."""
+    def make_batch(self, indices: np.ndarray, data_pass: int = 0) -> dict[str, np.ndarray]:
+        """Load the samples at ``indices``, run the ops on each, and stack them.
+
+        Args:
+            indices: Dataset indices of the batch's samples.
+            data_pass: The pass over the dataset the batch belongs to; it seeds random ops, so that a sample seen
+                twice in one epoch (``steps_per_epoch`` beyond one pass) is augmented differently each time.
+        """
         if self._fast:
             return self.dataset.get_batch(indices)
         state = {"mode": self.mode, "epoch": self.epoch, "ds_id": self.ds_id}
+        prefix = pass_entropy(self.seed, self.mode, self.ds_id, self.epoch, data_pass) if self._random else None
+        if self._batched:
+            within = int(indices[0])
+            items = self.dataset.batch_samples(within, (self.seed, self.mode, self.ds_id, self.epoch, data_pass))
+            # A sample's number for its random ops: unique within the pass, as the batches have equal sizes.
+            numbered = [(within * len(items) + j, item) for j, item in enumerate(items)]
+        else:
+            numbered = [(int(index), self.dataset[int(index)]) for index in indices]
         samples = []
-        for index in indices:
-            sample = owned_sample(self.dataset[int(index)], f"Dataset item {int(index)}")
-            forward_numpyop(self.ops, sample, state)
+        for index, item in numbered:
+            sample = owned_sample(item, f"Dataset item {index}")
+            entropy = sample_entropy(prefix, index) if prefix is not None else None
+            forward_numpyop(self.ops, sample, state, entropy=entropy)
             samples.append(sample)
         if self.collate_fn is None:
             return collate(samples, self.pad_value)
@@ -196,7 +229,7 @@ class Loader:
 
     def _serial(self) -> Iterator[dict[str, np.ndarray]]:
         while self._cursor < self.num_batches:
-            batch = self.make_batch(self.batch_indices(self._cursor))
+            batch = self.make_batch(self.batch_indices(self._cursor), self._cursor // self.batches_per_pass)
             self._handed_out()
             yield batch
 
@@ -209,7 +242,8 @@ class Loader:
         try:
             while self._cursor < self.num_batches:
                 while next_index < self.num_batches and len(pending) < 2 * self.num_process:
-                    pending.append(executor.submit(self.make_batch, self.batch_indices(next_index)))
+                    pending.append(executor.submit(self.make_batch, self.batch_indices(next_index),
+                                                   next_index // self.batches_per_pass))
                     next_index += 1
                 batch = pending.popleft().result()
                 self._handed_out()

@@ -33,8 +33,9 @@ class Pipeline:
         ops: Per-sample NumpyOps (or Schedulers of them), run in order on each sample; ``mode`` and ``ds_id`` of an
             op select where it runs.
         num_process: None or 0 prepares batches in the consuming thread; N > 0 uses N worker threads that prepare
-            batches ahead. The batches and their order are identical either way (ops drawing from a global RNG are
-            the exception: their draws interleave across threads).
+            batches ahead. The batches and their order are identical either way, random fe_ray ops included (they
+            draw from per-sample generators); only custom ops drawing from a global RNG (``np.random.*``) differ, as
+            their draws interleave across threads.
         drop_last: Drop the last, partial batch of each pass over a dataset.
         pad_value: Samples of one key that differ in shape are padded with this value at the end of each axis up to
             the batch's largest shape (FastEstimator's ``pad_value``); None makes such a batch an error.
@@ -50,7 +51,11 @@ class Pipeline:
         ``shuffle`` None shuffles in train only. ``len(loader)`` is the number of batches in the epoch: one pass over
         the data, or ``steps_per_epoch`` batches. Fewer cut the pass short; more start further passes, each a new
         permutation (every pass ends with its partial batch unless ``drop_last``). The order of pass ``p`` of an
-        epoch is a pure function of ``(shuffle_seed, mode, ds_id, epoch, p)``; nothing else is random.
+        epoch is a pure function of ``(shuffle_seed, mode, ds_id, epoch, p)``. Random ops (``op.is_random``, e.g.
+        RandomCrop, Sometimes) draw from a generator that is a pure function of that, the sample's dataset index and
+        the op's position in the epoch's op list (``state["rng"]``, see :mod:`fe_ray.op.numpyop.randomness`), so
+        their augmentations too are the same after a resume and with any ``num_process``. :meth:`transform` has no
+        sample position: there random ops draw anew on each call, from a generator seeded by numpy's global one.
 
     State contract (resuming mid-epoch):
         Every tracked loader records, per (mode, ds_id), ``{"epoch": e, "batches": k}``: ``k`` batches of epoch ``e``
@@ -110,13 +115,15 @@ class Pipeline:
 
     # ------------------------------------------------------------------ configuration queries
     def _check_batch_sizes(self) -> None:
-        if self.data and self.batch_size is None:
+        if self.batch_size is None and any(not _batched(value) for by_id in self.data.values()
+                                           for value in by_id.values()):
             raise ValueError(f"Pipeline has data for modes {sorted(self.data)} but no batch_size; pass an int, a "
                              "Scheduler of ints, or a {mode: batch_size} dict.")
         if isinstance(self.batch_size, Mapping):
             for mode in self.batch_size:
                 check_mode(mode)
-            missing = [mode for mode in self.data if mode not in self.batch_size]
+            missing = [mode for mode, by_id in self.data.items() if mode not in self.batch_size
+                       and not all(_batched(value) for value in by_id.values())]
             if missing:
                 raise ValueError(f"batch_size dict {dict(self.batch_size)} has no entry for mode(s) {missing}, which "
                                  "have data.")
@@ -216,7 +223,9 @@ class Pipeline:
         key = (mode, ds_id)
         saved = self._positions.get(key) if track else None
         start = saved["batches"] if saved is not None and saved["epoch"] == epoch else 0
-        loader = Loader(dataset, self.get_ops(mode, epoch, ds_id), self.get_batch_size(mode, epoch), mode, epoch,
+        # A dataset of whole batches (BatchDataset) sizes its own batches, as in FastEstimator.
+        batch_size = None if _batched(dataset) else self.get_batch_size(mode, epoch)
+        loader = Loader(dataset, self.get_ops(mode, epoch, ds_id), batch_size, mode, epoch,
                         ds_id, shuffle=shuffle, seed=self.shuffle_seed, drop_last=self.drop_last,
                         steps_per_epoch=steps_per_epoch, start=start, num_process=self.num_process,
                         pad_value=self.pad_value, collate_fn=self.collate_fn)
@@ -353,3 +362,9 @@ def _dataset_state(dataset: Any) -> Any:
     """A dataset's own ``state_dict()`` (copied: the dataset goes on changing), or None if it keeps no state."""
     state_dict = getattr(dataset, "state_dict", None)
     return copy.deepcopy(state_dict()) if callable(state_dict) else None
+
+
+def _batched(data: Any) -> bool:
+    """Whether every dataset ``data`` may be (one, or a Scheduler's) gives whole batches (``fe_batched``)."""
+    values = data.get_all_values() if isinstance(data, Scheduler) else [data]
+    return all(getattr(value, "fe_batched", False) for value in values if value is not None)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, MutableMapping
-from typing import Any
+from collections.abc import Callable, Iterable, MutableMapping, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 
 from fe_ray.backend import numpy as numpy_backend
+from fe_ray.op.numpyop.randomness import RNG_KEY, op_generator
 from fe_ray.op.op import Op, get_inputs_by_op, write_outputs_by_op
 
 
@@ -30,9 +31,15 @@ class NumpyOp(Op):
     (:meth:`forward_batch`); the default splits the batch and calls :meth:`forward` per sample, and ops that
     can work on a batch directly override it.
 
+    Ops that draw random numbers set ``is_random = True`` and take their generator from
+    :func:`fe_ray.op.numpyop.randomness.get_rng` (``state["rng"]``): in a Pipeline epoch it is a per-sample
+    generator that makes the draws exact across resumes and worker threads.
+
     Raises:
         TypeError: If the op is handed a model: models run in TensorOps (ModelOp) inside a Network.
     """
+
+    is_random: ClassVar[bool] = False
 
     def __init__(self, inputs: None | str | Iterable[str] = None, outputs: None | str | Iterable[str] = None,
                  mode: None | str | Iterable[str] = None, ds_id: None | str | Iterable[str] = None) -> None:
@@ -94,22 +101,34 @@ def check_numpy_ops(ops: Iterable[Any], where: str) -> None:
 
 
 def forward_numpyop(ops: list[NumpyOp], data: MutableMapping[str, Any], state: dict[str, Any],
-                    batched: bool = False) -> None:
+                    batched: bool = False, entropy: Sequence[int] | None = None) -> None:
     """Run ``ops`` in order on ``data`` in place; ``batched`` selects :meth:`NumpyOp.forward_batch`.
 
     Delete ops remove their keys; every other op writes its outputs back into ``data``.
+
+    Args:
+        ops: The ops, in order.
+        data: The sample (or batch) dict, changed in place.
+        state: The execution context handed to every op (``mode``, ``epoch``, ``ds_id``, ...).
+        batched: Run :meth:`NumpyOp.forward_batch` on a batch instead of :meth:`NumpyOp.forward` on one sample.
+        entropy: The sample's entropy (see :mod:`fe_ray.op.numpyop.randomness`): each random op then gets its own
+            seeded generator as ``state["rng"]``. None leaves ``state`` as given.
     """
-    for op in ops:
+    for position, op in enumerate(ops):
         if isinstance(op, Delete):
             for key in op.inputs:
                 data.pop(key, None)
             continue
+        op_state = state
+        if entropy is not None and op.is_random:
+            # A copy per random op: the generator belongs to this op and sample only.
+            op_state = {**state, RNG_KEY: op_generator(entropy, position)}
         inputs = get_inputs_by_op(op, data)
         if batched:
             inputs = [_to_numpy(x) for x in inputs] if op.in_list else _to_numpy(inputs)
-            result = op.forward_batch(inputs, state)
+            result = op.forward_batch(inputs, op_state)
         else:
-            result = op.forward(inputs, state)
+            result = op.forward(inputs, op_state)
         if op.outputs:
             write_outputs_by_op(op, data, result)
 

@@ -1,4 +1,4 @@
-"""Single-input numpy ops that work on one sample or on a whole batch."""
+"""Minmax, ExpandDims and Onehot: single-input numpy ops that work on one sample or on a whole batch."""
 
 from __future__ import annotations
 

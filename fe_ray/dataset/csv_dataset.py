@@ -1,0 +1,257 @@
+"""CSVDataset: one sample per row of a CSV file, typed per column as FastEstimator's (pandas-based) reader does.
+
+pandas is not a dependency, so the file is read with the ``csv`` module and each column is typed by the rules of
+``pandas.read_csv`` with its defaults, which is what FastEstimator returns: a column whose values are all integers
+gives Python ``int``, all numbers ``float``, all ``True``/``False`` ``bool``, anything else ``str``. A missing value
+(an empty field or ``NA``, ``nan``, ``null`` ...) is ``float('nan')``, which turns an integer column into floats.
+"""
+
+from __future__ import annotations
+
+import bz2
+import csv
+import gzip
+import lzma
+import os
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import IO, Any
+
+import numpy as np
+
+from fe_ray.dataset.in_memory_dataset import InMemoryDataset
+
+# pandas' default missing-value markers (``keep_default_na=True``).
+DEFAULT_NA_VALUES = frozenset({
+    "", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN", "<NA>", "N/A", "NA",
+    "NULL", "NaN", "None", "n/a", "nan", "null"})
+_TRUE, _FALSE = frozenset({"True", "TRUE", "true"}), frozenset({"False", "FALSE", "false"})
+# Python's int()/float() also accept '1_000' and 'infinity' variants pandas keeps as text, hence explicit patterns.
+_INT = re.compile(r"\s*[+-]?\d+\s*")
+_FLOAT = re.compile(r"\s*[+-]?(\d+\.?\d*([eE][+-]?\d+)?|\.\d+([eE][+-]?\d+)?|inf|infinity)\s*", re.IGNORECASE)
+_OPENERS: dict[str, Callable[..., IO[str]]] = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
+# numpy types are accepted as pandas accepts them; its to_dict gives Python values for them all the same (float32
+# ones rounded to float32 first, hence a kind of their own).
+_DTYPES: dict[Any, str] = {
+    int: "int", float: "float", bool: "bool", str: "str", object: "str", "int": "int", "float": "float",
+    "bool": "bool", "str": "str", "object": "str", np.int64: "int", np.int32: "int", np.float64: "float",
+    np.float32: "float32", np.bool_: "bool", np.str_: "str", "int64": "int", "int32": "int", "float64": "float",
+    "float32": "float32"}
+_SUPPORTED_KWARGS = ("sep", "encoding", "quotechar", "usecols", "nrows", "na_values", "keep_default_na", "dtype")
+
+
+class CSVDataset(InMemoryDataset):
+    """A dataset with one sample per row of a CSV file whose first row names the columns (the sample keys).
+
+    Sample ``i`` is ``{column: value}`` for row ``i``, typed per column as described in the module docstring, the
+    same values FastEstimator's ``CSVDataset`` gives. ``parent_path`` is the file's folder, for columns holding
+    relative file paths (join them to it, e.g. in a reading op).
+
+    Args:
+        file_path: Path of the CSV file (``.gz``, ``.bz2`` and ``.xz`` files are decompressed).
+        delimiter: The one-character field separator.
+        **kwargs: The ``pandas.read_csv`` options FastEstimator passes through that are supported here: ``sep``
+            (an alias of ``delimiter``), ``encoding`` (default utf-8), ``quotechar`` (default ``"``), ``usecols``
+            (column names or positions to keep), ``nrows`` (rows to read), ``na_values`` (extra missing-value
+            markers: a string, a list, or ``{column: list}``), ``keep_default_na`` (False: only ``na_values`` mark
+            missing values) and ``dtype`` (``str``, ``int``, ``float`` or ``bool``, for all columns or as
+            ``{column: type}``).
+
+    Raises:
+        FileNotFoundError: If ``file_path`` does not exist.
+        ValueError: If the path is a folder, the file is empty, a delimiter is not one character, a row has more
+            fields than the header, the file looks split by another delimiter, or a ``usecols``/``dtype`` entry
+            does not fit the file.
+        TypeError: If an option is not supported or has the wrong type.
+    """
+
+    def __init__(self, file_path: str | os.PathLike[str], delimiter: str = ",", **kwargs: Any) -> None:
+        unknown = sorted(set(kwargs) - set(_SUPPORTED_KWARGS))
+        if unknown:
+            raise TypeError(f"CSVDataset does not support the pandas option(s) {unknown}; supported: "
+                            f"{list(_SUPPORTED_KWARGS)}. Read the file yourself and pass the rows to "
+                            "InMemoryDataset for anything else.")
+        if "sep" in kwargs:
+            if delimiter != ",":
+                raise ValueError(f"CSVDataset got both delimiter={delimiter!r} and sep={kwargs['sep']!r}; pass one.")
+            delimiter = kwargs["sep"]
+        _check_char(delimiter, "delimiter")
+        quotechar = kwargs.get("quotechar", '"')
+        _check_char(quotechar, "quotechar")
+        path = os.fspath(file_path)
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"CSVDataset file {path!r} does not exist; check the path (relative paths start "
+                                    f"at the working directory {os.getcwd()!r}).")
+        if os.path.isdir(path):
+            raise ValueError(f"CSVDataset file_path {path!r} is a folder; pass the path of a CSV file (for a folder "
+                             "of files use DirDataset or LabeledDirDataset).")
+        header, rows = _read(path, delimiter, quotechar, kwargs.get("encoding") or "utf-8", kwargs.get("nrows"))
+        columns = _select(header, kwargs.get("usecols"), path)
+        na = _na_values(kwargs.get("na_values"), kwargs.get("keep_default_na", True), header)
+        dtypes = _dtypes(kwargs.get("dtype"), header)
+        typed = {name: _type_column([row[pos] if pos < len(row) else None for row in rows], na.get(name, na[None]),
+                                    dtypes.get(name), name)
+                 for pos, name in columns}
+        super().__init__([{name: typed[name][i] for _, name in columns} for i in range(len(rows))])
+        self.parent_path = os.path.dirname(path)
+
+
+def _check_char(value: Any, what: str) -> None:
+    if not isinstance(value, str):
+        raise TypeError(f"CSVDataset {what} must be a one-character string, got {type(value).__name__}: {value!r}.")
+    if len(value) != 1 or value in "\r\n":
+        raise ValueError(f"CSVDataset {what} must be one character (',', ';', '\\t' ...) other than a line break, "
+                         f"got {value!r}.")
+
+
+def _open(path: str, encoding: str) -> IO[str]:
+    opener = _OPENERS.get(os.path.splitext(path)[1].lower())
+    # utf-8-sig drops a byte-order mark, which pandas also ignores; it reads plain utf-8 unchanged.
+    encoding = "utf-8-sig" if encoding.lower().replace("_", "-") in ("utf-8", "utf8") else encoding
+    if opener is None:
+        return open(path, encoding=encoding, newline="")
+    return opener(path, "rt", encoding=encoding, newline="")
+
+
+def _read(path: str, delimiter: str, quotechar: str, encoding: str, nrows: int | None
+          ) -> tuple[list[str], list[list[str]]]:
+    """The header (duplicates and blanks renamed as pandas does) and the data rows, blank lines skipped."""
+    if nrows is not None and (not isinstance(nrows, int) or isinstance(nrows, bool)):
+        raise TypeError(f"CSVDataset nrows must be an int or None, got {type(nrows).__name__}: {nrows!r}.")
+    if nrows is not None and nrows < 0:
+        raise ValueError(f"CSVDataset nrows must be >= 0, got {nrows}.")
+    with _open(path, encoding) as handle:
+        reader = csv.reader(handle, delimiter=delimiter, quotechar=quotechar)
+        lines = (row for row in reader if row)
+        header = next(lines, None)
+        if header is None:
+            raise ValueError(f"CSVDataset file {path!r} is empty; it needs a header row naming the columns.")
+        rows = []
+        for row in lines:
+            if nrows is not None and len(rows) >= nrows:
+                break
+            if len(row) > len(header):
+                raise ValueError(f"CSVDataset file {path!r}, line {reader.line_num}: {len(row)} fields but the "
+                                 f"header has {len(header)}; check the delimiter ({delimiter!r}) and quoting.")
+            rows.append(row)
+    if len(header) == 1:
+        _check_other_delimiter(header[0], rows, delimiter, path)
+    return _mangle(header), rows
+
+
+def _check_other_delimiter(name: str, rows: list[list[str]], delimiter: str, path: str) -> None:
+    """Refuse a one-column read whose header and first row split alike on another common delimiter: a wrong one."""
+    for other in (",", ";", "\t", "|"):
+        if other == delimiter or other not in name:
+            continue
+        if not rows or rows[0][0].count(other) == name.count(other):
+            raise ValueError(f"CSVDataset read {path!r} as one column named {name!r:.80}, which looks split by "
+                             f"{other!r} rather than {delimiter!r}; pass delimiter={other!r}.")
+
+
+def _mangle(header: list[str]) -> list[str]:
+    """Rename blank and repeated column names as pandas does: ``Unnamed: i``, then ``a``, ``a.1``, ``a.2``."""
+    names = [name if name != "" else f"Unnamed: {position}" for position, name in enumerate(header)]
+    seen: dict[str, int] = {}
+    result = []
+    for name in names:
+        count = seen.get(name, 0)
+        seen[name] = count + 1
+        result.append(name if count == 0 else f"{name}.{count}")
+    return result
+
+
+def _select(header: list[str], usecols: Iterable[str | int] | None, path: str) -> list[tuple[int, str]]:
+    """The ``(position, name)`` of each column to keep, in file order (pandas ignores the order of ``usecols``)."""
+    if usecols is None:
+        return list(enumerate(header))
+    if isinstance(usecols, (str, bytes)) or not isinstance(usecols, Iterable):
+        raise TypeError(f"CSVDataset usecols must be a list of column names or positions, got {usecols!r}.")
+    wanted = set()
+    for item in usecols:
+        if isinstance(item, int) and not isinstance(item, bool):
+            if not 0 <= item < len(header):
+                raise ValueError(f"CSVDataset usecols position {item} is out of range: {path!r} has {len(header)} "
+                                 "columns.")
+            wanted.add(item)
+        elif item in header:
+            wanted.add(header.index(item))
+        else:
+            raise ValueError(f"CSVDataset usecols names {item!r}, which is not a column of {path!r}; its columns are "
+                             f"{header}.")
+    return [(position, header[position]) for position in sorted(wanted)]
+
+
+def _na_values(given: Any, keep_default: bool, header: list[str]) -> dict[str | None, frozenset[str]]:
+    """Missing-value markers per column name; key None holds those of every column."""
+    base = DEFAULT_NA_VALUES if keep_default else frozenset()
+    if given is None:
+        return {None: base}
+    if isinstance(given, Mapping):
+        for name in given:
+            if name not in header:
+                raise ValueError(f"CSVDataset na_values names column {name!r}, which the file lacks; its columns are "
+                                 f"{header}.")
+        return {None: base, **{name: base | _strings(values) for name, values in given.items()}}
+    return {None: base | _strings(given)}
+
+
+def _strings(values: Any) -> frozenset[str]:
+    items = [values] if isinstance(values, (str, int, float)) else list(values)
+    return frozenset(str(item) for item in items)
+
+
+def _dtypes(given: Any, header: list[str]) -> dict[str, str]:
+    """The forced type of each column named by ``dtype`` (all columns for a single type)."""
+    if given is None:
+        return {}
+    items = given.items() if isinstance(given, Mapping) else [(name, given) for name in header]
+    result = {}
+    for name, kind in items:
+        if name not in header:
+            raise ValueError(f"CSVDataset dtype names column {name!r}, which the file lacks; its columns are "
+                             f"{header}.")
+        if kind not in _DTYPES:
+            raise TypeError(f"CSVDataset dtype for column {name!r} must be one of str, int, float, bool, got "
+                            f"{kind!r}.")
+        result[name] = _DTYPES[kind]
+    return result
+
+
+def _type_column(raw: Sequence[str | None], na: frozenset[str], forced: str | None, name: str) -> list[Any]:
+    """Convert one column's strings to Python values (a field missing from a short row is None, then NaN)."""
+    missing = [value is None or value in na for value in raw]
+    present = [value for value, gap in zip(raw, missing) if not gap]
+    kind = forced or _infer(present)
+    if kind == "int" and any(missing):
+        if forced:
+            raise ValueError(f"CSVDataset column {name!r} has missing values, so it cannot be dtype int; use float.")
+        kind = "float"
+    nan = float("nan")
+    convert = {"int": int, "float": float, "float32": lambda value: float(np.float32(value)),
+               "bool": lambda value: value in _TRUE, "str": str}[kind]
+    values = []
+    for value, gap in zip(raw, missing):
+        if gap:
+            values.append(nan)
+            continue
+        try:
+            if kind == "bool" and value not in _TRUE | _FALSE:
+                raise ValueError(value)
+            values.append(convert(value))
+        except ValueError:
+            raise ValueError(f"CSVDataset column {name!r} value {value!r} is not a {kind}; drop the column's dtype "
+                             "entry to have the type inferred.") from None
+    return values
+
+
+def _infer(present: list[str]) -> str:
+    """pandas' inference for a column's non-missing values (a column of only missing values is float)."""
+    if all(_INT.fullmatch(value) for value in present):
+        return "int" if present else "float"
+    if all(_FLOAT.fullmatch(value) for value in present):
+        return "float"
+    if all(value in _TRUE or value in _FALSE for value in present):
+        return "bool"
+    return "str"
+

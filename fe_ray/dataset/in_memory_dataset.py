@@ -1,0 +1,112 @@
+"""InMemoryDataset: FastEstimator's dataset of per-sample dicts held in memory, the base of the file datasets."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from fe_ray.dataset.immutable_dataset import ImmutableDataset
+
+
+class InMemoryDataset(ImmutableDataset):
+    """A map-style dataset over ``{index: {key: value}}``, as FastEstimator's ``InMemoryDataset``.
+
+    Sample ``i`` is (a new dict holding) ``data[i]``; a key (``dataset["y"]``) returns that key's value for every
+    sample, as a list (an array when the values are arrays). The file datasets (CSVDataset, DirDataset,
+    LabeledDirDataset) keep their rows this way.
+
+    The rows must not be changed once the dataset is in a Pipeline: Pipelines rely on the dataset being immutable,
+    which is why :meth:`state_dict` is empty. (:meth:`split` takes rows out, as FastEstimator's does: call it before
+    building the Pipeline; a restored run repeats it, being the same program.) FastEstimator's ``__setitem__`` is
+    left out for that reason: build a new dataset from edited rows instead.
+
+    Args:
+        data: ``{0: row, 1: row, ...}`` (keys exactly 0..n-1) or a list of rows; each row a dict of string keys.
+
+    Raises:
+        TypeError: If ``data`` or a row is not a dict (list of dicts), or a row has a non-string key.
+        ValueError: If the index keys are not 0..n-1.
+    """
+
+    def __init__(self, data: Mapping[int, Mapping[str, Any]] | Sequence[Mapping[str, Any]]) -> None:
+        name = type(self).__name__
+        if isinstance(data, Mapping):
+            if set(data) != set(range(len(data))):
+                shown = sorted(data, key=repr)[:10]
+                raise ValueError(f"{name} needs {{index: row}} with indices 0..{len(data) - 1}, got indices "
+                                 f"{shown!r:.200}; pass a list of rows to have them numbered.")
+            rows = [data[index] for index in range(len(data))]
+        elif isinstance(data, Sequence) and not isinstance(data, (str, bytes)):
+            rows = list(data)
+        else:
+            raise TypeError(f"{name} needs {{index: {{key: value}}}} or a list of {{key: value}} rows, got "
+                            f"{type(data).__name__}.")
+        for index, row in enumerate(rows):
+            if not isinstance(row, Mapping):
+                raise TypeError(f"{name} row {index} is a {type(row).__name__}, not a {{key: value}} dict.")
+            for key in row:
+                if not isinstance(key, str):
+                    raise TypeError(f"{name} keys must be strings, got {key!r} ({type(key).__name__}) in row "
+                                    f"{index}.")
+        self.data: dict[int, dict[str, Any]] = {index: dict(row) for index, row in enumerate(rows)}
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def __getitem__(self, index: int | str) -> dict[str, Any] | list[Any] | np.ndarray:
+        """Return sample ``index`` (negative indices count from the end) as a new dict, or every value of a key.
+
+        Raises:
+            IndexError: If ``index`` is out of range.
+            ValueError: If a key is not one of the dataset's keys.
+            TypeError: If ``index`` is neither an int nor a key.
+        """
+        name = type(self).__name__
+        size = len(self.data)
+        if isinstance(index, str):
+            keys = self.keys()
+            if index not in keys:
+                raise ValueError(f"{name} has no key {index!r}; its keys are {keys}.")
+            column = [row[index] for row in self.data.values()]
+            return np.array(column) if column and isinstance(column[0], np.ndarray) else column
+        if not isinstance(index, (int, np.integer)) or isinstance(index, bool):
+            raise TypeError(f"{name} index must be an int (a sample) or a key {self.keys()}, got "
+                            f"{type(index).__name__}: {index!r:.100}.")
+        index = int(index)
+        if not -size <= index < size:
+            raise IndexError(f"{name} index {index} out of range for {size} samples.")
+        # A new dict: a caller adding keys to the sample must not add them to the dataset's row.
+        return dict(self.data[index % size])
+
+    def keys(self) -> list[str]:
+        """The keys of the samples (those of the first row; empty for an empty dataset)."""
+        return list(self.data[0]) if self.data else []
+
+    def _new_like(self, rows: list[dict[str, Any]]) -> InMemoryDataset:
+        """A dataset of the same class holding ``rows``, with this one's other attributes (e.g. a label mapping)."""
+        result = copy.copy(self)  # shallow: rows are shared, never edited; attributes like parent_path carry over
+        result.data = dict(enumerate(rows))
+        return result
+
+    def _take(self, indices: np.ndarray) -> InMemoryDataset:
+        return self._new_like([self.data[int(index)] for index in indices])
+
+    def _keep(self, indices: np.ndarray) -> None:
+        self.data = {new: self.data[int(old)] for new, old in enumerate(indices)}
+
+    def summary(self) -> str:
+        """One line naming the size and each key's type (of the first sample)."""
+        if not self.data:
+            return f"{type(self).__name__}(0 samples)"
+        fields = ", ".join(f"{key}: {_describe(value)}" for key, value in self.data[0].items())
+        return f"{type(self).__name__}({len(self.data)} samples; {fields})"
+
+
+def _describe(value: Any) -> str:
+    """A short type description of a sample value: ``float32 (2, 3)`` for arrays, the type name otherwise."""
+    if isinstance(value, (np.ndarray, np.generic)):
+        return f"{value.dtype} {tuple(np.shape(value))}"
+    return type(value).__name__

@@ -1,0 +1,7 @@
+"""Ops that run other NumpyOps (``fe.op.numpyop.meta``): Sometimes, OneOf, and FastEstimator's Delete."""
+
+from fe_ray.op.numpyop.meta.one_of import OneOf
+from fe_ray.op.numpyop.meta.sometimes import Sometimes
+from fe_ray.op.numpyop.numpyop import Delete
+
+__all__ = ["Delete", "OneOf", "Sometimes"]
