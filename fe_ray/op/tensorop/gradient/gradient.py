@@ -1,0 +1,78 @@
+"""GradientOp: gradients of one or more tensors w.r.t. tensors of the step or a model's trainable weights."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from fe_ray.backend import get_backend, get_framework
+from fe_ray.op.tensorop.tensorop import TensorOp
+from fe_ray.util import to_list
+
+
+class GradientOp(TensorOp):
+    """Write the gradients of ``finals`` w.r.t. ``inputs`` (pairwise), or w.r.t. ``model``'s trainable weights.
+
+    Gradients of a tensor of the batch (``inputs``) need it recorded: in torch it must require grad (put a
+    :class:`Watch` on an input key before the ops that use it), in TF the step's GradientTape must watch it (Watch
+    again; weights and model outputs are recorded anyway). The Network records gradients in every mode in which a
+    GradientOp runs, so it also works in "eval" (e.g. saliency or adversarial examples).
+
+    Args:
+        finals: Key(s) of the tensors to differentiate (scalars, e.g. losses; a non-scalar tensor is summed first,
+            as both frameworks do).
+        outputs: One key per final: its gradient (same shape as the input), or with ``model`` the list of
+            gradients, one per trainable weight (in ``trainable_variables`` / ``parameters()`` order).
+        inputs: Key(s) of the tensors to differentiate w.r.t., one per final. Exclusive with ``model``.
+        model: The model whose trainable weights to differentiate w.r.t. Exclusive with ``inputs``.
+        mode: Mode(s) in which to run; None for all.
+        ds_id: Dataset id(s) in which to run; None for all.
+
+    Raises:
+        ValueError: If both or neither of ``inputs`` and ``model`` are given, or the key counts do not match.
+        TypeError: If ``model`` is neither a torch nor a Keras model.
+    """
+
+    def __init__(self, finals: str | Iterable[str], outputs: str | Iterable[str],
+                 inputs: None | str | Iterable[str] = None, model: Any = None,
+                 mode: None | str | Iterable[str] = None, ds_id: None | str | Iterable[str] = None) -> None:
+        final_keys, output_keys, input_keys = to_list(finals), to_list(outputs), to_list(inputs)
+        if (model is None) == (not input_keys):
+            raise ValueError("GradientOp needs exactly one of inputs= (keys of tensors) or model= (differentiate "
+                             f"w.r.t. its weights); got inputs={inputs!r} and model={type(model).__name__}.")
+        if model is not None and get_framework(model) not in ("torch", "tf"):
+            raise TypeError(f"GradientOp model must be a torch nn.Module or a Keras model, got "
+                            f"{type(model).__name__}.")
+        if len(output_keys) != len(final_keys) or (input_keys and len(input_keys) != len(final_keys)):
+            raise ValueError(f"GradientOp needs one output key (and, without model, one input key) per final key: "
+                             f"got finals={final_keys}, outputs={output_keys}, inputs={input_keys}.")
+        super().__init__(inputs=input_keys + final_keys, outputs=output_keys, mode=mode, ds_id=ds_id)
+        self.in_list = self.out_list = True
+        self.model = model
+        self.num_finals = len(final_keys)
+        self.retain_graph = True
+        self._backend: Any = None
+
+    def build(self, framework: str, device: Any = None) -> None:
+        self._backend = get_backend(framework)
+
+    def fe_retain_graph(self, retain: bool | None = None) -> bool | None:
+        if retain is not None:
+            self.retain_graph = retain
+        return self.retain_graph
+
+    def forward(self, data: list[Any], state: dict[str, Any]) -> list[Any]:
+        finals = data[-self.num_finals:]
+        backend = self._backend if self._backend is not None else get_backend(finals[0])
+        if self.model is not None:
+            sources = [list(backend.trainable_variables(self.model))] * len(finals)
+        else:
+            sources = data[:-self.num_finals]
+        tape = state.get("tape")
+        results = []
+        for idx, (final, source) in enumerate(zip(finals, sources)):
+            # Only the last gradient may free torch's graph, and only when no later op needs it (the Network decides
+            # retain_graph from the ops after this one).
+            retain = self.retain_graph or idx < len(finals) - 1
+            results.append(backend.get_gradient(final, source, tape=tape, retain_graph=retain))
+        return results
