@@ -1,4 +1,4 @@
-"""TensorFlow / Keras reference architectures."""
+"""LeNet for TensorFlow / Keras."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""PyTorch reference architectures."""
+"""LeNet for PyTorch."""
 
 from __future__ import annotations
 
