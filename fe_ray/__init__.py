@@ -22,7 +22,8 @@ _LAZY = {
 
 
 # Subpackages reachable as attributes (``fe.trace.Accuracy``) without importing them all up front.
-_SUBPACKAGES = ("architecture", "backend", "dataset", "io", "op", "pipeline", "schedule", "slicer", "summary", "trace")
+_SUBPACKAGES = ("architecture", "backend", "dataset", "io", "op", "pipeline", "schedule", "search", "slicer", "summary",
+               "trace")
 
 
 def __getattr__(name: str) -> Any:

@@ -12,6 +12,7 @@ import numpy as np
 from fe_ray.backend import to_tensor
 from fe_ray.backend.determinism import last_seed
 from fe_ray.op.numpyop.numpyop import NumpyOp, check_numpy_ops, forward_numpyop
+from fe_ray.pipeline.benchmark import benchmark as run_benchmark
 from fe_ray.pipeline.loader import Loader, owned_sample
 from fe_ray.pipeline.validation import check_batch_size, normalize_data
 from fe_ray.schedule import Scheduler, get_current_items
@@ -260,6 +261,29 @@ class Pipeline:
         with self(mode, epoch, ds_id, shuffle=shuffle, track=False) as loader:
             batches = list(itertools.islice(loader, num_steps))
         return batches[0] if len(batches) == 1 else batches
+
+    def benchmark(self, mode: str = "train", epoch: int = 1, ds_id: str | None = None, num_steps: int = 1000,
+                  log_interval: int = 100, detailed: bool = True) -> None:
+        """Print how fast this Pipeline delivers batches (FastEstimator's ``Pipeline.benchmark``).
+
+        Loads ``num_steps`` batches of the epoch (further passes if one pass has fewer) and prints the steps/sec
+        every ``log_interval`` steps; with ``detailed``, then rebuilds ``min(log_interval, num_steps)`` of them op
+        by op and prints each op's (and the collation's) share of the time. Like :meth:`get_results` it never
+        touches the resumable position.
+
+        Args:
+            mode: "train", "eval" or "test".
+            epoch: The epoch (1-based) whose datasets, batch size and ops are used.
+            ds_id: The dataset id to benchmark; None benchmarks each of the mode's datasets in turn.
+            num_steps: Batches to load per dataset.
+            log_interval: Steps between speed lines.
+            detailed: Also print the per-op breakdown.
+
+        Raises:
+            ValueError: For an invalid mode, epoch, ds_id, num_steps or log_interval, or a mode without data.
+        """
+        run_benchmark(self, mode=mode, epoch=epoch, ds_id=ds_id, num_steps=num_steps, log_interval=log_interval,
+                      detailed=detailed)
 
     def transform(self, data: Mapping[str, Any], mode: str, epoch: int = 1, ds_id: str = "",
                   target_type: str = "np") -> dict[str, Any]:

@@ -1,0 +1,163 @@
+"""Pipeline.benchmark: how many batches per second a Pipeline delivers, and which ops take the time.
+
+Progress lines keep FastEstimator 1.7's wording (``FastEstimator-Benchmark (Train): Step: 100, Epoch: 1,
+Steps/sec: 812.45``), as fe_ray's other console output keeps FastEstimator's prefixes for existing log parsers.
+"""
+
+from __future__ import annotations
+
+import numbers
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from fe_ray.op.numpyop.numpyop import NumpyOp, forward_numpyop
+from fe_ray.op.numpyop.randomness import RNG_KEY, op_generator, pass_entropy, sample_entropy
+from fe_ray.pipeline.loader import Loader, collate, owned_sample
+from fe_ray.util import check_epoch
+
+if TYPE_CHECKING:
+    from fe_ray.pipeline.pipeline import Pipeline
+
+PREFIX = "FastEstimator-Benchmark"
+BENCHMARK_MODES = ("train", "eval", "test")
+COLLATE_ROW = "<Collating Batch>"
+
+
+def benchmark(pipeline: Pipeline, mode: str = "train", epoch: int = 1, ds_id: str | None = None,
+              num_steps: int = 1000, log_interval: int = 100, detailed: bool = True) -> None:
+    """Time ``num_steps`` batches of ``mode`` at ``epoch`` and print the speed; see :meth:`Pipeline.benchmark`.
+
+    Raises:
+        ValueError: For an invalid mode, epoch, ds_id, num_steps or log_interval, or a mode without data.
+        TypeError: If ``detailed`` is not a bool or ``ds_id`` is not a str.
+    """
+    _check_steps(num_steps, "num_steps")
+    _check_steps(log_interval, "log_interval")
+    if not isinstance(detailed, bool):
+        raise TypeError(f"detailed must be True (also print each op's share of the time) or False, got {detailed!r}.")
+    if mode not in BENCHMARK_MODES:
+        raise ValueError(f"Pipeline.benchmark mode must be one of {list(BENCHMARK_MODES)}, got {mode!r}.")
+    check_epoch(epoch)
+    available = pipeline.get_ds_ids(epoch, mode)
+    if not available:
+        raise ValueError(f"Pipeline has no {mode} data at epoch {epoch}; modes with data there: "
+                         f"{sorted(pipeline.get_modes(epoch))}.")
+    if ds_id is not None and not isinstance(ds_id, str):
+        raise TypeError(f"ds_id must be a str or None (benchmark every dataset of the mode), got {ds_id!r}.")
+    if ds_id is not None and ds_id not in available:
+        raise ValueError(f"Pipeline has no ds_id {ds_id!r} in mode {mode!r} at epoch {epoch}; available: "
+                         f"{available}, or None for all of them.")
+    for current in available if ds_id is None else [ds_id]:
+        # track=False: the benchmark is a side look at the data, like get_results; it must not move the position a
+        # checkpoint records, or a run resumed after benchmarking would skip batches.
+        with pipeline(mode, epoch, current, steps_per_epoch=int(num_steps), track=False) as loader:
+            _time_steps(loader, int(log_interval))
+            if detailed:
+                _print_breakdown(loader, min(int(log_interval), int(num_steps)))
+        print("\n", flush=True)  # a blank gap between datasets, as FastEstimator prints
+
+
+def _check_steps(value: Any, name: str) -> None:
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"Pipeline.benchmark {name} must be an int >= 1, got {value!r}; e.g. num_steps=1000, "
+                         "log_interval=100.")
+
+
+def _time_steps(loader: Loader, log_interval: int) -> None:
+    mode, ds_id = loader.mode.capitalize(), loader.ds_id
+    dataset_text = f"Dataset: {ds_id}, " if ds_id else ""
+    start = time.perf_counter()
+    for step, _ in enumerate(loader, start=1):
+        if step % log_interval == 0:
+            now = time.perf_counter()
+            rate = log_interval / max(now - start, 1e-12)
+            print(f"{PREFIX} ({mode}): {dataset_text}Step: {step}, Epoch: {loader.epoch}, Steps/sec: {rate:.2f}",
+                  flush=True)
+            start = now
+
+
+def _print_breakdown(loader: Loader, num_batches: int) -> None:
+    """Run the loader's first ``num_batches`` batches again, op by op, and print each op's share of the time.
+
+    The batches are rebuilt the way the Loader builds them (same samples, same per-sample random generators), but
+    each op is timed on its own; the samples are not handed out, so nothing is tracked.
+    """
+    ops = loader.ops
+    visits = np.zeros(len(ops) + 1, dtype=np.int64)  # the last row is the collation
+    seconds = np.zeros(len(ops) + 1)
+    random = any(op.is_random for op in ops)
+    batched = bool(getattr(loader.dataset, "fe_batched", False))
+    state = {"mode": loader.mode, "epoch": loader.epoch, "ds_id": loader.ds_id}
+    for index in range(min(num_batches, loader.num_batches)):
+        data_pass = index // loader.batches_per_pass
+        prefix = pass_entropy(loader.seed, loader.mode, loader.ds_id, loader.epoch, data_pass) if random else None
+        samples = []
+        for sample_index, item in _batch_items(loader, index, data_pass, batched):
+            sample = owned_sample(item, f"Dataset item {sample_index}")
+            entropy = sample_entropy(prefix, sample_index) if prefix is not None else None
+            for position, op in enumerate(ops):
+                # The generator the Loader gives this op at this position, so random ops draw as they do in training.
+                op_state = {**state, RNG_KEY: op_generator(entropy, position)} \
+                    if entropy is not None and op.is_random else state
+                begin = time.perf_counter()
+                forward_numpyop([op], sample, op_state)
+                seconds[position] += time.perf_counter() - begin
+                visits[position] += 1
+            samples.append(sample)
+        begin = time.perf_counter()
+        batch = loader.collate_fn(samples) if loader.collate_fn is not None else collate(samples, loader.pad_value)
+        seconds[-1] += time.perf_counter() - begin
+        visits[-1] += 1
+        if not isinstance(batch, Mapping):
+            raise TypeError(f"Pipeline collate_fn returned a {type(batch).__name__}; it must return one dict.")
+    mode, ds_id = loader.mode.capitalize(), loader.ds_id
+    dataset_text = f", Dataset: {ds_id}" if ds_id else ""
+    print(f"\nBreakdown of time taken by Pipeline Operations (Mode: {mode}, Epoch: {loader.epoch}{dataset_text})\n",
+          flush=True)
+    print(format_breakdown(ops, visits, seconds), flush=True)
+
+
+def _batch_items(loader: Loader, index: int, data_pass: int, batched: bool) -> list[tuple[int, Any]]:
+    """The (sample number, dataset item) pairs of batch ``index``, numbered as the Loader numbers them."""
+    indices = loader.batch_indices(index)
+    if batched:
+        within = int(indices[0])
+        items = loader.dataset.batch_samples(within, (loader.seed, loader.mode, loader.ds_id, loader.epoch, data_pass))
+        return [(within * len(items) + j, item) for j, item in enumerate(items)]
+    return [(int(i), loader.dataset[int(i)]) for i in indices]
+
+
+def op_name(op: Any) -> str:
+    """An op's class name, with the op(s) a meta op (Sometimes, OneOf) wraps in parentheses."""
+    name = type(op).__name__
+    inner = getattr(op, "ops", None) or ([op.op] if isinstance(getattr(op, "op", None), NumpyOp) else None)
+    if inner:
+        name += " (" + ", ".join(type(sub).__name__ for sub in inner) + ")"
+    return name
+
+
+def format_breakdown(ops: list[NumpyOp], visits: np.ndarray, seconds: np.ndarray) -> str:
+    """The breakdown table: per op (and the collation) its keys, ms per visit, visits and share of the time.
+
+    Args:
+        ops: The timed ops, in order.
+        visits: Per op, then for the collation, how often it ran.
+        seconds: Per op, then for the collation, the total time it took.
+    """
+    rows = [[op_name(op), ", ".join(op.inputs), ", ".join(op.outputs)] for op in ops]
+    rows.append([COLLATE_ROW, "", ""])
+    total = float(np.sum(seconds)) or 1.0
+    per_visit = 1000 * seconds / np.maximum(visits, 1)
+    for row, count, ms, share in zip(rows, visits, per_visit, seconds / total):
+        row += [f"{ms:.3f}", str(int(count)), f"{100 * share:.2f}%"]
+    header = ["Op", "Inputs", "Outputs", "ms / Visit", "Visits", "Time (Total)"]
+    widths = [max(len(row[col]) for row in [header, *rows]) for col in range(len(header))]
+
+    def line(cells: list[str]) -> str:
+        return " : ".join([*(cell.ljust(width) for cell, width in zip(cells[:-1], widths)),
+                           cells[-1].rjust(widths[-1])])
+
+    return "\n".join([line(header), "-" * len(line(header)), *(line(row) for row in rows)])
