@@ -34,13 +34,15 @@ def build(model_fn: Callable[[], Any], optimizer_fn: Any, weights_path: str | Se
         optimizer_fn: Per model: an optimizer name ("adam", "sgd", "rmsprop", "adagrad", "adadelta", "adamax"), a
             callable (torch: ``lambda params: torch.optim.SGD(params, lr=0.1)``; TF: ``lambda:
             tf.optimizers.SGD(0.1)``), None, or an EpochScheduler/RepeatScheduler of those.
-        weights_path: Per model, a weights file to load (torch ``.pt`` state dict, TF ``.weights.h5``), or None.
+        weights_path: Per model, a weights file to load (torch ``.pt`` state dict, TF ``.weights.h5``, or the
+            legacy ``.h5`` FastEstimator 1.7 wrote), or None.
         model_name: Per model, a name (unique case-insensitively); auto-generated when omitted.
         mixed_precision: Run the models in mixed precision (float16 compute, loss scaling).
 
     Returns:
         The model, or a list of models when ``model_fn`` returns several. Each has ``model_name``,
-        ``optimizer``, ``current_optimizer``, ``mixed_precision`` and ``fe_compiled`` set.
+        ``optimizer``, ``current_optimizer``, ``mixed_precision`` and ``fe_compiled`` set. Keras models also
+        have ``input_spec = None``, as in FastEstimator, so they take inputs of other sizes than declared.
 
     Raises:
         TypeError: If ``model_fn`` is not callable, is a model instance rather than a function creating one, or
@@ -89,6 +91,9 @@ def build(model_fn: Callable[[], Any], optimizer_fn: Any, weights_path: str | Se
 
 def _compile(model: Any, optimizer_def: Any, weights_path: str | None, name: str, mixed_precision: bool) -> None:
     backend = get_backend(model)
+    if get_framework(model) == "tf":
+        # FastEstimator's build lets TF models take inputs of other sizes than they were declared for.
+        backend.relax_input_spec(model)
     if weights_path:
         backend.load_weights(model, weights_path)
     if isinstance(optimizer_def, Scheduler):

@@ -133,6 +133,13 @@ class Backend(Protocol):
     def get_state(self, model: Any, copy: bool = True) -> dict[str, Any]:
         """A picklable numpy snapshot of weights and current optimizer state (``copy=False``: views allowed)."""
 
+    def get_buffers(self, model: Any) -> Any:
+        """Copies of the model's state outside gradients (BatchNorm running statistics: torch buffers, Keras
+        non-trainable weights), for :meth:`set_buffers` on another copy of the model."""
+
+    def set_buffers(self, model: Any, buffers: Any) -> None:
+        """Load :meth:`get_buffers` of another copy of the same architecture into ``model``."""
+
     def state_is_view(self, model: Any) -> bool:
         """Whether ``get_state(model, copy=False)`` returns views of live memory (which training changes) rather
         than arrays of its own: a caller that copies the snapshot itself (into reused buffers) needs to know."""

@@ -20,10 +20,12 @@ from fe_ray.backend.layer_capture import OutputRecorder, pick, run_recording, ta
 from fe_ray.backend.tf_io import (
     KNOWN_LR_ATTR,
     build_optimizer,
+    get_buffers,
     get_state,
     load_model,
     load_weights,
     save_model,
+    set_buffers,
     set_state,
     state_is_view,
 )
@@ -143,6 +145,7 @@ def build_model_fn(model: keras.Model, layers: Sequence[str | int]) -> Callable[
     Raises:
         ValueError: If an entry names no layer, names several, or its index is out of range, listing the choices.
     """
+    relax_input_spec(model)  # again here: a model rebuilt from Keras' saving format (a Ray replica) lost it
     flat = [(layer.name, layer) for layer in model._flatten_layers(include_self=False, recursive=True)]
     owner = getattr(model, "model_name", model.name)
     recorders = [_call_wrapper(pick(flat, entry, owner, "that (recursive) list")[1]) for entry in layers]
@@ -152,6 +155,17 @@ def build_model_fn(model: keras.Model, layers: Sequence[str | int]) -> Callable[
         return run_recording(recorders, layers, lambda: feed_forward(model, x, training, spread))
 
     return run
+
+
+def relax_input_spec(model: keras.Model) -> None:
+    """Drop the model's input-shape check, as FastEstimator 1.7's ``build`` does (``model.input_spec = None``).
+
+    A functional model declared for one input size then runs on others wherever its layers allow (a fully
+    convolutional network trained on crops and run on whole images), as FastEstimator users rely on; Keras 3
+    would raise instead. The layers inside keep their own checks (channels, rank). Keras' saving format (how
+    models are pickled) does not keep this, so every process that builds a ModelOp applies it again.
+    """
+    model.input_spec = None
 
 
 class _CallWrapper(OutputRecorder):
@@ -360,7 +374,15 @@ def make_optimizer(model: keras.Model, optimizer_def: Any, mixed_precision: bool
             raise TypeError("A TF optimizer_fn is called with no arguments (`lambda: tf.optimizers.Adam(1e-3)`), but "
                             f"{name!r} needs some, like a torch one (`lambda params: ...`): make sure the model and "
                             "optimizer_fn use the same framework.")
-        optimizer = optimizer_def()
+        try:
+            optimizer = optimizer_def()
+        except ValueError as err:
+            # FastEstimator's own docs build TF optimizers with Keras 2's `lr=` alias, which Keras 3 rejects with a
+            # message that does not say what to write instead.
+            if "not recognized" in str(err) and "'lr'" in str(err):
+                raise ValueError("Keras 3 optimizers no longer accept `lr=`; write `learning_rate=` instead, e.g. "
+                                 "`lambda: tf.optimizers.Adam(learning_rate=0.1)`.") from err
+            raise
         if not isinstance(optimizer, keras.optimizers.Optimizer):
             raise TypeError("A TF optimizer_fn must be a zero-argument callable returning a Keras optimizer (e.g. "
                             f"`lambda: tf.optimizers.Adam(1e-3)`), but it returned {type(optimizer).__name__}.")
@@ -425,9 +447,9 @@ def _current_optimizer(model: Any) -> Any:
 
 
 __all__ = ["accumulator_from_numpy", "accumulator_to_numpy", "add_model_losses", "build_model_fn", "build_optimizer",
-           "concat", "cross_entropy", "feed_forward", "fill_unconnected", "get_device", "get_gradient", "get_lr",
-           "get_state", "init_accumulator", "known_lr", "load_model", "load_weights", "make_optimizer",
+           "concat", "cross_entropy", "feed_forward", "fill_unconnected", "get_buffers", "get_device", "get_gradient",
+           "get_lr", "get_state", "init_accumulator", "known_lr", "load_model", "load_weights", "make_optimizer",
            "mean_squared_error", "merge_grad_update", "mixed_precision_policy", "move_model", "new_step_fn", "no_grad",
-           "reduce_mean", "run_step", "save_model", "scale_loss", "set_lr", "set_mixed_precision_policy", "set_state",
-           "stack", "state_is_view", "stop_gradient", "to_numpy", "to_tensor", "trainable_variables",
-           "unscale_gradients", "update_model"]
+           "reduce_mean", "relax_input_spec", "run_step", "save_model", "scale_loss", "set_buffers", "set_lr",
+           "set_mixed_precision_policy", "set_state", "stack", "state_is_view", "stop_gradient", "to_numpy",
+           "to_tensor", "trainable_variables", "unscale_gradients", "update_model"]

@@ -35,10 +35,41 @@ def build_optimizer(model: Any) -> None:
         optimizer.build(model.trainable_variables)
 
 
+#: FastEstimator 1.7's names for TF files: weights (Keras 2 ``save_weights``) and pickled optimizer state.
+FE_WEIGHTS_SUFFIX = ".h5"
+FE_OPTIMIZER_SUFFIX = "_opt.pkl"
+
+
 def load_weights(model: keras.Model, path: str) -> None:
-    """Load a Keras weights file (``*.weights.h5``) into ``model`` (weights only; see :func:`save_model`)."""
+    """Load a Keras weights file into ``model`` (weights only; see :func:`save_model`).
+
+    Reads fe_ray's ``*.weights.h5`` and, through Keras' legacy reader, the ``*.h5`` files FastEstimator 1.7 wrote
+    with Keras 2's ``save_weights``.
+
+    Raises:
+        FileNotFoundError: If ``path`` does not exist, naming the ``.weights.h5`` file fe_ray wrote in its place
+            when there is one (FastEstimator names the same weights ``<name>.h5``).
+        ValueError: If ``path`` is an http(s) URL (FastEstimator downloads Google Drive links; fe_ray does not).
+    """
+    if path.startswith(("http://", "https://")):
+        raise ValueError(f"weights_path {path!r} is a URL; fe_ray loads weights from files only (FastEstimator's "
+                         "Google Drive download is not supported). Download the file and pass its local path.")
+    if "://" not in path and not os.path.exists(path):  # other remote paths (gs://...) are Keras' to resolve
+        raise FileNotFoundError(_missing_weights_message(path))
     with _optimizer_hidden(model):
         model.load_weights(path)
+
+
+def _missing_weights_message(path: str) -> str:
+    message = f"Weights file {path!r} does not exist."
+    if path.endswith(FE_WEIGHTS_SUFFIX) and not path.endswith(WEIGHTS_SUFFIX):
+        # A FastEstimator-style name ('<name>.h5', as FE 1.7's save_model and ModelSaver write them): Keras 3 can
+        # only write weights as '<name>.weights.h5', which is what fe_ray saved.
+        sibling = path[:-len(FE_WEIGHTS_SUFFIX)] + WEIGHTS_SUFFIX
+        if os.path.exists(sibling):
+            return (f"{message} fe_ray (Keras 3) saves TF weights as '<name>{WEIGHTS_SUFFIX}' where FastEstimator "
+                    f"used '<name>{FE_WEIGHTS_SUFFIX}': pass weights_path={sibling!r}.")
+    return f"{message} Pass the path fe_ray.backend.save_model returned (or ModelSaver logged)."
 
 
 @contextmanager
@@ -110,6 +141,13 @@ def load_model(model: keras.Model, weights_path: str, load_optimizer: bool = Fal
         raise ValueError(f"Cannot load optimizer state into model {model.model_name!r}: it has no optimizer.")
     opt_path = _optimizer_path(weights_path)
     if not os.path.exists(opt_path):
+        fe_path = os.path.splitext(weights_path)[0] + FE_OPTIMIZER_SUFFIX
+        if os.path.exists(fe_path):
+            # FastEstimator 1.7 pickled a Keras 2 optimizer's variables, whose layout Keras 3 optimizers do not
+            # share; and loading must not unpickle (see the module docstring).
+            raise FileNotFoundError(f"Optimizer state {opt_path!r} not found; {fe_path!r} is FastEstimator's pickled "
+                                    "Keras 2 optimizer state, which fe_ray cannot load. Load the weights with "
+                                    "load_optimizer=False (the optimizer starts fresh).")
         raise FileNotFoundError(f"Optimizer state {opt_path!r} not found; save it with save_optimizer=True or load "
                                 "with load_optimizer=False.")
     with np.load(opt_path, allow_pickle=False) as archive:
@@ -149,6 +187,25 @@ def get_state(model: keras.Model, copy: bool = True) -> dict[str, Any]:
         build_optimizer(model)
     return {"model": [np.array(keras.ops.convert_to_numpy(v)) for v in model.weights],
             "optimizer": _optimizer_arrays(optimizer) if optimizer is not None else None}
+
+
+def get_buffers(model: keras.Model) -> list[np.ndarray]:
+    """Copies of the model's non-trainable weights (BatchNorm moving statistics and the like)."""
+    return [np.array(keras.ops.convert_to_numpy(v)) for v in model.non_trainable_weights]
+
+
+def set_buffers(model: keras.Model, buffers: Sequence[Any]) -> None:
+    """Assign :func:`get_buffers`' arrays to the model's non-trainable weights.
+
+    Raises:
+        ValueError: If their number differs from the model's.
+    """
+    own = model.non_trainable_weights
+    if len(own) != len(buffers):
+        raise ValueError(f"{len(buffers)} buffers do not match model {getattr(model, 'model_name', model.name)!r}'s "
+                         f"{len(own)} non-trainable weights; they belong to a different architecture.")
+    for variable, value in zip(own, buffers):
+        variable.assign(value)
 
 
 def state_is_view(model: keras.Model) -> bool:

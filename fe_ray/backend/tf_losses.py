@@ -38,6 +38,8 @@ def cross_entropy(y_pred: tf.Tensor, y_true: tf.Tensor, form: str, from_logits: 
     if form != "binary" and y_pred.shape.rank is not None and y_pred.shape.rank < 2:
         raise ValueError(f"{form} cross entropy needs a prediction shaped (batch, ..., classes), got shape "
                          f"{tuple(y_pred.shape)}; use form='binary' for one probability per sample.")
+    if not from_logits:
+        y_pred, from_logits = _logits_behind(y_pred, "Sigmoid" if form == "binary" else "Softmax")
     y_pred = tf.cast(y_pred, tf.float32)
     if form == "binary":
         y_true = tf.reshape(tf.cast(y_true, tf.float32), tf.shape(y_pred))
@@ -65,6 +67,25 @@ def cross_entropy(y_pred: tf.Tensor, y_true: tf.Tensor, form: str, from_logits: 
         # One value per sample, as FastEstimator: the mean over every element that belongs to it.
         loss = tf.reduce_mean(tf.reshape(loss, tf.stack([tf.shape(loss)[0], -1])), axis=1)
     return tf.reduce_mean(loss) if average else loss
+
+
+def _logits_behind(y_pred: tf.Tensor, activation: str) -> tuple[tf.Tensor, bool]:
+    """``(logits, True)`` when ``y_pred`` is the output of a sigmoid / softmax whose input is known, else
+    ``(y_pred, False)``.
+
+    Keras' own losses (and so FastEstimator 1.7, which hands the model's output straight to them) recover these
+    logits: from the ``_keras_logits`` that Keras' activations attach to their result, or, in a traced graph, from
+    the activation op's input. The loss is then exact with a gradient, where the clipped probability caps a
+    saturated wrong prediction's loss near 16 and gives it no gradient at all. It must happen here, before the
+    float32 cast and reshapes that would hide the activation, also for float16 (mixed-precision) outputs, which
+    saturate much sooner.
+    """
+    logits = getattr(y_pred, "_keras_logits", None)
+    if logits is not None:
+        return logits, True
+    if tf.is_symbolic_tensor(y_pred) and y_pred.op.type == activation:
+        return y_pred.op.inputs[0], True
+    return y_pred, False
 
 
 def mean_squared_error(y_pred: tf.Tensor, y_true: tf.Tensor, average: bool = True) -> tf.Tensor:

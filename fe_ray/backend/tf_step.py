@@ -145,7 +145,9 @@ def _call_state(state: dict[str, Any], models: list[Any], graph: bool, cache: di
     # changes the key and forces the retrace that is needed. The optimizers themselves (not their ids) go in, so a
     # cached function keeps them alive and a new optimizer can never reuse a cached one's identity.
     if "epoch" in call_state:
-        call_state["epoch"] = tf.convert_to_tensor(call_state["epoch"], dtype=tf.int64)
+        # int32, the dtype FastEstimator's tf.convert_to_tensor(epoch) gives: ops written for it combine the epoch
+        # with int32 tensors, which TF refuses to mix with int64.
+        call_state["epoch"] = tf.convert_to_tensor(call_state["epoch"], dtype=tf.int32)
     trainable = "".join(str(layer.trainable) for model in models for layer in _layers(model))
     optimizers = tuple(getattr(model, "current_optimizer", None) for model in models)
     call_state["_force_tf_retrace"] = (trainable, optimizers)

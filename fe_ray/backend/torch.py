@@ -15,7 +15,16 @@ import numpy as np
 import torch
 
 from fe_ray.backend.layer_capture import OutputRecorder, pick, run_recording, takes_several_inputs
-from fe_ray.backend.torch_io import get_state, load_model, load_weights, save_model, set_state, state_is_view
+from fe_ray.backend.torch_io import (
+    get_buffers,
+    get_state,
+    load_model,
+    load_weights,
+    save_model,
+    set_buffers,
+    set_state,
+    state_is_view,
+)
 from fe_ray.backend.torch_losses import cross_entropy, mean_squared_error
 from fe_ray.util import NonContext, accepts_positional, map_nested
 
@@ -474,9 +483,9 @@ def _to_device(data: Any, device: Any) -> Any:
 
 
 __all__ = ["accumulator_from_numpy", "accumulator_to_numpy", "add_model_losses", "build_model_fn", "concat",
-           "cross_entropy", "enter_context", "exit_context", "feed_forward", "fill_unconnected", "get_device",
-           "get_gradient", "get_lr", "get_state", "init_accumulator", "known_lr", "load_model", "load_weights",
-           "make_optimizer", "mean_squared_error", "merge_grad_update", "mixed_precision_policy", "move_model",
-           "no_grad", "reduce_mean", "run_step", "save_model", "scale_loss", "set_lr", "set_mixed_precision_policy",
-           "set_state", "stack", "state_is_view", "stop_gradient", "to_numpy", "to_tensor", "trainable_variables",
-           "unscale_gradients", "update_model"]
+           "cross_entropy", "enter_context", "exit_context", "feed_forward", "fill_unconnected", "get_buffers",
+           "get_device", "get_gradient", "get_lr", "get_state", "init_accumulator", "known_lr", "load_model",
+           "load_weights", "make_optimizer", "mean_squared_error", "merge_grad_update", "mixed_precision_policy",
+           "move_model", "no_grad", "reduce_mean", "run_step", "save_model", "scale_loss", "set_buffers", "set_lr",
+           "set_mixed_precision_policy", "set_state", "stack", "state_is_view", "stop_gradient", "to_numpy",
+           "to_tensor", "trainable_variables", "unscale_gradients", "update_model"]

@@ -146,6 +146,26 @@ def get_state(model: torch.nn.Module, copy: bool = True) -> dict[str, Any]:
             "optimizer": _nested_to_numpy(_optimizer_payload(optimizer), copy) if optimizer is not None else None}
 
 
+def get_buffers(model: torch.nn.Module) -> dict[str, np.ndarray]:
+    """Copies of the model's buffers (BatchNorm running statistics and the like): its state outside gradients."""
+    return {name: _to_numpy(buffer, True) for name, buffer in model.named_buffers()}
+
+
+def set_buffers(model: torch.nn.Module, buffers: dict[str, Any]) -> None:
+    """Copy :func:`get_buffers`' arrays into the model's own buffers (an unknown or missing name is an error).
+
+    Raises:
+        ValueError: If the names differ from the model's buffers.
+    """
+    own = dict(model.named_buffers())
+    if set(own) != set(buffers):
+        raise ValueError(f"Buffers {sorted(buffers)} do not match model {getattr(model, 'model_name', '')!r}'s "
+                         f"{sorted(own)}; they belong to a different architecture.")
+    with torch.no_grad():
+        for name, value in buffers.items():
+            own[name].copy_(_tensor_to_read(value))
+
+
 def state_is_view(model: torch.nn.Module) -> bool:
     """Whether :func:`get_state` with ``copy=False`` returns views of live tensors (any CPU tensor except bfloat16,
     which is converted, hence copied); a model on a GPU yields host arrays of its own."""

@@ -386,6 +386,25 @@ class RayNetwork(BaseNetwork):
             if mode == "train" and not self.ctx_state.get("warmup"):
                 # Keep the driver's models current at epoch ends (traces such as BestModelSaver read them).
                 self._lrs.keep_unsent(self.models, self.sync_models_to_driver)
+                self._share_buffers()
+
+    def _share_buffers(self) -> None:
+        """Give every replica rank 0's running statistics (now the driver's), at the end of each training epoch.
+
+        Each replica updates its BatchNorm statistics from its own slices; gradients are all-reduced, these are not.
+        Checkpoints keep rank 0's, so without this a resumed run would evaluate other ranks' slices with rank 0's
+        statistics where the uninterrupted run used their own, and the two would score differently. With it, every
+        replica evaluates with the statistics the checkpoint and the driver's model hold.
+        """
+        if self.num_replicas < 2:
+            return
+        backend = get_backend(self.target_type)
+        buffers = {model.model_name: backend.get_buffers(model) for model in self.models}
+        if not any(len(value) for value in buffers.values()):
+            return  # nothing outside gradients (no BatchNorm): no round trip
+        with self._replicas() as group:
+            group.call("set_buffers", args=(buffers,), timeout_s=self._control_timeout_s,
+                       what="loading rank 0's running statistics")
 
     # ------------------------------------------------------------------ steps
     def prefetch(self, batch: Mapping[str, Any]) -> None:

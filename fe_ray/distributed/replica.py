@@ -287,6 +287,17 @@ class Replica:
             self.network.load_state_dict(state["network"])
         return True
 
+    @_guarded
+    def set_buffers(self, buffers: Mapping[str, Any]) -> bool:
+        """Load ``{model_name: backend.get_buffers(model)}`` (running statistics) into this replica's models."""
+        from fe_ray.backend import get_backend
+
+        backend = get_backend(self.framework)
+        for model in self.network.models:
+            if model.model_name in buffers:
+                backend.set_buffers(model, buffers[model.model_name])
+        return True
+
     # ------------------------------------------------------------------ checkpoints
     @_guarded
     def save_checkpoint(self, root: str, keep: int | None, payload: Mapping[str, Any],

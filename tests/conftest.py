@@ -1,4 +1,4 @@
-"""Shared fixtures of the distributed tests: one small local Ray session per test module."""
+"""Fixtures shared by every test folder: one small local Ray session per test module that runs replicas."""
 
 from __future__ import annotations
 
