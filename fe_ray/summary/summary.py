@@ -4,13 +4,35 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 
 def _key_history() -> defaultdict[str, dict[int, Any]]:
     # A module-level factory (not a lambda) keeps the nested defaultdicts picklable.
     return defaultdict(dict)
 
+
+
+class ValWithError(NamedTuple):
+    """A value logged with an error band, as FastEstimator's ``ValWithError``: ``(y_min, y, y_max)``.
+
+    :class:`fe_ray.trace.metric.Dice` logs one per key when ``include_std`` is set, with ``y`` the mean and the band
+    one standard deviation either side. Being a tuple, it pickles into checkpoints, becomes a 3-element array for
+    numpy (so CSVLogger writes ``[y_min;y;y_max]``), and prints as ``(y_min, y, y_max)`` in the Logger's output.
+
+    Attributes:
+        y_min: The lower end of the band (the mean minus one standard deviation).
+        y: The value itself (the mean).
+        y_max: The upper end of the band (the mean plus one standard deviation).
+    """
+
+    y_min: float
+    y: float
+    y_max: float
+
+    def __str__(self) -> str:
+        # The Logger prints anything that is not a number or an array with str(): keep its 7-digit style.
+        return f"({self.y_min:.7g}, {self.y:.7g}, {self.y_max:.7g})"
 
 class Summary:
     """The recorded values of an experiment: ``history[mode][key][step] = value``.
