@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
@@ -41,6 +40,7 @@ from fe_ray.distributed.options import check_options, placement_timeout
 from fe_ray.distributed.recovery import check_recoverable, restore_wizards
 from fe_ray.distributed.replica import writable
 from fe_ray.distributed.serialization import check_picklable
+from fe_ray.distributed.state_transfer import pull_rank0, push_to_replicas, share_buffers, start_rng
 from fe_ray.distributed.supervisor import GroupHolder, ReplicaGroup
 from fe_ray.io.checkpoint import CheckpointStore, normalize_location
 from fe_ray.network import BaseNetwork, OpsArg, detect_framework
@@ -192,19 +192,7 @@ class RayNetwork(BaseNetwork):
         from ``fe.enable_deterministic``'s seed (so random ops differ across slices but repeat across runs)."""
         states, self._pending_rng = self._pending_rng, None
         with self._replicas() as group:
-            if states is not None and len(states) == self.num_replicas:
-                group.call("set_rng", per_rank_args=[(state,) for state in states],
-                           timeout_s=self._control_timeout_s, what="restoring random state")
-                return
-            if states is not None:
-                logger.warning("fe_ray: the checkpoint holds the random state of %d replica(s), this run has %d; "
-                               "replicas are seeded afresh.", len(states), self.num_replicas)
-            base = last_seed()
-            if base is None:
-                base = int.from_bytes(os.urandom(4), "little")
-            seeds = [((base + 1) * 1_000_003 + rank) % 2**63 for rank in range(self.num_replicas)]
-            group.call("seed_rng", per_rank_args=[(seed,) for seed in seeds], timeout_s=self._control_timeout_s,
-                       what="seeding")
+            start_rng(group, states, self._control_timeout_s)
 
     def replica_rng_states(self) -> list[Any] | None:
         """Every replica's generator states, for checkpoints (None when no replicas run and none are pending)."""
@@ -386,25 +374,9 @@ class RayNetwork(BaseNetwork):
             if mode == "train" and not self.ctx_state.get("warmup"):
                 # Keep the driver's models current at epoch ends (traces such as BestModelSaver read them).
                 self._lrs.keep_unsent(self.models, self.sync_models_to_driver)
-                self._share_buffers()
-
-    def _share_buffers(self) -> None:
-        """Give every replica rank 0's running statistics (now the driver's), at the end of each training epoch.
-
-        Each replica updates its BatchNorm statistics from its own slices; gradients are all-reduced, these are not.
-        Checkpoints keep rank 0's, so without this a resumed run would evaluate other ranks' slices with rank 0's
-        statistics where the uninterrupted run used their own, and the two would score differently. With it, every
-        replica evaluates with the statistics the checkpoint and the driver's model hold.
-        """
-        if self.num_replicas < 2:
-            return
-        backend = get_backend(self.target_type)
-        buffers = {model.model_name: backend.get_buffers(model) for model in self.models}
-        if not any(len(value) for value in buffers.values()):
-            return  # nothing outside gradients (no BatchNorm): no round trip
-        with self._replicas() as group:
-            group.call("set_buffers", args=(buffers,), timeout_s=self._control_timeout_s,
-                       what="loading rank 0's running statistics")
+                if self.num_replicas > 1:
+                    with self._replicas() as group:
+                        share_buffers(group, self.models, self.target_type, self._control_timeout_s)
 
     # ------------------------------------------------------------------ steps
     def prefetch(self, batch: Mapping[str, Any]) -> None:
@@ -475,28 +447,15 @@ class RayNetwork(BaseNetwork):
         if not self.started:
             return
         with self._replicas() as group:
-            state = group.call_one(0, "get_state", timeout_s=self._control_timeout_s, what="sending its state")
-        backend = get_backend(self.target_type)
-        for model in self.models:
-            # Copied from the object store's read-only views straight into the driver's own tensors (warm memory)
-            # where the layouts match, as they do from the second sync on: no fresh copy of the whole state.
-            backend.set_state(model, state["models"][model.model_name], copy=True)
-        self._load_op_states(writable(state["network"]))
+            self._load_op_states(pull_rank0(group, self.models, self.target_type, self._control_timeout_s))
         self._lrs.assume_synced(self.models)
 
     def load_models_from_driver(self) -> None:
         """Push the driver's models, optimizers and op states to every replica (no-op if not started)."""
         if not self.started:
             return
-        backend = get_backend(self.target_type)
-        # Views, not copies: ray.put below copies them into the object store before anything can change them.
-        state = {"models": {model.model_name: backend.get_state(model, copy=False) for model in self.models},
-                 "network": self._op_states()}
-        import ray
-
-        ref = ray.put(state)
         with self._replicas() as group:
-            group.call("set_state", args=(ref,), timeout_s=self._control_timeout_s, what="loading state")
+            push_to_replicas(group, self.models, self.target_type, self._op_states(), self._control_timeout_s)
         self._lrs.assume_synced(self.models)
 
     def state_dict(self) -> dict[str, Any]:
