@@ -89,13 +89,12 @@ def _print_breakdown(loader: Loader, num_batches: int) -> None:
     visits = np.zeros(len(ops) + 1, dtype=np.int64)  # the last row is the collation
     seconds = np.zeros(len(ops) + 1)
     random = any(op.is_random for op in ops)
-    batched = bool(getattr(loader.dataset, "fe_batched", False))
     state = {"mode": loader.mode, "epoch": loader.epoch, "ds_id": loader.ds_id}
     for index in range(min(num_batches, loader.num_batches)):
         data_pass = index // loader.batches_per_pass
         prefix = pass_entropy(loader.seed, loader.mode, loader.ds_id, loader.epoch, data_pass) if random else None
         samples = []
-        for sample_index, item in _batch_items(loader, index, data_pass, batched):
+        for sample_index, item in loader.numbered_items(loader.batch_indices(index), data_pass):
             sample = owned_sample(item, f"Dataset item {sample_index}")
             entropy = sample_entropy(prefix, sample_index) if prefix is not None else None
             for position, op in enumerate(ops):
@@ -118,16 +117,6 @@ def _print_breakdown(loader: Loader, num_batches: int) -> None:
     print(f"\nBreakdown of time taken by Pipeline Operations (Mode: {mode}, Epoch: {loader.epoch}{dataset_text})\n",
           flush=True)
     print(format_breakdown(ops, visits, seconds), flush=True)
-
-
-def _batch_items(loader: Loader, index: int, data_pass: int, batched: bool) -> list[tuple[int, Any]]:
-    """The (sample number, dataset item) pairs of batch ``index``, numbered as the Loader numbers them."""
-    indices = loader.batch_indices(index)
-    if batched:
-        within = int(indices[0])
-        items = loader.dataset.batch_samples(within, (loader.seed, loader.mode, loader.ds_id, loader.epoch, data_pass))
-        return [(within * len(items) + j, item) for j, item in enumerate(items)]
-    return [(int(i), loader.dataset[int(i)]) for i in indices]
 
 
 def op_name(op: Any) -> str:

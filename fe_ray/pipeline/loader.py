@@ -184,6 +184,20 @@ class Loader:
             self._perm_cache = (data_pass, order)
         return self._perm_cache[1][within * self.batch_size:(within + 1) * self.batch_size]
 
+    def numbered_items(self, indices: np.ndarray, data_pass: int) -> list[tuple[int, Any]]:
+        """The (sample number, dataset item) pairs of a batch; the number seeds the sample's random ops.
+
+        Args:
+            indices: :meth:`batch_indices` of the batch.
+            data_pass: The pass over the dataset the batch belongs to.
+        """
+        if self._batched:
+            within = int(indices[0])
+            items = self.dataset.batch_samples(within, (self.seed, self.mode, self.ds_id, self.epoch, data_pass))
+            # Unique within the pass, as a batched dataset's batches have equal sizes.
+            return [(within * len(items) + j, item) for j, item in enumerate(items)]
+        return [(int(index), self.dataset[int(index)]) for index in indices]
+
     def make_batch(self, indices: np.ndarray, data_pass: int = 0) -> dict[str, np.ndarray]:
         """Load the samples at ``indices``, run the ops on each, and stack them.
 
@@ -196,15 +210,8 @@ class Loader:
             return self.dataset.get_batch(indices)
         state = {"mode": self.mode, "epoch": self.epoch, "ds_id": self.ds_id}
         prefix = pass_entropy(self.seed, self.mode, self.ds_id, self.epoch, data_pass) if self._random else None
-        if self._batched:
-            within = int(indices[0])
-            items = self.dataset.batch_samples(within, (self.seed, self.mode, self.ds_id, self.epoch, data_pass))
-            # A sample's number for its random ops: unique within the pass, as the batches have equal sizes.
-            numbered = [(within * len(items) + j, item) for j, item in enumerate(items)]
-        else:
-            numbered = [(int(index), self.dataset[int(index)]) for index in indices]
         samples = []
-        for index, item in numbered:
+        for index, item in self.numbered_items(indices, data_pass):
             sample = owned_sample(item, f"Dataset item {index}")
             entropy = sample_entropy(prefix, index) if prefix is not None else None
             forward_numpyop(self.ops, sample, state, entropy=entropy)
