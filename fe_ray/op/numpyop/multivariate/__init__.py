@@ -1,10 +1,15 @@
 """Ops that transform an image together with its masks (``fe.op.numpyop.multivariate``)."""
 
-from fe_ray.op.numpyop.multivariate.crop import CenterCrop, RandomCrop
-from fe_ray.op.numpyop.multivariate.flip import HorizontalFlip, VerticalFlip
+from fe_ray.op.numpyop.multivariate.crop import CenterCrop, Crop, RandomCrop
+from fe_ray.op.numpyop.multivariate.flip import Flip, HorizontalFlip, VerticalFlip
 from fe_ray.op.numpyop.multivariate.multivariate import MultiVariateOp
 from fe_ray.op.numpyop.multivariate.pad_if_needed import PadIfNeeded
+from fe_ray.op.numpyop.multivariate.resize import LongestMaxSize, RandomScale, Resize, SmallestMaxSize
+from fe_ray.op.numpyop.multivariate.resized_crop import RandomResizedCrop, RandomSizedCrop
 from fe_ray.op.numpyop.multivariate.rotate import Rotate
+from fe_ray.op.numpyop.multivariate.shift_scale_rotate import ShiftScaleRotate
+from fe_ray.op.numpyop.multivariate.transpose import RandomRotate90, Transpose
 
-__all__ = ["CenterCrop", "HorizontalFlip", "MultiVariateOp", "PadIfNeeded", "RandomCrop", "Rotate",
-           "VerticalFlip"]
+__all__ = ["CenterCrop", "Crop", "Flip", "HorizontalFlip", "LongestMaxSize", "MultiVariateOp", "PadIfNeeded",
+           "RandomCrop", "RandomResizedCrop", "RandomRotate90", "RandomScale", "RandomSizedCrop", "Resize", "Rotate",
+           "ShiftScaleRotate", "SmallestMaxSize", "Transpose", "VerticalFlip"]

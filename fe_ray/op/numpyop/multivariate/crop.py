@@ -1,4 +1,4 @@
-"""CenterCrop and RandomCrop: cut a fixed-size window out of an image and its masks."""
+"""Crop, CenterCrop and RandomCrop: cut a window out of an image and its masks."""
 
 from __future__ import annotations
 
@@ -82,3 +82,49 @@ class RandomCrop(_Crop):
         self._check_fits(height, width)
         rng = get_rng(state)
         return int(rng.integers(0, height - self.height + 1)), int(rng.integers(0, width - self.width + 1))
+
+
+class Crop(MultiVariateOp):
+    """Cut the fixed region ``[y_min, y_max) x [x_min, x_max)`` (rows, columns) out of the image and its masks.
+
+    Args:
+        x_min: The first column of the region.
+        y_min: The first row of the region.
+        x_max: One past the last column of the region.
+        y_max: One past the last row of the region.
+        mode, ds_id, image_in, mask_in, masks_in, image_out, mask_out, masks_out: See
+            :class:`~fe_ray.op.numpyop.multivariate.multivariate.MultiVariateOp` (bounding boxes and keypoints are
+            not supported).
+
+    Raises:
+        ValueError: If a coordinate is not a non-negative int or the region is empty; when running, if the region
+            reaches past the input (as albumentations refuses it too).
+    """
+
+    def __init__(self, x_min: int = 0, y_min: int = 0, x_max: int = 1024, y_max: int = 1024,
+                 mode: None | str | Iterable[str] = None, ds_id: None | str | Iterable[str] = None,
+                 image_in: str | None = None, mask_in: str | None = None, masks_in: str | None = None,
+                 bbox_in: str | None = None, keypoints_in: str | None = None, image_out: str | None = None,
+                 mask_out: str | None = None, masks_out: str | None = None, bbox_out: str | None = None,
+                 keypoints_out: str | None = None, bbox_params: Any = None, keypoint_params: Any = None) -> None:
+        super().__init__(mode=mode, ds_id=ds_id, image_in=image_in, mask_in=mask_in, masks_in=masks_in,
+                         bbox_in=bbox_in, keypoints_in=keypoints_in, image_out=image_out, mask_out=mask_out,
+                         masks_out=masks_out, bbox_out=bbox_out, keypoints_out=keypoints_out,
+                         bbox_params=bbox_params, keypoint_params=keypoint_params)
+        corners = {"x_min": x_min, "y_min": y_min, "x_max": x_max, "y_max": y_max}
+        for name, value in corners.items():
+            if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 0:
+                raise ValueError(f"Crop {name} must be a non-negative int, got {value!r}.")
+        if x_max <= x_min or y_max <= y_min:
+            raise ValueError(f"Crop needs x_min < x_max and y_min < y_max, got x_min={x_min}, x_max={x_max}, "
+                             f"y_min={y_min}, y_max={y_max}.")
+        self.x_min, self.y_min, self.x_max, self.y_max = (int(v) for v in corners.values())
+
+    def get_params(self, height: int, width: int, state: dict[str, Any]) -> None:
+        if self.x_max > width or self.y_max > height:
+            raise ValueError(f"Crop region x [{self.x_min}, {self.x_max}), y [{self.y_min}, {self.y_max}) reaches past "
+                             f"the {height}x{width} input {self.inputs}; lower x_max / y_max, or put a "
+                             f"PadIfNeeded(min_height={self.y_max}, min_width={self.x_max}, ...) before it.")
+
+    def apply(self, image: np.ndarray, params: None) -> np.ndarray:
+        return image[self.y_min:self.y_max, self.x_min:self.x_max].copy()

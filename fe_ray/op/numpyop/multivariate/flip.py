@@ -1,4 +1,4 @@
-"""HorizontalFlip and VerticalFlip: mirror an image and its masks (always; wrap in Sometimes for a random flip)."""
+"""HorizontalFlip and VerticalFlip mirror an image and its masks every time; Flip mirrors them a random way."""
 
 from __future__ import annotations
 
@@ -7,6 +7,10 @@ from typing import Any
 import numpy as np
 
 from fe_ray.op.numpyop.multivariate.multivariate import MultiVariateOp
+from fe_ray.op.numpyop.randomness import get_rng
+
+# The axes Flip mirrors for each of its three equally likely choices (OpenCV flip codes -1, 0, 1).
+_FLIP_AXES = ((0, 1), (0,), (1,))
 
 
 class HorizontalFlip(MultiVariateOp):
@@ -30,3 +34,22 @@ class VerticalFlip(MultiVariateOp):
 
     def apply(self, image: np.ndarray, params: Any) -> np.ndarray:
         return np.ascontiguousarray(image[::-1])
+
+
+class Flip(MultiVariateOp):
+    """Mirror the image and masks one of three ways, chosen uniformly per sample: left to right, top to bottom, or
+    both (a half turn).
+
+    Unlike HorizontalFlip and VerticalFlip this op is random by itself (albumentations' ``Flip``); it never leaves
+    the input unchanged. In a Pipeline the choice comes from the sample's generator (exact across resumes and worker
+    threads, see :mod:`fe_ray.op.numpyop.randomness`). See
+    :class:`~fe_ray.op.numpyop.multivariate.multivariate.MultiVariateOp` for the arguments.
+    """
+
+    is_random = True
+
+    def get_params(self, height: int, width: int, state: dict[str, Any]) -> tuple[int, ...]:
+        return _FLIP_AXES[int(get_rng(state).integers(0, len(_FLIP_AXES)))]
+
+    def apply(self, image: np.ndarray, params: tuple[int, ...]) -> np.ndarray:
+        return np.flip(image, axis=params).copy()  # C-ordered, so torch.from_numpy accepts it

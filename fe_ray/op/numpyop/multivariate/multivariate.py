@@ -21,6 +21,29 @@ def check_size(size: Any, name: str, op: str) -> int:
     return int(size)
 
 
+def check_range(limit: Any, name: str, op: str, bias: float = 0.0) -> tuple[float, float]:
+    """Return the range argument ``name`` of ``op`` as ``(low, high)`` floats, offset by ``bias``.
+
+    As in albumentations, a number ``a`` means ``(-a, a)`` and a pair ``(low, high)`` is taken as is; ``bias`` is then
+    added to both ends (1 turns a scale limit ``0.1`` into the factors ``(0.9, 1.1)``).
+
+    Raises:
+        ValueError: Unless ``limit`` is a number or a pair of numbers with ``low <= high``.
+    """
+    def number(value: Any) -> bool:
+        return isinstance(value, (int, float, np.number)) and not isinstance(value, bool)
+
+    bounds: tuple[float, float] | None = None
+    if number(limit):
+        bounds = -float(limit), float(limit)
+    elif isinstance(limit, (list, tuple)) and len(limit) == 2 and all(number(v) for v in limit):
+        bounds = float(limit[0]), float(limit[1])
+    if bounds is None or not bounds[0] <= bounds[1]:
+        raise ValueError(f"{op} {name} must be a number a (for the range [-a, a]) or a pair (low, high) with low <= "
+                         f"high, got {limit!r}.")
+    return bounds[0] + bias, bounds[1] + bias
+
+
 class MultiVariateOp(NumpyOp):
     """A spatial transform applied with the same parameters to an image, a mask and/or a list of masks.
 
