@@ -1,12 +1,12 @@
-"""Small framework-neutral helpers shared across fe_ray."""
+"""Small framework-neutral helpers shared across fe_ray: containers, argument checks, batch size, contexts."""
 
 from __future__ import annotations
 
 import inspect
 import numbers
 import os
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterable, KeysView, Mapping
+from typing import Any, TypeVar, overload
 
 T = TypeVar("T")
 
@@ -26,10 +26,11 @@ def to_list(data: Any) -> list[Any]:
 
 
 def to_set(data: Any) -> set[Any]:
-    """Wrap ``data`` in a set (``None`` becomes the empty set)."""
+    """Wrap ``data`` in a set (``None`` becomes the empty set; lists, tuples, sets and dict key views are copied into
+    a set)."""
     if data is None:
         return set()
-    if isinstance(data, (list, tuple, set)):
+    if isinstance(data, (list, tuple, set, frozenset, KeysView)):
         return set(data)
     return {data}
 
@@ -88,7 +89,7 @@ def parse_modes(modes: set[str]) -> set[str]:
         The set of modes in which to run.
 
     Raises:
-        ValueError: If a mode is unknown, or plain and negated modes are mixed.
+        ValueError: If a mode is unknown, or plain and negated modes are mixed (FastEstimator raises AssertionError).
     """
     negated = {m for m in modes if m.startswith("!")}
     if negated and len(negated) != len(modes):
@@ -123,11 +124,73 @@ def check_epoch(epoch: Any) -> int:
     return check_count(epoch, "epoch", minimum=1)
 
 
-def check_ds_id(ds_id: Any) -> str:
-    """Return ``ds_id`` if it is a str ('' when a mode has a single dataset), else raise TypeError."""
-    if not isinstance(ds_id, str):
-        raise TypeError(f"ds_id must be a str (the dataset id, '' when a mode has a single dataset), got {ds_id!r}.")
-    return ds_id
+#: Characters a dataset id may not hold: ':' and ';' are reserved by FastEstimator's key syntax, '|' separates a
+#: key from its ds_id in logged names.
+_FORBIDDEN_DS_ID_CHARS = frozenset(":;|")
+#: Characters an op / trace input or output key may not hold ('|' is allowed once, as the ds_id separator).
+_FORBIDDEN_KEY_CHARS = frozenset(":;")
+
+
+@overload
+def check_ds_id(ds_id: str) -> str: ...
+
+
+@overload
+def check_ds_id(ds_id: set[str]) -> set[str]: ...
+
+
+def check_ds_id(ds_id: Any) -> str | set[str]:
+    """Check a dataset id, or a set of ds_id filters.
+
+    * A str (what a running Network gets): returned as is; ``''`` stands for a mode's only dataset.
+    * A set / list / tuple of ids (FastEstimator's ``fe.util.check_ds_id``): every id a non-empty str without
+      ``':'``, ``';'`` or ``'|'`` (they separate names in keys such as ``"acc|ds1"``), all plain (a whitelist) or
+      all ``'!'``-negated (a blacklist); returned as a set.
+
+    Raises:
+        TypeError: If ``ds_id`` (or one of the ids) is not a str.
+        ValueError: If an id in a set is empty or holds a forbidden character, or plain and negated ids are mixed
+            (FastEstimator raises AssertionError for these).
+    """
+    if isinstance(ds_id, str):
+        return ds_id
+    if not isinstance(ds_id, (set, frozenset, list, tuple)):
+        raise TypeError(f"ds_id must be a str (the dataset id, '' when a mode has a single dataset) or a set of ids, "
+                        f"got {ds_id!r}.")
+    ids = set(ds_id)
+    for item in ids:
+        if not isinstance(item, str):
+            raise TypeError(f"Every ds_id must be a str, got {type(item).__name__} {item!r} in {ds_id!r}.")
+        if not item.lstrip("!") or any(char in item for char in _FORBIDDEN_DS_ID_CHARS):
+            raise ValueError(f"Invalid ds_id {item!r}: a dataset id must be a non-empty name without "
+                             f"{sorted(_FORBIDDEN_DS_ID_CHARS)} (optionally prefixed by '!').")
+    if len({item.startswith("!") for item in ids}) > 1:
+        raise ValueError(f"Cannot mix plain and negated ('!') ds_ids, got {sorted(ids)}; use one style.")
+    return ids
+
+
+def check_io_names(names: list[str]) -> list[str]:
+    """Check the input / output keys of an op or trace and return them unchanged.
+
+    A key must be a non-empty str without ``':'`` or ``';'``, with at most one ``'|'`` (``"key|ds_id"``).
+
+    Raises:
+        TypeError: If a name is not a str.
+        ValueError: If a name is empty, holds a forbidden character or more than one ``'|'`` (FastEstimator raises
+            AssertionError).
+    """
+    for name in names:
+        if not isinstance(name, str):
+            raise TypeError(f"inputs/outputs names must be str, got {type(name).__name__} {name!r}.")
+        if not name:
+            raise ValueError("inputs/outputs names cannot be an empty string; name every key.")
+        if any(char in name for char in _FORBIDDEN_KEY_CHARS):
+            raise ValueError(f"inputs/outputs name {name!r} holds a forbidden character "
+                             f"{sorted(_FORBIDDEN_KEY_CHARS)}; rename the key.")
+        if name.count("|") > 1:
+            raise ValueError(f"inputs/outputs name {name!r} holds more than one '|' (allowed once, as in "
+                             f"'key|ds_id'); rename the key.")
+    return names
 
 
 def get_batch_size(batch: Mapping[str, Any]) -> int:

@@ -1,0 +1,77 @@
+"""fe_ray's utilities: FastEstimator 1.7's ``fe.util`` namespace plus the internal helpers fe_ray's modules share.
+
+``import fe_ray as fe; fe.util.to_list(x)`` works as with ``import fastestimator as fe``. Nothing here imports torch
+or TensorFlow at import time. One concept per module:
+
+* :mod:`fe_ray.util.base`: containers, mode / ds_id / key checks, batch size (fe_ray's internal helpers too).
+* :mod:`fe_ray.util.text`: metric-name prettifying, prefix / suffix stripping, number and literal parsing.
+* :mod:`fe_ray.util.structures`: ``DefaultKeyDict``, ``FEID``, ``Flag``, ``param_to_range``.
+* :mod:`fe_ray.util.tensors`: ``to_number``, detaching / moving torch tensors, ``get_type``/``get_shape``, padding.
+* :mod:`fe_ray.util.devices`: GPU and CPU counts, thread limits, the torch device.
+* :mod:`fe_ray.util.environment`: ``Suppressor``, ``LogSplicer``, ``Timer``, ``draw``, ``in_notebook``,
+  ``list_files``.
+
+``fe.util.Data`` is the Trace event's :class:`fe_ray.trace.trace.Data`, loaded on first use (the trace package
+itself imports this one). FastEstimator's plotting and report helpers (``ImageDisplay``, ``BatchDisplay``,
+``GridDisplay``, ``get_colors``, the LaTeX and traceability helpers) and its download progress bars are not ported.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from fe_ray.util.base import (
+    MODES,
+    NonContext,
+    accepts_positional,
+    check_count,
+    check_ds_id,
+    check_epoch,
+    check_io_names,
+    check_mode,
+    filter_nones,
+    get_batch_size,
+    lower_priority,
+    map_nested,
+    parse_ds_ids,
+    parse_modes,
+    to_list,
+    to_set,
+)
+from fe_ray.util.devices import cpu_count, get_device, get_gpu_info, get_num_devices, get_num_gpus
+from fe_ray.util.environment import LogSplicer, Suppressor, Timer, draw, in_notebook, list_files
+from fe_ray.util.structures import FEID, DefaultKeyDict, Flag, param_to_range
+from fe_ray.util.tensors import (
+    detach_tensors,
+    get_shape,
+    get_type,
+    move_tensors_to_device,
+    pad_batch,
+    pad_data,
+    to_number,
+)
+from fe_ray.util.text import is_number, parse_string_to_python, prettify_metric_name, strip_prefix, strip_suffix
+
+# Loaded on first access: their modules import fe_ray.util themselves.
+_LAZY = {"Data": ("fe_ray.trace.trace", "Data")}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        module, attr = _LAZY[name]
+        return getattr(importlib.import_module(module), attr)
+    raise AttributeError(f"module 'fe_ray.util' has no attribute {name!r}")
+
+
+__all__ = [
+    # FastEstimator 1.7's fe.util
+    "FEID", "Data", "DefaultKeyDict", "Flag", "LogSplicer", "NonContext", "Suppressor", "Timer", "check_ds_id",
+    "check_io_names", "cpu_count", "detach_tensors", "draw", "filter_nones", "get_batch_size", "get_device",
+    "get_num_devices", "get_num_gpus", "get_shape", "get_type", "in_notebook", "is_number", "list_files",
+    "move_tensors_to_device", "pad_batch", "pad_data", "param_to_range", "parse_modes", "parse_string_to_python",
+    "prettify_metric_name", "strip_prefix", "strip_suffix", "to_list", "to_number", "to_set",
+    # fe_ray's additions and internal helpers
+    "MODES", "accepts_positional", "check_count", "check_epoch", "check_mode", "get_gpu_info", "lower_priority",
+    "map_nested", "parse_ds_ids",
+]
