@@ -17,13 +17,15 @@ class ValWithError(NamedTuple):
     """A value logged with an error band, as FastEstimator's ``ValWithError``: ``(y_min, y, y_max)``.
 
     :class:`fe_ray.trace.metric.Dice` logs one per key when ``include_std`` is set, with ``y`` the mean and the band
-    one standard deviation either side. Being a tuple, it pickles into checkpoints, becomes a 3-element array for
-    numpy (so CSVLogger writes ``[y_min;y;y_max]``), and prints as ``(y_min, y, y_max)`` in the Logger's output.
+    one standard deviation either side; :class:`fe_ray.trace.metric.CalibrationError` logs one when given a
+    ``confidence_interval``, with the band a bootstrap interval around the error. Being a tuple, it pickles into
+    checkpoints, becomes a 3-element array for numpy (so CSVLogger writes ``[y_min;y;y_max]``), and prints as
+    ``(y_min, y, y_max)`` in the Logger's output.
 
     Attributes:
-        y_min: The lower end of the band (the mean minus one standard deviation).
-        y: The value itself (the mean).
-        y_max: The upper end of the band (the mean plus one standard deviation).
+        y_min: The lower end of the band.
+        y: The value itself.
+        y_max: The upper end of the band.
     """
 
     y_min: float
