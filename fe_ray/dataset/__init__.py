@@ -7,6 +7,7 @@ from fe_ray.dataset.dir_dataset import DirDataset, LabeledDirDataset
 from fe_ray.dataset.generator_dataset import GeneratorDataset
 from fe_ray.dataset.in_memory_dataset import InMemoryDataset
 from fe_ray.dataset.numpy_dataset import NumpyDataset
+from fe_ray.dataset.siamese_dir_dataset import SiameseDirDataset
 
 __all__ = ["BatchDataset", "CSVDataset", "DirDataset", "GeneratorDataset", "InMemoryDataset", "LabeledDirDataset",
-           "NumpyDataset"]
+           "NumpyDataset", "SiameseDirDataset"]

@@ -105,7 +105,9 @@ class Loader:
 
     A dataset whose items are whole batches (``dataset.fe_batched``, e.g. :class:`~fe_ray.dataset.BatchDataset`)
     gives batch ``b`` as its ``batch_samples(b % len(dataset), (seed, mode, ds_id, epoch, pass))``: ``batch_size``
-    and ``shuffle`` do not apply, and the dataset's own draws are seeded by the same position.
+    and ``shuffle`` do not apply, and the dataset's own draws are seeded by the same position. A dataset whose items
+    are random draws of their own (``dataset.fe_keyed``, e.g. :class:`~fe_ray.dataset.SiameseDirDataset`) gives
+    sample ``i`` as its ``keyed_item(i, (seed, mode, ds_id, epoch, pass))``, for the same reason.
 
     Args:
         dataset: The map-style dataset of this epoch.
@@ -140,6 +142,7 @@ class Loader:
         self.shuffle, self.seed, self.drop_last = shuffle, seed, drop_last
         self.size = len(dataset)
         self._batched = bool(getattr(dataset, "fe_batched", False))
+        self._keyed = bool(getattr(dataset, "fe_keyed", False))
         if self._batched:
             self.batches_per_pass = self.size
         elif batch_size is None:
@@ -159,7 +162,8 @@ class Loader:
         self._cursor = self.start
         self._perm_cache: tuple[int, np.ndarray] | None = None
         # Whole-batch fancy indexing is only equivalent to per-sample loading when no op has to see single samples.
-        self._fast = not ops and collate_fn is None and hasattr(dataset, "get_batch") and not self._batched
+        self._fast = not ops and collate_fn is None and hasattr(dataset, "get_batch") and not self._batched \
+            and not self._keyed
         # Per-sample entropy is only worth deriving when some op will draw from it.
         self._random = any(op.is_random for op in ops)
         self._iterators: list[Iterator[dict[str, np.ndarray]]] = []
@@ -196,6 +200,9 @@ class Loader:
             items = self.dataset.batch_samples(within, (self.seed, self.mode, self.ds_id, self.epoch, data_pass))
             # Unique within the pass, as a batched dataset's batches have equal sizes.
             return [(within * len(items) + j, item) for j, item in enumerate(items)]
+        if self._keyed:
+            key = (self.seed, self.mode, self.ds_id, self.epoch, data_pass)
+            return [(int(index), self.dataset.keyed_item(int(index), key)) for index in indices]
         return [(int(index), self.dataset[int(index)]) for index in indices]
 
     def make_batch(self, indices: np.ndarray, data_pass: int = 0) -> dict[str, np.ndarray]:
