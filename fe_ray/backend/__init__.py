@@ -16,6 +16,7 @@ from types import ModuleType
 from typing import Any
 
 from fe_ray.backend.losses import dice_score, focal_loss, hinge, huber, l1_loss, l2_regularization, smooth_l1_loss
+from fe_ray.backend.tensor_image import random_mix_patch, resize_3d
 from fe_ray.backend.tensor_info import check_nan, convert_tensor_precision, get_image_dims, get_shape, to_shape, to_type
 from fe_ray.backend.tensor_layout import flip, gather, gather_from_batch, roll, transpose
 from fe_ray.backend.tensor_math import (
@@ -50,6 +51,10 @@ from fe_ray.backend.tensor_ops import (
     zeros_like,
 )
 from fe_ray.backend.tensor_random import random_normal_like, random_uniform_like
+from fe_ray.backend.tensor_watch import watch
+
+#: ``resize_3d`` under the name of its FastEstimator module (``fastestimator/backend/_resize3d.py``).
+resize3d = resize_3d
 
 FRAMEWORKS = ("torch", "tf", "np")
 #: Context-state key of the Network's cache that outlives its contexts (what a backend may keep across them).
@@ -290,8 +295,8 @@ __all__ = ["BACKEND_CACHE_KEY", "FRAMEWORKS", "abs", "argmax", "binary_crossentr
            "exp", "expand_dims", "feed_forward", "flip", "focal_loss", "gather", "gather_from_batch", "get_backend",
            "get_framework", "get_gradient", "get_image_dims", "get_lr", "get_shape", "hinge", "huber", "iwd", "l1_loss",
            "l2_regularization", "lambertw", "load_model", "matmul", "maximum", "mean_squared_error", "ones_like",
-           "percentile", "permute", "random_normal_like", "random_uniform_like", "reduce_max", "reduce_mean",
-           "reduce_min", "reduce_std", "reduce_sum", "reshape", "roll", "save_model", "set_lr", "sign",
-           "smooth_l1_loss", "sparse_categorical_crossentropy", "squeeze", "stack", "tensor_normalize", "tensor_pow",
-           "tensor_round", "tensor_sqrt", "to_number", "to_shape", "to_tensor", "to_type", "transpose", "update_model",
-           "where", "zeros_like", "zscore"]
+           "percentile", "permute", "random_mix_patch", "random_normal_like", "random_uniform_like", "reduce_max",
+           "reduce_mean", "reduce_min", "reduce_std", "reduce_sum", "reshape", "resize3d", "resize_3d", "roll",
+           "save_model", "set_lr", "sign", "smooth_l1_loss", "sparse_categorical_crossentropy", "squeeze", "stack",
+           "tensor_normalize", "tensor_pow", "tensor_round", "tensor_sqrt", "to_number", "to_shape", "to_tensor",
+           "to_type", "transpose", "update_model", "watch", "where", "zeros_like", "zscore"]

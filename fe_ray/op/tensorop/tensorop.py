@@ -55,6 +55,13 @@ class LambdaOp(TensorOp):
         return self.fn(*data)
 
 
+def check_one_output_each(op: TensorOp, name: str) -> None:
+    """Raise a ValueError unless ``op`` has at least one input key and as many output keys as input keys."""
+    if not op.inputs or len(op.outputs) != len(op.inputs):
+        raise ValueError(f"{name} writes one output per input: got inputs={op.inputs} and outputs={op.outputs}; give "
+                         "as many output keys as input keys.")
+
+
 def run_ops(ops: list[TensorOp], batch: dict[str, Any], state: dict[str, Any]) -> None:
     """Run ``ops`` in order on ``batch`` (in place), then apply the updates UpdateOps deferred to step end.
 

@@ -10,7 +10,43 @@ from fe_ray.op.tensorop.tensorop import TensorOp
 from fe_ray.util import to_list
 
 
-class GradientOp(TensorOp):
+class GradientRecordingOp(TensorOp):
+    """Base of the TensorOps that need the step's gradient recording: :class:`GradientOp`, :class:`Watch` and
+    :class:`FGSM`.
+
+    Answering :meth:`fe_retain_graph` with a bool (not None) makes the Network record gradients (torch autograd, the
+    TF GradientTape in ``state['tape']``) in every mode the op runs in, and lets it tell each such op whether a later
+    one still needs torch's autograd graph (``self.retain_graph``).
+    """
+
+    retain_graph: bool = True
+    _backend: Any = None
+
+    def build(self, framework: str, device: Any = None) -> None:
+        self._backend = get_backend(framework)
+
+    def fe_retain_graph(self, retain: bool | None = None) -> bool | None:
+        if retain is not None:
+            self.retain_graph = retain
+        return self.retain_graph
+
+    def gradient(self, final: Any, source: Any, state: dict[str, Any], retain: bool | None = None,
+                 keep_none: bool = False) -> Any:
+        """The gradient of ``final`` w.r.t. ``source`` (a tensor or a list of them) in the running step.
+
+        Args:
+            final: The tensor to differentiate.
+            source: What to differentiate it with respect to.
+            state: The step state (its 'tape' records TF steps).
+            retain: Keep torch's graph for later gradients; the Network's decision (``self.retain_graph``) if None.
+            keep_none: Return None, not zeros, for a source ``final`` does not depend on (or that was not recorded).
+        """
+        backend = self._backend if self._backend is not None else get_backend(final)
+        return backend.get_gradient(final, source, tape=state.get("tape"),
+                                    retain_graph=self.retain_graph if retain is None else retain, keep_none=keep_none)
+
+
+class GradientOp(GradientRecordingOp):
     """Write the gradients of ``finals`` w.r.t. ``inputs`` (pairwise), or w.r.t. ``model``'s trainable weights.
 
     Gradients of a tensor of the batch (``inputs``) need it recorded: in torch it must require grad (put a
@@ -50,29 +86,18 @@ class GradientOp(TensorOp):
         self.in_list = self.out_list = True
         self.model = model
         self.num_finals = len(final_keys)
-        self.retain_graph = True
-        self._backend: Any = None
-
-    def build(self, framework: str, device: Any = None) -> None:
-        self._backend = get_backend(framework)
-
-    def fe_retain_graph(self, retain: bool | None = None) -> bool | None:
-        if retain is not None:
-            self.retain_graph = retain
-        return self.retain_graph
 
     def forward(self, data: list[Any], state: dict[str, Any]) -> list[Any]:
         finals = data[-self.num_finals:]
-        backend = self._backend if self._backend is not None else get_backend(finals[0])
         if self.model is not None:
+            backend = self._backend if self._backend is not None else get_backend(finals[0])
             sources = [list(backend.trainable_variables(self.model))] * len(finals)
         else:
             sources = data[:-self.num_finals]
-        tape = state.get("tape")
         results = []
         for idx, (final, source) in enumerate(zip(finals, sources)):
             # Only the last gradient may free torch's graph, and only when no later op needs it (the Network decides
             # retain_graph from the ops after this one).
             retain = self.retain_graph or idx < len(finals) - 1
-            results.append(backend.get_gradient(final, source, tape=tape, retain_graph=retain))
+            results.append(self.gradient(final, source, state, retain=retain))
         return results
