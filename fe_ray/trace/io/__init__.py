@@ -4,5 +4,6 @@ from fe_ray.trace.io.best_model_saver import BestModelSaver
 from fe_ray.trace.io.csv_logger import CSVLogger
 from fe_ray.trace.io.model_saver import ModelSaver
 from fe_ray.trace.io.restore_wizard import RestoreWizard
+from fe_ray.trace.io.tensorboard import TensorBoard
 
-__all__ = ["BestModelSaver", "CSVLogger", "ModelSaver", "RestoreWizard"]
+__all__ = ["BestModelSaver", "CSVLogger", "ModelSaver", "RestoreWizard", "TensorBoard"]
