@@ -79,7 +79,26 @@ def _scaled_size(height: int, width: int, scale: float) -> Size:
     return max(1, round(height * scale)), max(1, round(width * scale))
 
 
-class LongestMaxSize(_Rescale):
+class _SideRescale(_Rescale):
+    """Resize keeping the aspect ratio so that one side (the one :attr:`pick` chooses) becomes ``max_size``."""
+
+    pick: Any = max  # the side that becomes max_size: max (the longer) or min (the shorter)
+
+    def __init__(self, max_size: int = 1024, interpolation: int = INTER_LINEAR,
+                 mode: None | str | Iterable[str] = None, ds_id: None | str | Iterable[str] = None,
+                 image_in: str | None = None, mask_in: str | None = None, masks_in: str | None = None,
+                 bbox_in: str | None = None, keypoints_in: str | None = None, image_out: str | None = None,
+                 mask_out: str | None = None, masks_out: str | None = None, bbox_out: str | None = None,
+                 keypoints_out: str | None = None, bbox_params: Any = None, keypoint_params: Any = None) -> None:
+        super().__init__(interpolation, mode, ds_id, image_in, mask_in, masks_in, bbox_in, keypoints_in, image_out,
+                         mask_out, masks_out, bbox_out, keypoints_out, bbox_params, keypoint_params)
+        self.max_size = check_size(max_size, "max_size", type(self).__name__)
+
+    def get_params(self, height: int, width: int, state: dict[str, Any]) -> Size:
+        return _scaled_size(height, width, self.max_size / type(self).pick(height, width))
+
+
+class LongestMaxSize(_SideRescale):
     """Resize the image and masks, keeping the aspect ratio, so that the longer side becomes ``max_size``.
 
     The shorter side becomes ``round(side * max_size / longer side)`` (Python's rounding; at least 1 pixel, where
@@ -96,21 +115,10 @@ class LongestMaxSize(_Rescale):
         ValueError: If ``max_size`` is not a positive int, or ``interpolation`` is not 0 or 1.
     """
 
-    def __init__(self, max_size: int = 1024, interpolation: int = INTER_LINEAR,
-                 mode: None | str | Iterable[str] = None, ds_id: None | str | Iterable[str] = None,
-                 image_in: str | None = None, mask_in: str | None = None, masks_in: str | None = None,
-                 bbox_in: str | None = None, keypoints_in: str | None = None, image_out: str | None = None,
-                 mask_out: str | None = None, masks_out: str | None = None, bbox_out: str | None = None,
-                 keypoints_out: str | None = None, bbox_params: Any = None, keypoint_params: Any = None) -> None:
-        super().__init__(interpolation, mode, ds_id, image_in, mask_in, masks_in, bbox_in, keypoints_in, image_out,
-                         mask_out, masks_out, bbox_out, keypoints_out, bbox_params, keypoint_params)
-        self.max_size = check_size(max_size, "max_size", "LongestMaxSize")
-
-    def get_params(self, height: int, width: int, state: dict[str, Any]) -> Size:
-        return _scaled_size(height, width, self.max_size / max(height, width))
+    pick = max
 
 
-class SmallestMaxSize(_Rescale):
+class SmallestMaxSize(_SideRescale):
     """Resize the image and masks, keeping the aspect ratio, so that the shorter side becomes ``max_size``.
 
     The longer side becomes ``round(side * max_size / shorter side)`` (Python's rounding). Masks are resized with
@@ -127,18 +135,7 @@ class SmallestMaxSize(_Rescale):
         ValueError: If ``max_size`` is not a positive int, or ``interpolation`` is not 0 or 1.
     """
 
-    def __init__(self, max_size: int = 1024, interpolation: int = INTER_LINEAR,
-                 mode: None | str | Iterable[str] = None, ds_id: None | str | Iterable[str] = None,
-                 image_in: str | None = None, mask_in: str | None = None, masks_in: str | None = None,
-                 bbox_in: str | None = None, keypoints_in: str | None = None, image_out: str | None = None,
-                 mask_out: str | None = None, masks_out: str | None = None, bbox_out: str | None = None,
-                 keypoints_out: str | None = None, bbox_params: Any = None, keypoint_params: Any = None) -> None:
-        super().__init__(interpolation, mode, ds_id, image_in, mask_in, masks_in, bbox_in, keypoints_in, image_out,
-                         mask_out, masks_out, bbox_out, keypoints_out, bbox_params, keypoint_params)
-        self.max_size = check_size(max_size, "max_size", "SmallestMaxSize")
-
-    def get_params(self, height: int, width: int, state: dict[str, Any]) -> Size:
-        return _scaled_size(height, width, self.max_size / min(height, width))
+    pick = min
 
 
 class RandomScale(_Rescale):
