@@ -5,5 +5,6 @@ from fe_ray.trace.io.csv_logger import CSVLogger
 from fe_ray.trace.io.model_saver import ModelSaver
 from fe_ray.trace.io.restore_wizard import RestoreWizard
 from fe_ray.trace.io.tensorboard import TensorBoard
+from fe_ray.trace.io.test_report import TestReport
 
-__all__ = ["BestModelSaver", "CSVLogger", "ModelSaver", "RestoreWizard", "TensorBoard"]
+__all__ = ["BestModelSaver", "CSVLogger", "ModelSaver", "RestoreWizard", "TensorBoard", "TestReport"]
