@@ -50,11 +50,14 @@ from fe_ray.backend.tensor_ops import (
     where,
     zeros_like,
 )
+from fe_ray.backend.tensor_power import pow
 from fe_ray.backend.tensor_random import random_normal_like, random_uniform_like
 from fe_ray.backend.tensor_watch import watch
 
 #: ``resize_3d`` under the name of its FastEstimator module (``fastestimator/backend/_resize3d.py``).
 resize3d = resize_3d
+#: ``tensor_normalize`` under FastEstimator 1.7's public name ``fe.backend.normalize`` (both names work).
+normalize = tensor_normalize
 
 FRAMEWORKS = ("torch", "tf", "np")
 #: Context-state key of the Network's cache that outlives its contexts (what a backend may keep across them).
@@ -294,9 +297,9 @@ __all__ = ["BACKEND_CACHE_KEY", "FRAMEWORKS", "abs", "argmax", "binary_crossentr
            "categorical_crossentropy", "check_nan", "clip_by_value", "concat", "convert_tensor_precision", "dice_score",
            "exp", "expand_dims", "feed_forward", "flip", "focal_loss", "gather", "gather_from_batch", "get_backend",
            "get_framework", "get_gradient", "get_image_dims", "get_lr", "get_shape", "hinge", "huber", "iwd", "l1_loss",
-           "l2_regularization", "lambertw", "load_model", "matmul", "maximum", "mean_squared_error", "ones_like",
-           "percentile", "permute", "random_mix_patch", "random_normal_like", "random_uniform_like", "reduce_max",
-           "reduce_mean", "reduce_min", "reduce_std", "reduce_sum", "reshape", "resize3d", "resize_3d", "roll",
-           "save_model", "set_lr", "sign", "smooth_l1_loss", "sparse_categorical_crossentropy", "squeeze", "stack",
-           "tensor_normalize", "tensor_pow", "tensor_round", "tensor_sqrt", "to_number", "to_shape", "to_tensor",
-           "to_type", "transpose", "update_model", "watch", "where", "zeros_like", "zscore"]
+           "l2_regularization", "lambertw", "load_model", "matmul", "maximum", "mean_squared_error", "normalize",
+           "ones_like", "percentile", "permute", "pow", "random_mix_patch", "random_normal_like", "random_uniform_like",
+           "reduce_max", "reduce_mean", "reduce_min", "reduce_std", "reduce_sum", "reshape", "resize3d", "resize_3d",
+           "roll", "save_model", "set_lr", "sign", "smooth_l1_loss", "sparse_categorical_crossentropy", "squeeze",
+           "stack", "tensor_normalize", "tensor_pow", "tensor_round", "tensor_sqrt", "to_number", "to_shape",
+           "to_tensor", "to_type", "transpose", "update_model", "watch", "where", "zeros_like", "zscore"]
