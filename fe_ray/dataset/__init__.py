@@ -2,12 +2,15 @@
 (``fe_ray.dataset.data``)."""
 
 from fe_ray.dataset.batch_dataset import BatchDataset
+from fe_ray.dataset.combined_dataset import CombinedDataset
 from fe_ray.dataset.csv_dataset import CSVDataset
 from fe_ray.dataset.dir_dataset import DirDataset, LabeledDirDataset
+from fe_ray.dataset.extend_dataset import ExtendDataset
 from fe_ray.dataset.generator_dataset import GeneratorDataset
 from fe_ray.dataset.in_memory_dataset import InMemoryDataset
+from fe_ray.dataset.interleave_dataset import InterleaveDataset
 from fe_ray.dataset.numpy_dataset import NumpyDataset
 from fe_ray.dataset.siamese_dir_dataset import SiameseDirDataset
 
-__all__ = ["BatchDataset", "CSVDataset", "DirDataset", "GeneratorDataset", "InMemoryDataset", "LabeledDirDataset",
-           "NumpyDataset", "SiameseDirDataset"]
+__all__ = ["BatchDataset", "CSVDataset", "CombinedDataset", "DirDataset", "ExtendDataset", "GeneratorDataset",
+           "InMemoryDataset", "InterleaveDataset", "LabeledDirDataset", "NumpyDataset", "SiameseDirDataset"]

@@ -85,26 +85,27 @@ def _print_breakdown(loader: Loader, num_batches: int) -> None:
     The batches are rebuilt the way the Loader builds them (same samples, same per-sample random generators), but
     each op is timed on its own; the samples are not handed out, so nothing is tracked.
     """
-    ops = loader.ops
+    ops = loader.all_ops
+    row_of = {id(op): row for row, op in enumerate(ops)}
     visits = np.zeros(len(ops) + 1, dtype=np.int64)  # the last row is the collation
     seconds = np.zeros(len(ops) + 1)
-    random = any(op.is_random for op in ops)
-    state = {"mode": loader.mode, "epoch": loader.epoch, "ds_id": loader.ds_id}
     for index in range(min(num_batches, loader.num_batches)):
-        data_pass = index // loader.batches_per_pass
-        prefix = pass_entropy(loader.seed, loader.mode, loader.ds_id, loader.epoch, data_pass) if random else None
+        batch_ops, ds_id, entries = loader.sample_plan(index)
+        random = any(op.is_random for op in batch_ops)
+        state = {"mode": loader.mode, "epoch": loader.epoch, "ds_id": ds_id}
         samples = []
-        for sample_index, item in loader.numbered_items(loader.batch_indices(index), data_pass):
+        for data_pass, sample_index, item in entries:
             sample = owned_sample(item, f"Dataset item {sample_index}")
-            entropy = sample_entropy(prefix, sample_index) if prefix is not None else None
-            for position, op in enumerate(ops):
+            entropy = sample_entropy(pass_entropy(loader.seed, loader.mode, loader.ds_id, loader.epoch, data_pass),
+                                     sample_index) if random else None
+            for position, op in enumerate(batch_ops):
                 # The generator the Loader gives this op at this position, so random ops draw as they do in training.
                 op_state = {**state, RNG_KEY: op_generator(entropy, position)} \
                     if entropy is not None and op.is_random else state
                 begin = time.perf_counter()
                 forward_numpyop([op], sample, op_state)
-                seconds[position] += time.perf_counter() - begin
-                visits[position] += 1
+                seconds[row_of[id(op)]] += time.perf_counter() - begin
+                visits[row_of[id(op)]] += 1
             samples.append(sample)
         begin = time.perf_counter()
         batch = loader.collate_fn(samples) if loader.collate_fn is not None else collate(samples, loader.pad_value)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 import zlib
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
@@ -13,6 +14,7 @@ import numpy as np
 
 from fe_ray.op.numpyop.numpyop import NumpyOp, forward_numpyop
 from fe_ray.op.numpyop.randomness import pass_entropy, sample_entropy
+from fe_ray.pipeline.composite import SampleRef, interleave_refs, read, stream_refs, unwrap_extended
 
 
 def epoch_permutation(seed: int, mode: str, ds_id: str, epoch: int, data_pass: int, size: int) -> np.ndarray:
@@ -109,6 +111,13 @@ class Loader:
     are random draws of their own (``dataset.fe_keyed``, e.g. :class:`~fe_ray.dataset.SiameseDirDataset`) gives
     sample ``i`` as its ``keyed_item(i, (seed, mode, ds_id, epoch, pass))``, for the same reason.
 
+    An :class:`~fe_ray.dataset.ExtendDataset` (``dataset.fe_extended``) of a dataset of samples makes the epoch a
+    stream of ``spoof_length`` samples: sample ``k`` is position ``k % len`` of pass ``k // len`` (a batch may span
+    two passes, as in FastEstimator); of a batched or interleaved dataset, it makes the epoch ``spoof_length``
+    batches. An :class:`~fe_ray.dataset.InterleaveDataset` (``dataset.fe_interleaved``) gives batch ``b`` from the
+    dataset its pattern names, with that dataset's batch size and ops (``child_ops``), read along per-dataset
+    streams of permutations seeded by the same position (see :mod:`fe_ray.pipeline.composite`).
+
     Args:
         dataset: The map-style dataset of this epoch.
         ops: The per-sample NumpyOps already filtered for mode, epoch and ds_id.
@@ -125,16 +134,19 @@ class Loader:
         on_batch: Called with the number of batches handed out so far, right before each batch is yielded.
         pad_value: Padding for samples of one key that differ in shape (see :func:`collate`).
         collate_fn: Makes a batch from the list of sample dicts instead of :func:`collate`.
+        child_ops: For an InterleaveDataset, the ops of each of its datasets (None: ``ops`` for all of them).
 
     Raises:
-        ValueError: If ``drop_last`` leaves no batch at all from the dataset.
+        ValueError: If ``drop_last`` leaves no batch at all from the dataset, or a batch size is missing.
     """
 
     def __init__(self, dataset: Any, ops: list[NumpyOp], batch_size: int | None, mode: str, epoch: int, ds_id: str,
                  shuffle: bool, seed: int, drop_last: bool = False, steps_per_epoch: int | None = None,
                  start: int = 0, num_process: int = 0, on_batch: Callable[[int], None] | None = None,
                  pad_value: float | None = None,
-                 collate_fn: Callable[[list[dict[str, Any]]], Mapping[str, Any]] | None = None) -> None:
+                 collate_fn: Callable[[list[dict[str, Any]]], Mapping[str, Any]] | None = None,
+                 child_ops: list[list[NumpyOp]] | None = None) -> None:
+        dataset, spoof = unwrap_extended(dataset)
         self.dataset = dataset
         self.ops = ops
         self.batch_size = batch_size
@@ -143,17 +155,36 @@ class Loader:
         self.size = len(dataset)
         self._batched = bool(getattr(dataset, "fe_batched", False))
         self._keyed = bool(getattr(dataset, "fe_keyed", False))
-        if self._batched:
+        self._interleave = dataset if getattr(dataset, "fe_interleaved", False) else None
+        # An ExtendDataset of samples: the epoch is a stream of spoof_length samples across passes.
+        self._stream = spoof is not None and not self._batched and self._interleave is None
+        where = f"mode {mode!r}" + (f", ds_id {ds_id!r}" if ds_id else "")
+        if self._interleave is not None:
+            self._sizes = self._interleave.resolve_batch_sizes(batch_size)
+            self.child_ops = child_ops if child_ops is not None else [ops] * len(self._sizes)
+            self.batches_per_pass = self._interleave.num_batches(self._sizes)
+        elif self._batched:
             self.batches_per_pass = self.size
         elif batch_size is None:
-            raise ValueError(f"No batch_size for mode {mode!r}" + (f", ds_id {ds_id!r}" if ds_id else "") + "; only "
-                             "a dataset of whole batches (BatchDataset) needs none.")
+            raise ValueError(f"No batch_size for {where}; only a dataset of whole batches (BatchDataset) or an "
+                             "InterleaveDataset with set_batch_sizes needs none.")
+        elif self._stream:
+            samples = int(spoof) if steps_per_epoch is None else steps_per_epoch * batch_size  # type: ignore[arg-type]
+            if drop_last and steps_per_epoch is None:
+                samples -= samples % batch_size
+            self._stream_samples = samples
+            self.batches_per_pass = -(-samples // batch_size)
         else:
             self.batches_per_pass = self.size // batch_size if drop_last else -(-self.size // batch_size)
         if self.batches_per_pass == 0:
             raise ValueError(f"drop_last=True with batch_size {batch_size} leaves no batch from the {self.size} "
-                             f"samples of mode {mode!r}" + (f", ds_id {ds_id!r}" if ds_id else "") + ".")
-        self.num_batches = steps_per_epoch if steps_per_epoch is not None else self.batches_per_pass
+                             f"samples of {where}.")
+        if steps_per_epoch is not None:
+            self.num_batches = steps_per_epoch
+        elif spoof is not None and not self._stream:
+            self.num_batches = spoof  # an ExtendDataset of batches: spoof_length batches
+        else:
+            self.num_batches = self.batches_per_pass
         self.start = min(start, self.num_batches)
         self.num_process = num_process
         self.on_batch = on_batch
@@ -163,10 +194,21 @@ class Loader:
         self._perm_cache: tuple[int, np.ndarray] | None = None
         # Whole-batch fancy indexing is only equivalent to per-sample loading when no op has to see single samples.
         self._fast = not ops and collate_fn is None and hasattr(dataset, "get_batch") and not self._batched \
-            and not self._keyed
+            and not self._keyed and self._interleave is None
         # Per-sample entropy is only worth deriving when some op will draw from it.
-        self._random = any(op.is_random for op in ops)
+        self._random = any(op.is_random for op in self.all_ops)
         self._iterators: list[Iterator[dict[str, np.ndarray]]] = []
+
+    @property
+    def all_ops(self) -> list[NumpyOp]:
+        """Every op this loader may run (an InterleaveDataset's datasets' ops together), each once, in order."""
+        if self._interleave is None:
+            return list(self.ops)
+        seen: dict[int, NumpyOp] = {}
+        for ops in self.child_ops:
+            for op in ops:
+                seen.setdefault(id(op), op)
+        return list(seen.values())
 
     def __len__(self) -> int:
         """The number of batches in this epoch (including any skipped because the epoch was resumed)."""
@@ -178,15 +220,43 @@ class Loader:
         return self.num_batches - self._cursor
 
     def batch_indices(self, index: int) -> np.ndarray:
-        """The dataset indices of batch ``index`` of the epoch."""
+        """The dataset indices of batch ``index`` of the epoch (for an InterleaveDataset: of the dataset it reads)."""
+        if self._stream or self._interleave is not None:
+            return np.array([ref.index for ref in self._refs(index)[2]], dtype=np.int64)
         data_pass, within = divmod(index, self.batches_per_pass)
         if self._batched:
             return np.array([within])  # the dataset's own batch ``within``; its draws are seeded by the pass
+        return self._order(data_pass)[within * self.batch_size:(within + 1) * self.batch_size]
+
+    def _order(self, data_pass: int) -> np.ndarray:
+        """The sample order of pass ``data_pass`` (cached: consecutive batches read the same pass)."""
         if self._perm_cache is None or self._perm_cache[0] != data_pass:
             order = (epoch_permutation(self.seed, self.mode, self.ds_id, self.epoch, data_pass, self.size)
                      if self.shuffle else np.arange(self.size))
             self._perm_cache = (data_pass, order)
-        return self._perm_cache[1][within * self.batch_size:(within + 1) * self.batch_size]
+        return self._perm_cache[1]
+
+    def _refs(self, index: int) -> tuple[list[NumpyOp], str, list[SampleRef]]:
+        """The ops, ds_id (for the ops' state) and samples of batch ``index`` of a stream-read dataset."""
+        if self._interleave is not None:
+            child, refs = interleave_refs(self._interleave, index, self._sizes, self.batches_per_pass,
+                                          (self.seed, self.mode, self.ds_id, self.epoch), self.shuffle)
+            tag = self._interleave.tags[child]
+            return self.child_ops[child], tag if tag is not None else self.ds_id, refs
+        start = index * self.batch_size  # type: ignore[operator]
+        stop = min(start + self.batch_size, self._stream_samples)  # type: ignore[operator]
+        key = (lambda data_pass: (self.seed, self.mode, self.ds_id, self.epoch, data_pass)) if self._keyed else None
+        return self.ops, self.ds_id, stream_refs(self.dataset, start, stop, self._order, key)
+
+    def sample_plan(self, index: int) -> tuple[list[NumpyOp], str, list[tuple[int, int, Any]]]:
+        """What batch ``index`` is made of: its ops, the ds_id their state names, and per sample ``(data pass,
+        sample number, dataset item)`` (the pass and number seed the sample's random ops)."""
+        if self._stream or self._interleave is not None:
+            ops, ds_id, refs = self._refs(index)
+            return ops, ds_id, [(ref.data_pass, ref.number, read(ref)) for ref in refs]
+        data_pass = index // self.batches_per_pass
+        return self.ops, self.ds_id, [(data_pass, number, item) for number, item in
+                                      self.numbered_items(self.batch_indices(index), data_pass)]
 
     def numbered_items(self, indices: np.ndarray, data_pass: int) -> list[tuple[int, Any]]:
         """The (sample number, dataset item) pairs of a batch; the number seeds the sample's random ops.
@@ -223,6 +293,35 @@ class Loader:
             entropy = sample_entropy(prefix, index) if prefix is not None else None
             forward_numpyop(self.ops, sample, state, entropy=entropy)
             samples.append(sample)
+        return self._collate(samples)
+
+    def _make_from_refs(self, ops: list[NumpyOp], ds_id: str, refs: list[SampleRef]) -> dict[str, np.ndarray]:
+        """Load planned samples (maybe of several passes), run ``ops`` on each, and stack them."""
+        if self._fast:
+            return self.dataset.get_batch(np.array([ref.index for ref in refs], dtype=np.int64))
+        state = {"mode": self.mode, "epoch": self.epoch, "ds_id": ds_id}
+        random = any(op.is_random for op in ops)
+        prefixes: dict[int, tuple[int, ...]] = {}
+        samples = []
+        for ref in refs:
+            sample = owned_sample(read(ref), f"Dataset item {ref.index}")
+            entropy = None
+            if random:
+                if ref.data_pass not in prefixes:
+                    prefixes[ref.data_pass] = pass_entropy(self.seed, self.mode, self.ds_id, self.epoch,
+                                                           ref.data_pass)
+                entropy = sample_entropy(prefixes[ref.data_pass], ref.number)
+            forward_numpyop(ops, sample, state, entropy=entropy)
+            samples.append(sample)
+        return self._collate(samples)
+
+    def _job(self, index: int) -> Callable[[], dict[str, np.ndarray]]:
+        """Batch ``index`` as a call to make in any thread; planned here, in the consuming thread."""
+        if self._stream or self._interleave is not None:
+            return functools.partial(self._make_from_refs, *self._refs(index))
+        return functools.partial(self.make_batch, self.batch_indices(index), index // self.batches_per_pass)
+
+    def _collate(self, samples: list[dict[str, Any]]) -> dict[str, np.ndarray]:
         if self.collate_fn is None:
             return collate(samples, self.pad_value)
         batch = self.collate_fn(samples)
@@ -243,7 +342,7 @@ class Loader:
 
     def _serial(self) -> Iterator[dict[str, np.ndarray]]:
         while self._cursor < self.num_batches:
-            batch = self.make_batch(self.batch_indices(self._cursor), self._cursor // self.batches_per_pass)
+            batch = self._job(self._cursor)()
             self._handed_out()
             yield batch
 
@@ -256,8 +355,7 @@ class Loader:
         try:
             while self._cursor < self.num_batches:
                 while next_index < self.num_batches and len(pending) < 2 * self.num_process:
-                    pending.append(executor.submit(self.make_batch, self.batch_indices(next_index),
-                                                   next_index // self.batches_per_pass))
+                    pending.append(executor.submit(self._job(next_index)))
                     next_index += 1
                 batch = pending.popleft().result()
                 self._handed_out()

@@ -13,6 +13,7 @@ from fe_ray.backend import to_tensor
 from fe_ray.backend.determinism import last_seed
 from fe_ray.op.numpyop.numpyop import NumpyOp, check_numpy_ops, forward_numpyop
 from fe_ray.pipeline.benchmark import benchmark as run_benchmark
+from fe_ray.pipeline.composite import interleaved
 from fe_ray.pipeline.loader import Loader, owned_sample
 from fe_ray.pipeline.validation import check_batch_size, normalize_data
 from fe_ray.schedule import Scheduler, get_current_items
@@ -30,9 +31,12 @@ class Pipeline:
             scheduled to None has no data). Dict values may be Schedulers too.
         eval_data: Evaluation data, same forms.
         test_data: Test data, same forms.
-        batch_size: Samples per batch: an int, a Scheduler of ints, or a ``{mode: int or Scheduler}`` dict.
+        batch_size: Samples per batch: an int, a Scheduler of ints, or a ``{mode: int or Scheduler}`` dict. A
+            BatchDataset, and an InterleaveDataset given per-dataset sizes with ``set_batch_sizes``, size their own
+            batches (an InterleaveDataset without them uses this size for each of its datasets).
         ops: Per-sample NumpyOps (or Schedulers of them), run in order on each sample; ``mode`` and ``ds_id`` of an
-            op select where it runs.
+            op select where it runs (on the batches of an InterleaveDataset built from a dict, its dataset names
+            serve as the ds_ids, as in FastEstimator).
         num_process: None or 0 prepares batches in the consuming thread; N > 0 uses N worker threads that prepare
             batches ahead. The batches and their order are identical either way, random fe_ray ops included (they
             draw from per-sample generators); only custom ops drawing from a global RNG (``np.random.*``) differ, as
@@ -226,10 +230,14 @@ class Pipeline:
         start = saved["batches"] if saved is not None and saved["epoch"] == epoch else 0
         # A dataset of whole batches (BatchDataset) sizes its own batches, as in FastEstimator.
         batch_size = None if _batched(dataset) else self.get_batch_size(mode, epoch)
+        interleave = interleaved(dataset)
+        # An InterleaveDataset's named datasets select their ops by name, as FastEstimator's ds_id-tagged ops do.
+        child_ops = None if interleave is None else \
+            [self.get_ops(mode, epoch, tag if tag is not None else ds_id) for tag in interleave.tags]
         loader = Loader(dataset, self.get_ops(mode, epoch, ds_id), batch_size, mode, epoch,
                         ds_id, shuffle=shuffle, seed=self.shuffle_seed, drop_last=self.drop_last,
                         steps_per_epoch=steps_per_epoch, start=start, num_process=self.num_process,
-                        pad_value=self.pad_value, collate_fn=self.collate_fn)
+                        pad_value=self.pad_value, collate_fn=self.collate_fn, child_ops=child_ops)
         if track:
             loader.on_batch = self._tracker(key, epoch, loader.num_batches)
             if loader.remaining == 0:
@@ -389,6 +397,13 @@ def _dataset_state(dataset: Any) -> Any:
 
 
 def _batched(data: Any) -> bool:
-    """Whether every dataset ``data`` may be (one, or a Scheduler's) gives whole batches (``fe_batched``)."""
+    """Whether every dataset ``data`` may be (one, or a Scheduler's) sizes its own batches: gives whole batches
+    (``fe_batched``), or is an InterleaveDataset whose batch sizes were set."""
     values = data.get_all_values() if isinstance(data, Scheduler) else [data]
-    return all(getattr(value, "fe_batched", False) for value in values if value is not None)
+    return all(getattr(value, "fe_batched", False) or _sized_interleave(value) for value in values
+               if value is not None)
+
+
+def _sized_interleave(dataset: Any) -> bool:
+    interleave = interleaved(dataset)
+    return interleave is not None and interleave.explicit_batch_sizes is not None
