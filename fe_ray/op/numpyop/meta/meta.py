@@ -1,11 +1,13 @@
-"""What the NumpyOp meta ops (Sometimes, OneOf) share: checking the ops they wrap (their state and Sometimes' keys
-are handled as for TensorOps, in :mod:`fe_ray.op.meta_common`)."""
+"""What the NumpyOp meta ops (Sometimes, OneOf, Fuse, Repeat) share: checking and running the ops they wrap, and
+passing RUA's strength on (their state and Sometimes' keys are handled as for TensorOps, in
+:mod:`fe_ray.op.meta_common`)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from fe_ray.op.numpyop.numpyop import Delete, NumpyOp
+from fe_ray.op.numpyop.numpyop import Delete, NumpyOp, forward_numpyop
 
 
 def check_wrapped(op: Any, meta: str) -> NumpyOp:
@@ -17,3 +19,33 @@ def check_wrapped(op: Any, meta: str) -> NumpyOp:
                         "delete the keys with an unconditional Delete op instead.")
     return op
 
+
+
+def check_shared(ops: Sequence[NumpyOp], attrs: Sequence[str], meta: str) -> None:
+    """Raise ValueError unless all ``ops`` agree with the first on each of ``attrs`` (e.g. mode and ds_id)."""
+    first = ops[0]
+    for pos, op in enumerate(ops[1:], start=1):
+        for attr in attrs:
+            if getattr(op, attr) != getattr(first, attr):
+                raise ValueError(f"All ops of a {meta} must share {attr}: op #0 ({type(first).__name__}) has "
+                                 f"{getattr(first, attr)!r} but op #{pos} ({type(op).__name__}) has "
+                                 f"{getattr(op, attr)!r}; give them the same {attr}.")
+
+
+def set_rua_levels(ops: Sequence[Any], magnitude_coef: float, meta: str) -> None:
+    """Pass RUA's strength ``magnitude_coef`` on to each of a meta op's ``ops``.
+
+    Raises:
+        TypeError: If an op has no ``set_rua_level`` method, so RUA cannot scale it.
+    """
+    for op in ops:
+        if not callable(getattr(op, "set_rua_level", None)):
+            raise TypeError(f"RUA scales every augmentation it runs, but {type(op).__name__} inside {meta} has no "
+                            "set_rua_level(magnitude_coef) method; add one (it may do nothing) or leave the op out.")
+    for op in ops:
+        op.set_rua_level(magnitude_coef=magnitude_coef)
+
+
+def run_ops(ops: Sequence[NumpyOp], store: dict[str, Any], state: dict[str, Any], batched: bool) -> None:
+    """Run ``ops`` in order on ``store`` in place, all drawing from the meta op's own ``state`` (and generator)."""
+    forward_numpyop(list(ops), store, state, batched=batched)

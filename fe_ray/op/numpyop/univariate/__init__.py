@@ -1,9 +1,16 @@
 """Ops on one kind of data at a time (``fe.op.numpyop.univariate``): each input key transformed alike."""
 
+from fe_ray.op.numpyop.univariate.affine import ShearX, ShearY, TranslateX, TranslateY
 from fe_ray.op.numpyop.univariate.basic import ExpandDims, Minmax, Onehot
+from fe_ray.op.numpyop.univariate.blur import Blur, GaussianBlur, MedianBlur
+from fe_ray.op.numpyop.univariate.calibrate import Calibrate
 from fe_ray.op.numpyop.univariate.coarse_dropout import CoarseDropout
 from fe_ray.op.numpyop.univariate.color import ChannelDropout, ChannelShuffle, RGBShift, ToGray, ToSepia
-from fe_ray.op.numpyop.univariate.enhance import Brightness, Contrast
+from fe_ray.op.numpyop.univariate.downscale import Downscale
+from fe_ray.op.numpyop.univariate.enhance import Brightness, Color, Contrast, Sharpness
+from fe_ray.op.numpyop.univariate.equalize import Equalize
+from fe_ray.op.numpyop.univariate.hadamard import Hadamard
+from fe_ray.op.numpyop.univariate.histogram import AutoContrast
 from fe_ray.op.numpyop.univariate.normalize import Binarize, Normalize, ToFloat
 from fe_ray.op.numpyop.univariate.photometric import (
     GaussianNoise,
@@ -14,11 +21,14 @@ from fe_ray.op.numpyop.univariate.photometric import (
 )
 from fe_ray.op.numpyop.univariate.read_image import ReadImage
 from fe_ray.op.numpyop.univariate.reshape import ChannelTranspose, Reshape
+from fe_ray.op.numpyop.univariate.rua import RUA
 from fe_ray.op.numpyop.univariate.text import PadSequence, Tokenize, WordtoId
 from fe_ray.op.numpyop.univariate.to_array import ToArray
 from fe_ray.op.numpyop.univariate.univariate import UnivariateOp
 
-__all__ = ["Binarize", "Brightness", "ChannelDropout", "ChannelShuffle", "ChannelTranspose", "CoarseDropout",
-           "Contrast", "ExpandDims", "GaussianNoise", "Minmax", "Normalize", "Onehot", "PadSequence", "Posterize",
-           "RGBShift", "RandomBrightnessContrast", "RandomGamma", "ReadImage", "Reshape", "Solarize", "ToArray",
-           "ToFloat", "ToGray", "ToSepia", "Tokenize", "UnivariateOp", "WordtoId"]
+__all__ = ["AutoContrast", "Binarize", "Blur", "Brightness", "Calibrate", "ChannelDropout", "ChannelShuffle",
+           "ChannelTranspose", "CoarseDropout", "Color", "Contrast", "Downscale", "Equalize", "ExpandDims",
+           "GaussianBlur", "GaussianNoise", "Hadamard", "MedianBlur", "Minmax", "Normalize", "Onehot", "PadSequence",
+           "Posterize", "RGBShift", "RUA", "RandomBrightnessContrast", "RandomGamma", "ReadImage", "Reshape",
+           "Sharpness", "ShearX", "ShearY", "Solarize", "ToArray", "ToFloat", "ToGray", "ToSepia", "Tokenize",
+           "TranslateX", "TranslateY", "UnivariateOp", "WordtoId"]

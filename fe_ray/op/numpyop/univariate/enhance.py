@@ -1,9 +1,10 @@
-"""Brightness and Contrast: random enhancement factors with Pillow's ``ImageEnhance`` arithmetic (random ops).
+"""Brightness, Contrast, Color and Sharpness: random enhancement factors with Pillow's ``ImageEnhance`` arithmetic.
 
-FastEstimator implements these two with Pillow (``ImageEnhance.Brightness`` / ``ImageEnhance.Contrast``), not
-albumentations. Both blend the image with a "degenerate" image by a factor ``f``: Pillow computes, per uint8 value,
-``degenerate + f * (image - degenerate)`` in single precision and truncates it into [0, 255]. The numpy code here
-repeats that arithmetic, so the results equal Pillow's, without needing Pillow.
+FastEstimator implements these four with Pillow (``ImageEnhance.Brightness`` / ``Contrast`` / ``Color`` /
+``Sharpness``), not albumentations. All blend the image with a "degenerate" image by a factor ``f``: Pillow
+computes, per uint8 value, ``degenerate + f * (image - degenerate)`` in single precision and truncates it into
+[0, 255]. The numpy code here repeats that arithmetic (see :mod:`fe_ray.op.numpyop.univariate._pillow` for the
+degenerate images), so the results equal Pillow's, without needing Pillow.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import numpy as np
 
 from fe_ray.op.numpyop.randomness import get_rng
 from fe_ray.op.numpyop.univariate._image import check_dtype, shrink_range, symmetric_range
+from fe_ray.op.numpyop.univariate._pillow import luminance, smooth
 from fe_ray.op.numpyop.univariate.univariate import UnivariateOp
 
 
@@ -118,3 +120,61 @@ class Contrast(_Enhance):
             luminance = (rgb[..., 0] * 19595 + rgb[..., 1] * 38470 + rgb[..., 2] * 7471 + 0x8000) >> 16
         # Pillow rounds the mean half up to an integer gray level.
         return float(int(luminance.sum() / luminance.size + 0.5))
+
+
+class Color(_Enhance):
+    """Scale the color saturation of uint8 images by a random factor ``1 + uniform(limit)``.
+
+    Every pixel moves toward (factor < 1) or away from (factor > 1) its own gray level, Pillow's ``L`` conversion
+    ``(19595 R + 38470 G + 7471 B + 32768) >> 16``; factor 0 gives a gray image, 1 the original, as Pillow's
+    ``ImageEnhance.Color`` (which FastEstimator uses). Grayscale images are returned unchanged. Several inputs get
+    the same factor.
+
+    Random: in a Pipeline the factor is drawn from the sample's generator (exact across resumes and worker threads).
+    fe_ray also takes ``(height, width, 1)`` images, which Pillow (so FastEstimator) rejects.
+
+    Args:
+        inputs: Key(s) of the images.
+        outputs: Key(s) to write the modified images to (one per input).
+        mode: Mode(s) to run in (None for all, "!mode" to exclude one).
+        ds_id: Dataset id(s) to run for (None for all, "!id" to exclude one).
+        limit: Range of the factor's offset from 1: a number ``v`` means ``(-v, v)``, or a pair ``(low, high)``.
+
+    Raises:
+        ValueError: If ``limit`` is not a number or a pair; when running, if an image is not grayscale, RGB or
+            RGBA.
+        TypeError: When running, if an image is not uint8.
+    """
+
+    def degenerate(self, data: np.ndarray) -> np.ndarray | float:
+        if data.ndim == 2 or data.shape[-1] == 1:
+            return data
+        return np.repeat(luminance(data[..., :3])[..., None], data.shape[-1], axis=-1)
+
+
+class Sharpness(_Enhance):
+    """Sharpen or blur uint8 images by a random factor ``1 + uniform(limit)``.
+
+    The image is blended with its smoothed version (Pillow's ``ImageFilter.SMOOTH``: a 3x3 kernel with centre 5
+    and others 1, over 13; the outermost pixels are kept): factor 0 gives the smoothed image, 1 the original, 2 a
+    sharpened one, as Pillow's ``ImageEnhance.Sharpness`` (which FastEstimator uses). Several inputs get the same
+    factor.
+
+    Random: in a Pipeline the factor is drawn from the sample's generator (exact across resumes and worker threads).
+    fe_ray also takes ``(height, width, 1)`` images, which Pillow (so FastEstimator) rejects.
+
+    Args:
+        inputs: Key(s) of the images.
+        outputs: Key(s) to write the modified images to (one per input).
+        mode: Mode(s) to run in (None for all, "!mode" to exclude one).
+        ds_id: Dataset id(s) to run for (None for all, "!id" to exclude one).
+        limit: Range of the factor's offset from 1: a number ``v`` means ``(-v, v)``, or a pair ``(low, high)``.
+
+    Raises:
+        ValueError: If ``limit`` is not a number or a pair; when running, if an image is not grayscale, RGB or
+            RGBA.
+        TypeError: When running, if an image is not uint8.
+    """
+
+    def degenerate(self, data: np.ndarray) -> np.ndarray | float:
+        return smooth(data)

@@ -168,6 +168,29 @@ class GaussianNoise(UnivariateOp):
         return clip_to(data.astype(np.float32) + params, data.dtype)
 
 
+def parse_num_bits(num_bits: int | Sequence[int] | Sequence[Sequence[int]]) -> Range | list[Range]:
+    """Posterize's ``num_bits`` as one range, or three (R, G, B), of bit counts (albumentations' reading).
+
+    Raises:
+        ValueError: If ``num_bits`` has another form or values outside [0, 8].
+    """
+    parsed: Range | list[Range]
+    if isinstance(num_bits, Sequence) and len(num_bits) == 3:
+        parsed = [to_range(bits, "num_bits", "Posterize", low=0) for bits in num_bits]
+        bounds = [bound for pair in parsed for bound in pair]
+    elif isinstance(num_bits, Sequence):
+        parsed = to_range(num_bits, "num_bits", "Posterize")
+        bounds = list(parsed)
+    else:
+        parsed = to_range(num_bits, "num_bits", "Posterize", low=num_bits)
+        bounds = list(parsed)
+    if not all(float(b).is_integer() and 0 <= b <= 8 for b in bounds) or any(
+            low > high for low, high in np.reshape(bounds, (-1, 2))):
+        raise ValueError(f"Posterize num_bits must be ints in [0, 8] (an int, a pair (low, high), or three of "
+                         f"them for R, G, B), got {num_bits!r}.")
+    return parsed
+
+
 class Posterize(UnivariateOp):
     """Keep only the ``num_bits`` highest bits of each uint8 value (a random number of bits per sample).
 
@@ -195,20 +218,7 @@ class Posterize(UnivariateOp):
                  mode: None | str | Iterable[str] = None, ds_id: None | str | Iterable[str] = None,
                  num_bits: int | Sequence[int] | Sequence[Sequence[int]] = 4) -> None:
         super().__init__(inputs=inputs, outputs=outputs, mode=mode, ds_id=ds_id)
-        self.num_bits: Range | list[Range]
-        if isinstance(num_bits, Sequence) and len(num_bits) == 3:
-            self.num_bits = [to_range(bits, "num_bits", "Posterize", low=0) for bits in num_bits]
-            bounds = [bound for pair in self.num_bits for bound in pair]
-        elif isinstance(num_bits, Sequence):
-            self.num_bits = to_range(num_bits, "num_bits", "Posterize")
-            bounds = list(self.num_bits)
-        else:
-            self.num_bits = to_range(num_bits, "num_bits", "Posterize", low=num_bits)
-            bounds = list(self.num_bits)
-        if not all(float(b).is_integer() and 0 <= b <= 8 for b in bounds) or any(
-                low > high for low, high in np.reshape(bounds, (-1, 2))):
-            raise ValueError(f"Posterize num_bits must be ints in [0, 8] (an int, a pair (low, high), or three of "
-                             f"them for R, G, B), got {num_bits!r}.")
+        self.num_bits = parse_num_bits(num_bits)
 
     def get_params(self, data: np.ndarray, state: dict[str, Any]) -> int | list[int]:
         rng = get_rng(state)

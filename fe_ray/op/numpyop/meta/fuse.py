@@ -1,0 +1,78 @@
+"""Fuse: run a sequence of NumpyOps as one op."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fe_ray.op.meta_common import load_wrapped_state, wrapped_state
+from fe_ray.op.numpyop.meta.meta import check_shared, check_wrapped, run_ops, set_rua_levels
+from fe_ray.op.numpyop.numpyop import NumpyOp
+from fe_ray.util import to_list
+
+
+class Fuse(NumpyOp):
+    """Run ``ops`` in order as a single op, e.g. to wrap several ops in one :class:`Sometimes`, :class:`OneOf` or
+    :class:`Repeat`.
+
+    The fused op reads the keys the ops read before any of them writes them, and writes every key they write. The
+    ops must share mode and ds_id (which become the fused op's); schedule the Fuse rather than the ops inside it.
+
+    Random when any op inside is: in a Pipeline the ops then draw, one after another, from the sample's generator
+    for the Fuse (exact across resumes and worker threads, see :mod:`fe_ray.op.numpyop.randomness`). As a Network
+    pop each op runs on the whole batch, as it would unfused.
+
+    Args:
+        ops: The NumpyOp(s) to run.
+
+    Raises:
+        TypeError: If an entry is not a NumpyOp, or is a Delete.
+        ValueError: If no op is given or the ops differ in mode or ds_id.
+    """
+
+    def __init__(self, ops: NumpyOp | list[NumpyOp]) -> None:
+        op_list = [check_wrapped(op, "Fuse") for op in to_list(ops)]
+        if not op_list:
+            raise ValueError("Fuse needs at least one NumpyOp, e.g. Fuse([HorizontalFlip(...), Rotate(...)]).")
+        check_shared(op_list, ("mode", "ds_id"), "Fuse")
+        inputs: list[str] = []
+        outputs: list[str] = []
+        for op in op_list:
+            inputs += [key for key in op.inputs if key not in inputs and key not in outputs]
+            outputs += [key for key in op.outputs if key not in outputs]
+        super().__init__(inputs=inputs, outputs=outputs)
+        self.in_list = self.out_list = True
+        self.mode, self.ds_id = op_list[0].mode, op_list[0].ds_id  # already parsed by the wrapped ops
+        self.ops = op_list
+        # Per instance: whether the Pipeline must hand this Fuse a generator depends on the ops inside.
+        self.is_random = any(op.is_random for op in op_list)  # type: ignore[misc]
+
+    def set_rua_level(self, magnitude_coef: float) -> None:
+        """Pass RUA's strength ``magnitude_coef`` (in [0, 1]) on to every fused op.
+
+        Raises:
+            TypeError: If a fused op has no ``set_rua_level`` method.
+        """
+        set_rua_levels(self.ops, magnitude_coef, "Fuse")
+
+    def _run(self, data: list[Any], state: dict[str, Any], batched: bool) -> list[Any]:
+        store = dict(zip(self.inputs, data))
+        run_ops(self.ops, store, state, batched)
+        return [store[key] for key in self.outputs]
+
+    def forward(self, data: list[Any], state: dict[str, Any]) -> list[Any]:
+        return self._run(data, state, batched=False)
+
+    def forward_batch(self, data: list[Any], state: dict[str, Any]) -> list[Any]:
+        return self._run(data, state, batched=True)
+
+    def state_dict(self) -> dict[str, Any]:
+        """The fused ops' states (under 'ops'), or empty when none has state."""
+        return wrapped_state(self.ops)
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict`.
+
+        Raises:
+            ValueError: If the state holds unknown keys or another number of ops.
+        """
+        load_wrapped_state(self.ops, state, "Fuse")
