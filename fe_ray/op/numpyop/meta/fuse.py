@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from fe_ray.op.meta_common import load_wrapped_state, wrapped_state
-from fe_ray.op.numpyop.meta.meta import check_shared, check_wrapped, run_ops, set_rua_levels
+from fe_ray.op.numpyop.meta.meta import OpChain, check_shared, check_wrapped, set_rua_levels
 from fe_ray.op.numpyop.numpyop import NumpyOp
 from fe_ray.util import to_list
 
 
-class Fuse(NumpyOp):
+class Fuse(OpChain):
     """Run ``ops`` in order as a single op, e.g. to wrap several ops in one :class:`Sometimes`, :class:`OneOf` or
     :class:`Repeat`.
 
@@ -53,26 +50,3 @@ class Fuse(NumpyOp):
             TypeError: If a fused op has no ``set_rua_level`` method.
         """
         set_rua_levels(self.ops, magnitude_coef, "Fuse")
-
-    def _run(self, data: list[Any], state: dict[str, Any], batched: bool) -> list[Any]:
-        store = dict(zip(self.inputs, data))
-        run_ops(self.ops, store, state, batched)
-        return [store[key] for key in self.outputs]
-
-    def forward(self, data: list[Any], state: dict[str, Any]) -> list[Any]:
-        return self._run(data, state, batched=False)
-
-    def forward_batch(self, data: list[Any], state: dict[str, Any]) -> list[Any]:
-        return self._run(data, state, batched=True)
-
-    def state_dict(self) -> dict[str, Any]:
-        """The fused ops' states (under 'ops'), or empty when none has state."""
-        return wrapped_state(self.ops)
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore :meth:`state_dict`.
-
-        Raises:
-            ValueError: If the state holds unknown keys or another number of ops.
-        """
-        load_wrapped_state(self.ops, state, "Fuse")

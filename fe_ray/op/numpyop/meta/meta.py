@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from fe_ray.op.meta_common import load_wrapped_state, wrapped_state
 from fe_ray.op.numpyop.numpyop import Delete, NumpyOp, forward_numpyop
 
 
@@ -49,3 +50,37 @@ def set_rua_levels(ops: Sequence[Any], magnitude_coef: float, meta: str) -> None
 def run_ops(ops: Sequence[NumpyOp], store: dict[str, Any], state: dict[str, Any], batched: bool) -> None:
     """Run ``ops`` in order on ``store`` in place, all drawing from the meta op's own ``state`` (and generator)."""
     forward_numpyop(list(ops), store, state, batched=batched)
+
+
+class OpChain(NumpyOp):
+    """A NumpyOp that runs its :attr:`ops` one after another over its keys (Fuse, RUA): each op reads the keys the
+    ones before it wrote; the chain returns its output keys. Its state is its ops' states."""
+
+    ops: list[NumpyOp]
+
+    def _selected(self, state: dict[str, Any]) -> list[NumpyOp]:
+        """The ops to run this time: all of them (a chain choosing among its ops overrides this)."""
+        return self.ops
+
+    def _run(self, data: list[Any], state: dict[str, Any], batched: bool) -> list[Any]:
+        store = dict(zip(self.inputs, data))
+        run_ops(self._selected(state), store, state, batched)
+        return [store[key] for key in self.outputs]
+
+    def forward(self, data: list[Any], state: dict[str, Any]) -> list[Any]:
+        return self._run(data, state, batched=False)
+
+    def forward_batch(self, data: list[Any], state: dict[str, Any]) -> list[Any]:
+        return self._run(data, state, batched=True)
+
+    def state_dict(self) -> dict[str, Any]:
+        """The chained ops' states (under 'ops'), or empty when none has state."""
+        return wrapped_state(self.ops)
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict`.
+
+        Raises:
+            ValueError: If the state holds unknown keys or another number of ops.
+        """
+        load_wrapped_state(self.ops, state, type(self).__name__)

@@ -11,8 +11,7 @@ import numbers
 from collections.abc import Iterable
 from typing import Any
 
-from fe_ray.op.meta_common import load_wrapped_state, wrapped_state
-from fe_ray.op.numpyop.meta.meta import check_shared, check_wrapped, run_ops, set_rua_levels
+from fe_ray.op.numpyop.meta.meta import OpChain, check_shared, check_wrapped, set_rua_levels
 from fe_ray.op.numpyop.meta.one_of import OneOf
 from fe_ray.op.numpyop.meta.sometimes import Sometimes
 from fe_ray.op.numpyop.numpyop import NumpyOp
@@ -35,7 +34,7 @@ def _ordered_union(*key_lists: Iterable[str]) -> list[str]:
     return keys
 
 
-class OneOfMultiVar(OneOf):
+class OneOfMultiVar(OpChain, OneOf):
     """Run one of ``numpy_ops``, each with the same probability, where the ops may read and write different keys.
 
     The op reads every key any of the ops reads or writes (outputs the chosen op does not write pass through
@@ -66,22 +65,8 @@ class OneOfMultiVar(OneOf):
         self.mode, self.ds_id = ops[0].mode, ops[0].ds_id
         self.ops = ops
 
-    def _run(self, data: list[Any], state: dict[str, Any], batched: bool) -> list[Any]:
-        store = dict(zip(self.inputs, data))
-        run_ops([self._choose(state)], store, state, batched)
-        return [store[key] for key in self.outputs]
-
-    def forward(self, data: list[Any], state: dict[str, Any]) -> list[Any]:
-        return self._run(data, state, batched=False)
-
-    def forward_batch(self, data: list[Any], state: dict[str, Any]) -> list[Any]:
-        return self._run(data, state, batched=True)
-
-    def state_dict(self) -> dict[str, Any]:
-        return wrapped_state(self.ops)
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        load_wrapped_state(self.ops, state, "OneOfMultiVar")
+    def _selected(self, state: dict[str, Any]) -> list[NumpyOp]:
+        return [self._choose(state)]
 
 
 def _default_augmentations(inputs: str | Iterable[str], outputs: str | Iterable[str],
@@ -140,7 +125,7 @@ def _parse_choices(choices: list[Any], defaults: dict[str, NumpyOp]) -> list[Num
     return selected + custom
 
 
-class RUA(NumpyOp):
+class RUA(OpChain):
     """RandAugment: per sample, apply a few augmentations chosen at random, all at one strength ``level``.
 
     ``level`` (in [0, 30]) sets both how strong every augmentation is (each op's ``set_rua_level(level / 30)``
@@ -196,26 +181,3 @@ class RUA(NumpyOp):
         self.ops: list[NumpyOp] = [OneOfMultiVar(*augmentations) for _ in range(int(count))]
         if count % 1 > 0:
             self.ops.append(Sometimes(OneOfMultiVar(*augmentations), prob=count % 1))
-
-    def _run(self, data: list[Any], state: dict[str, Any], batched: bool) -> list[Any]:
-        store = dict(zip(self.inputs, data))
-        run_ops(self.ops, store, state, batched)
-        return [store[key] for key in self.outputs]
-
-    def forward(self, data: list[Any], state: dict[str, Any]) -> list[Any]:
-        return self._run(data, state, batched=False)
-
-    def forward_batch(self, data: list[Any], state: dict[str, Any]) -> list[Any]:
-        return self._run(data, state, batched=True)
-
-    def state_dict(self) -> dict[str, Any]:
-        """The augmentations' states (under 'ops'), or empty when none has state (as for the built-in ones)."""
-        return wrapped_state(self.ops)
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore :meth:`state_dict`.
-
-        Raises:
-            ValueError: If the state holds unknown keys or another number of ops.
-        """
-        load_wrapped_state(self.ops, state, "RUA")
