@@ -12,11 +12,10 @@ from fe_ray.dataset import NumpyDataset
 from fe_ray.op.numpyop import Delete, LambdaOp, NumpyOp, forward_numpyop
 from fe_ray.op.numpyop.meta import Fuse, OneOf, Repeat, Sometimes
 from fe_ray.op.numpyop.multivariate import RandomCrop
-from fe_ray.op.numpyop.randomness import RNG_KEY, op_generator, pass_entropy, sample_entropy
+from fe_ray.op.numpyop.randomness import RNG_KEY
 from fe_ray.op.numpyop.univariate import Brightness, TranslateX
 from fe_ray.op.tensorop.tensorop import LambdaOp as TensorLambdaOp
-from fe_ray.pipeline import Pipeline
-from tests.dataset.resume_helpers import interrupted_run
+from tests.op.numpyop.pipeline_checks import assert_position_seeded
 
 
 def _state(seed: int) -> dict[str, Any]:
@@ -203,31 +202,5 @@ def _ops() -> list[NumpyOp]:
             Fuse([_lambda(lambda x: x, "x", "x"), Brightness("x", "x")])]
 
 
-def _pipeline(num_process: int = 0) -> Pipeline:
-    return Pipeline(_dataset(), batch_size=2, ops=_ops(), num_process=num_process, shuffle_seed=9)
-
-
-def _epoch(pipeline: Pipeline, epoch: int = 1) -> list[dict[str, np.ndarray]]:
-    with pipeline("train", epoch) as loader:
-        return list(loader)
-
-
-def test_pipeline_fuse_and_repeat_are_a_function_of_the_sample_position() -> None:
-    serial, threaded = _epoch(_pipeline()), _epoch(_pipeline(num_process=2))
-    for a, b in zip(serial, threaded):
-        np.testing.assert_array_equal(a["x"], b["x"])
-    by_sample = {int(y): x for batch in serial for y, x in zip(batch["y"], batch["x"])}
-    ops = _ops()
-    for index in range(N):
-        entropy = sample_entropy(pass_entropy(9, "train", "", 1, 0), index)
-        data = [_dataset()[index]["x"]]
-        for position, op in enumerate(ops):
-            data = op.forward(data, {RNG_KEY: op_generator(entropy, position)})
-        np.testing.assert_array_equal(by_sample[index], data[0])
-    assert any(not np.array_equal(a["x"], b["x"]) for a, b in zip(serial, _epoch(_pipeline(), epoch=2)))
-
-
-def test_pipeline_fuse_and_repeat_resumed_mid_epoch_give_the_same_batches() -> None:
-    uninterrupted = [{key: np.asarray(value).tolist() for key, value in batch.items()}
-                     for epoch in (1, 2) for batch in _epoch(_pipeline(), epoch)]
-    assert interrupted_run(_pipeline, epochs=2, stop_epoch=2, taken=1) == uninterrupted
+def test_pipeline_fuse_and_repeat_are_exact_by_sample_position() -> None:
+    assert_position_seeded(_dataset, _ops, seed=9)
