@@ -364,3 +364,30 @@ def test_on_batch_begin_writes_reach_the_replicas(ray_session: None, monkeypatch
     finally:
         network.shutdown()
     assert trace.seen == [0.0, 0.0, 0.0, 0.0]
+
+
+@pytest.mark.timeout(180)
+def test_interleaved_batches_of_two_sizes_match_in_process(ray_session: None) -> None:
+    # An InterleaveDataset changes the batch size (and source) from step to step: the replicas must still make the
+    # update one process makes on each whole batch.
+    from fe_ray.dataset import InterleaveDataset, NumpyDataset
+
+    train, _ = digits_arrays("torch", n_train=160, n_eval=8)
+
+    def fit(**network_kwargs: Any) -> list[np.ndarray]:
+        first = NumpyDataset({key: value[:96] for key, value in train.items()})
+        second = NumpyDataset({key: value[96:] for key, value in train.items()})
+        data = InterleaveDataset([first, second], pattern=[0, 0, 1])
+        data.set_batch_sizes([16, 7])  # 7: slices of 4 and 3
+        model = torch_mlp(seed=1)
+        network = fe.Network([ModelOp(model=model, inputs="x", outputs="y_pred"),
+                              CrossEntropy(inputs=("y_pred", "y"), outputs="ce"),
+                              UpdateOp(model=model, loss_name="ce")], **network_kwargs)
+        fe.Estimator(fe.Pipeline(train_data=data, batch_size=16, shuffle_seed=3), network, epochs=2,
+                     log_steps=None).fit()
+        if network_kwargs:
+            network.shutdown()
+        return model_weights(model)
+
+    for expected, got in zip(fit(), fit(num_replicas=2)):
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
