@@ -7,8 +7,9 @@ in :mod:`fe_ray.op.numpyop.meta.meta` and :mod:`fe_ray.op.tensorop.meta.meta`. N
 
 from __future__ import annotations
 
+import inspect
 import numbers
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from fe_ray.op.op import Op
@@ -42,6 +43,46 @@ def load_wrapped_state(ops: Sequence[Op], state: dict[str, Any], meta: str, vali
                          "belongs to a different configuration.")
     for op, op_state in zip(ops, states):
         op.load_state_dict(op_state)
+
+
+def chain_keys(ops: Sequence[Op]) -> tuple[list[str], list[str]]:
+    """The keys a chain of ops (Fuse) reads before any of them writes them, and every key they write, in order."""
+    inputs: list[str] = []
+    outputs: list[str] = []
+    for op in ops:
+        inputs += [key for key in op.inputs if key not in inputs and key not in outputs]
+        outputs += [key for key in op.outputs if key not in outputs]
+    return inputs, outputs
+
+
+def repeat_plan(op: Op, repeat: Any, max_iter: Any) -> tuple[int | Callable[..., Any], list[str], list[str],
+                                                           int | None]:
+    """Check Repeat's arguments.
+
+    Returns:
+        ``repeat`` (an int, or the continuation function), the keys the function reads (its parameter names; empty
+        for an int), those of them the op neither reads nor writes (extra inputs of the Repeat), and ``max_iter``.
+
+    Raises:
+        ValueError: If ``repeat`` < 1, ``max_iter`` < 1, or ``max_iter`` is given with an int ``repeat``.
+        TypeError: If ``repeat`` is neither an int nor a callable.
+    """
+    if max_iter is not None and (isinstance(max_iter, bool) or not isinstance(max_iter, numbers.Integral)
+                                 or max_iter < 1):
+        raise ValueError(f"Repeat max_iter must be an int >= 1 or None, got {max_iter!r}.")
+    if isinstance(repeat, numbers.Integral) and not isinstance(repeat, bool):
+        if repeat < 1:
+            raise ValueError(f"Repeat repeat must be >= 1 (the number of runs), got {repeat!r}.")
+        if max_iter is not None:
+            raise ValueError(f"Repeat max_iter ({max_iter!r}) only limits a function repeat; with repeat={repeat} "
+                             "the run count is fixed: drop max_iter.")
+        return int(repeat), [], [], None
+    if callable(repeat):
+        reads = list(inspect.signature(repeat).parameters)
+        extra = [key for key in reads if key not in op.inputs and key not in op.outputs]
+        return repeat, reads, extra, None if max_iter is None else int(max_iter)
+    raise TypeError(f"Repeat repeat must be an int (the number of runs) or a function of data keys returning "
+                    f"whether to run again, got {type(repeat).__name__}.")
 
 
 class SometimesBase:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from fe_ray.op.meta_common import chain_keys
 from fe_ray.op.numpyop.meta.meta import OpChain, check_shared, check_wrapped, set_rua_levels
 from fe_ray.op.numpyop.numpyop import NumpyOp
 from fe_ray.util import to_list
@@ -31,11 +32,7 @@ class Fuse(OpChain):
         if not op_list:
             raise ValueError("Fuse needs at least one NumpyOp, e.g. Fuse([HorizontalFlip(...), Rotate(...)]).")
         check_shared(op_list, ("mode", "ds_id"), "Fuse")
-        inputs: list[str] = []
-        outputs: list[str] = []
-        for op in op_list:
-            inputs += [key for key in op.inputs if key not in inputs and key not in outputs]
-            outputs += [key for key in op.outputs if key not in outputs]
+        inputs, outputs = chain_keys(op_list)
         super().__init__(inputs=inputs, outputs=outputs)
         self.in_list = self.out_list = True
         self.mode, self.ds_id = op_list[0].mode, op_list[0].ds_id  # already parsed by the wrapped ops

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import inspect
-import numbers
 from collections.abc import Callable
 from typing import Any
 
-from fe_ray.op.meta_common import load_wrapped_state, wrapped_state
+from fe_ray.op.meta_common import load_wrapped_state, repeat_plan, wrapped_state
 from fe_ray.op.numpyop.meta.meta import check_wrapped, run_ops, set_rua_levels
 from fe_ray.op.numpyop.numpyop import NumpyOp
 
@@ -35,30 +33,11 @@ class Repeat(NumpyOp):
 
     def __init__(self, op: NumpyOp, repeat: int | Callable[..., Any] = 1, max_iter: int | None = None) -> None:
         op = check_wrapped(op, "Repeat")
-        extra: list[str] = []
-        self.repeat_inputs: list[str] = []
-        if max_iter is not None and (isinstance(max_iter, bool) or not isinstance(max_iter, numbers.Integral)
-                                     or max_iter < 1):
-            raise ValueError(f"Repeat max_iter must be an int >= 1 or None, got {max_iter!r}.")
-        if isinstance(repeat, numbers.Integral) and not isinstance(repeat, bool):
-            if repeat < 1:
-                raise ValueError(f"Repeat repeat must be >= 1 (the number of runs), got {repeat!r}.")
-            if max_iter is not None:
-                raise ValueError(f"Repeat max_iter ({max_iter!r}) only limits a function repeat; with repeat={repeat} "
-                                 "the run count is fixed: drop max_iter.")
-            repeat = int(repeat)
-        elif callable(repeat):
-            self.repeat_inputs = list(inspect.signature(repeat).parameters)
-            extra = [key for key in self.repeat_inputs if key not in op.inputs and key not in op.outputs]
-        else:
-            raise TypeError(f"Repeat repeat must be an int (the number of runs) or a function of data keys returning "
-                            f"whether to run again, got {type(repeat).__name__}.")
+        self.repeat, self.repeat_inputs, extra, self.max_iter = repeat_plan(op, repeat, max_iter)
         super().__init__(inputs=[*op.inputs, *extra], outputs=list(op.outputs))
         self.in_list = self.out_list = True
         self.mode, self.ds_id = op.mode, op.ds_id  # already parsed by the wrapped op
         self.op = op
-        self.repeat = repeat
-        self.max_iter = None if max_iter is None else int(max_iter)
         self.is_random = op.is_random  # type: ignore[misc]
 
     def set_rua_level(self, magnitude_coef: float) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fe_ray.op.meta_common import load_wrapped_state, wrapped_state
+from fe_ray.op.meta_common import chain_keys, load_wrapped_state, wrapped_state
 from fe_ray.op.tensorop.meta.meta import check_shared, check_wrapped, forward_ops
 from fe_ray.op.tensorop.tensorop import TensorOp
 from fe_ray.util import to_list
@@ -29,11 +29,7 @@ class Fuse(TensorOp):
         if not op_list:
             raise ValueError("Fuse needs at least one TensorOp, e.g. Fuse([ModelOp(...), CrossEntropy(...)]).")
         check_shared(op_list, ("mode", "ds_id"), "Fuse")
-        inputs: list[str] = []
-        outputs: list[str] = []
-        for op in op_list:
-            inputs += [key for key in op.inputs if key not in inputs and key not in outputs]
-            outputs += [key for key in op.outputs if key not in outputs]
+        inputs, outputs = chain_keys(op_list)
         super().__init__(inputs=inputs, outputs=outputs)
         self.in_list = self.out_list = True
         self.mode, self.ds_id = op_list[0].mode, op_list[0].ds_id  # already parsed by the wrapped ops
