@@ -113,13 +113,9 @@ class Contrast(_Enhance):
     """
 
     def degenerate(self, data: np.ndarray) -> np.ndarray | float:
-        if data.ndim == 2 or data.shape[-1] == 1:
-            luminance = data.astype(np.int64)
-        else:
-            rgb = data[..., :3].astype(np.int64)
-            luminance = (rgb[..., 0] * 19595 + rgb[..., 1] * 38470 + rgb[..., 2] * 7471 + 0x8000) >> 16
+        gray = data.astype(np.int64) if data.ndim == 2 or data.shape[-1] == 1 else luminance(data[..., :3])
         # Pillow rounds the mean half up to an integer gray level.
-        return float(int(luminance.sum() / luminance.size + 0.5))
+        return float(int(gray.sum() / gray.size + 0.5))
 
 
 class Color(_Enhance):
