@@ -15,6 +15,7 @@ import numpy as np
 
 from fe_ray.op.numpyop.numpyop import NumpyOp, forward_numpyop
 from fe_ray.op.numpyop.randomness import RNG_KEY, op_generator, pass_entropy, sample_entropy
+from fe_ray.pipeline.framework_data import FrameworkLoader
 from fe_ray.pipeline.loader import Loader, collate, owned_sample
 from fe_ray.util import check_epoch
 
@@ -55,7 +56,8 @@ def benchmark(pipeline: Pipeline, mode: str = "train", epoch: int = 1, ds_id: st
         # checkpoint records, or a run resumed after benchmarking would skip batches.
         with pipeline(mode, epoch, current, steps_per_epoch=int(num_steps), track=False) as loader:
             _time_steps(loader, int(log_interval))
-            if detailed:
+            # A DataLoader / tf.data.Dataset runs no Pipeline ops: there is no breakdown to print (as FastEstimator).
+            if detailed and isinstance(loader, Loader):
                 _print_breakdown(loader, min(int(log_interval), int(num_steps)))
         print("\n", flush=True)  # a blank gap between datasets, as FastEstimator prints
 
@@ -66,7 +68,7 @@ def _check_steps(value: Any, name: str) -> None:
                          "log_interval=100.")
 
 
-def _time_steps(loader: Loader, log_interval: int) -> None:
+def _time_steps(loader: Loader | FrameworkLoader, log_interval: int) -> None:
     mode, ds_id = loader.mode.capitalize(), loader.ds_id
     dataset_text = f"Dataset: {ds_id}, " if ds_id else ""
     start = time.perf_counter()

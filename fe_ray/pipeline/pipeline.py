@@ -14,8 +14,16 @@ from fe_ray.backend.determinism import last_seed
 from fe_ray.op.numpyop.numpyop import NumpyOp, check_numpy_ops, forward_numpyop
 from fe_ray.pipeline.benchmark import benchmark as run_benchmark
 from fe_ray.pipeline.composite import interleaved
+from fe_ray.pipeline.framework_data import (
+    FrameworkLoader,
+    exact_resume,
+    framework_kind,
+    rng_state,
+    set_rng_state,
+    warn_inexact,
+)
 from fe_ray.pipeline.loader import Loader, owned_sample
-from fe_ray.pipeline.validation import check_batch_size, normalize_data
+from fe_ray.pipeline.validation import check_batch_size, check_framework_options, normalize_data
 from fe_ray.schedule import Scheduler, get_current_items
 from fe_ray.util import MODES, check_count, check_epoch, check_mode, to_list
 
@@ -28,7 +36,10 @@ class Pipeline:
     Args:
         train_data: Training data: a map-style dataset (``__len__`` and ``__getitem__(i) -> dict``, e.g.
             :class:`~fe_ray.dataset.NumpyDataset`), a ``{ds_id: dataset}`` dict, or a Scheduler of datasets (an epoch
-            scheduled to None has no data). Dict values may be Schedulers too.
+            scheduled to None has no data). Dict values may be Schedulers too. A torch ``DataLoader`` or a
+            ``tf.data.Dataset`` of dict batches is taken as it is, as in FastEstimator: it batches itself, no ops
+            run on it, ``batch_size`` / ``shuffle`` / ``num_process`` do not apply, and an epoch is one fresh pass
+            over it (cut short by ``steps_per_epoch``; see :mod:`fe_ray.pipeline.framework_data`).
         eval_data: Evaluation data, same forms.
         test_data: Test data, same forms.
         batch_size: Samples per batch: an int, a Scheduler of ints, or a ``{mode: int or Scheduler}`` dict. A
@@ -76,10 +87,17 @@ class Pipeline:
         is not tracked.
         :meth:`get_results` never tracks. A dataset that changes as it is read (one defining ``state_dict`` /
         ``load_state_dict``) is saved and restored with the Pipeline, as FastEstimator saves its datasets' states.
+        A DataLoader / tf.data.Dataset resumes by skipping the batches handed out from a fresh pass; its position
+        also says ``"exact"`` (whether that reproduces them, see :mod:`fe_ray.pipeline.framework_data`) and, for a
+        DataLoader with generators, ``"rng"`` (their states when the epoch's pass began, restored before the pass
+        is re-created). The generators' current states are saved as its dataset state. Restoring a position that
+        is not exact warns.
 
     Raises:
         ValueError: For an empty dataset, a missing or non-positive batch size for a mode with data, a bad ds_id or
-            an invalid ``num_process``.
+            an invalid ``num_process``; for ``batch_size``, ``ops``, ``num_process``, ``drop_last``, ``pad_value``
+            or ``collate_fn`` when all data is DataLoaders / tf.data.Datasets (FastEstimator refuses the first
+            three; fe_ray refuses its own batching options too, as they would be silently ignored).
         TypeError: For a non-dataset value or an op that is not a NumpyOp (e.g. a TensorOp).
     """
 
@@ -116,7 +134,10 @@ class Pipeline:
         if not isinstance(shuffle_seed, (int, np.integer)) or isinstance(shuffle_seed, bool) or shuffle_seed < 0:
             raise ValueError(f"shuffle_seed must be a non-negative int or None, got {shuffle_seed!r}.")
         self.shuffle_seed = int(shuffle_seed)
-        self._positions: dict[tuple[str, str], dict[str, int]] = {}
+        self._positions: dict[tuple[str, str], dict[str, Any]] = {}
+        check_framework_options(self.data, {"batch_size": self.batch_size, "ops": self.ops or None,
+                                            "num_process": num_process, "drop_last": self.drop_last or None,
+                                            "pad_value": self.pad_value, "collate_fn": self.collate_fn})
 
     # ------------------------------------------------------------------ configuration queries
     def _check_batch_sizes(self) -> None:
@@ -224,6 +245,8 @@ class Pipeline:
             check_count(steps_per_epoch, "steps_per_epoch", minimum=1)
         if track is None:
             track = shuffle is not False  # decided on the argument as given: an explicit False opts out
+        if framework_kind(dataset) is not None:
+            return self._framework_loader(dataset, mode, epoch, ds_id, steps_per_epoch, track)
         shuffle = mode == "train" if shuffle is None else bool(shuffle)
         key = (mode, ds_id)
         saved = self._positions.get(key) if track else None
@@ -246,6 +269,38 @@ class Pipeline:
                 self._positions[key] = {"epoch": epoch, "batches": loader.start}
         return loader
 
+    def _framework_loader(self, data: Any, mode: str, epoch: int, ds_id: str, steps_per_epoch: int | None,
+                          track: bool) -> FrameworkLoader:
+        """A DataLoader / tf.data.Dataset's loader; tracked, it resumes a saved position by skipping batches."""
+        key = (mode, ds_id)
+        saved = self._positions.get(key) if track else None
+        resumed = saved is not None and saved["epoch"] == epoch
+        if resumed:
+            set_rng_state(data, saved.get("rng"))  # the pass is re-created from the generators' epoch-start state
+        loader = FrameworkLoader(data, mode, epoch, ds_id, steps_per_epoch=steps_per_epoch,
+                                 start=saved["batches"] if resumed else 0)
+        if not track:
+            return loader
+        entry = {"epoch": epoch, "batches": loader.start, "exact": exact_resume(data), "rng": rng_state(data)}
+        total = loader.num_batches
+
+        def on_batch(handed_out: int) -> None:
+            if total is not None and handed_out >= total:
+                self._positions.pop(key, None)
+            else:
+                self._positions[key] = {**entry, "batches": handed_out}
+
+        def on_end() -> None:  # the pass ran out before the expected count: the epoch is over
+            if self._positions.get(key, {}).get("epoch") == epoch:
+                self._positions.pop(key, None)
+
+        loader.on_batch, loader.on_end = on_batch, on_end
+        if loader.remaining == 0:
+            self._positions.pop(key, None)
+        else:
+            self._positions[key] = entry
+        return loader
+
     def _tracker(self, key: tuple[str, str], epoch: int, total: int) -> Callable[[int], None]:
         def on_batch(handed_out: int) -> None:
             if handed_out >= total:
@@ -266,7 +321,9 @@ class Pipeline:
             One batch dict when there is one batch to return, else a list of them.
         """
         check_count(num_steps, "num_steps", minimum=1)
-        with self(mode, epoch, ds_id, shuffle=shuffle, track=False) as loader:
+        # A DataLoader / tf.data.Dataset is only read up to num_steps batches (it may repeat forever).
+        steps = num_steps if framework_kind(self.get_dataset(mode, epoch, ds_id)) is not None else None
+        with self(mode, epoch, ds_id, shuffle=shuffle, steps_per_epoch=steps, track=False) as loader:
             batches = list(itertools.islice(loader, num_steps))
         return batches[0] if len(batches) == 1 else batches
 
@@ -323,7 +380,7 @@ class Pipeline:
     # ------------------------------------------------------------------ checkpointing
     def state_dict(self) -> dict[str, Any]:
         """The resumable position (see the class docstring): seed, per-(mode, ds_id) positions and op states."""
-        positions: dict[str, dict[str, dict[str, int]]] = {}
+        positions: dict[str, dict[str, dict[str, Any]]] = {}
         for (mode, ds_id), position in self._positions.items():
             positions.setdefault(mode, {})[ds_id] = dict(position)
         datasets = {mode: {ds_id: [_dataset_state(dataset) for dataset in get_current_items([value])]
@@ -340,12 +397,14 @@ class Pipeline:
         missing = {"seed", "positions"} - set(state)
         if missing:
             raise ValueError(f"Pipeline state lacks {sorted(missing)}; it was not made by Pipeline.state_dict().")
-        positions: dict[tuple[str, str], dict[str, int]] = {}
+        positions: dict[tuple[str, str], dict[str, Any]] = {}
         for mode, by_id in state["positions"].items():
             if mode not in MODES:
                 raise ValueError(f"Pipeline state has a position for unknown mode {mode!r}; valid modes: {MODES}.")
             for ds_id, position in by_id.items():
                 positions[(mode, ds_id)] = {"epoch": int(position["epoch"]), "batches": int(position["batches"])}
+                if "exact" in position:  # a DataLoader / tf.data.Dataset's position
+                    positions[(mode, ds_id)].update(exact=bool(position["exact"]), rng=position.get("rng"))
         ops = get_current_items(self.ops)
         op_states = state.get("ops", [])
         if len(op_states) != len(ops):
@@ -355,9 +414,13 @@ class Pipeline:
         for op, op_state in zip(ops, op_states):
             op.load_state_dict(copy.deepcopy(op_state))
         for dataset, dataset_state in restores:
-            dataset.load_state_dict(copy.deepcopy(dataset_state))
+            if framework_kind(dataset) is not None:
+                set_rng_state(dataset, dataset_state["rng"])
+            else:
+                dataset.load_state_dict(copy.deepcopy(dataset_state))
         self.shuffle_seed = int(state["seed"])
         self._positions = positions
+        warn_inexact(positions)
 
     def _dataset_restores(self, states: Mapping[str, Mapping[str, list[Any]]]) -> list[tuple[Any, Any]]:
         """Pair each saved dataset state with this Pipeline's dataset at the same (mode, ds_id, position).
@@ -379,6 +442,12 @@ class Pipeline:
                 for dataset, dataset_state in zip(datasets, saved):
                     if dataset_state is None:
                         continue
+                    if framework_kind(dataset) is not None:
+                        if not isinstance(dataset_state, Mapping) or "rng" not in dataset_state:
+                            raise ValueError(f"Pipeline state for the {type(dataset).__name__} of mode {mode!r}, "
+                                             f"ds_id {ds_id!r} is not a DataLoader's generator state.")
+                        restores.append((dataset, dataset_state))
+                        continue
                     if not callable(getattr(dataset, "load_state_dict", None)):
                         raise ValueError(f"Pipeline state holds a state for the {type(dataset).__name__} of mode "
                                          f"{mode!r}, ds_id {ds_id!r}, which has no load_state_dict.")
@@ -391,7 +460,11 @@ class Pipeline:
 
 
 def _dataset_state(dataset: Any) -> Any:
-    """A dataset's own ``state_dict()`` (copied: the dataset goes on changing), or None if it keeps no state."""
+    """A dataset's own ``state_dict()`` (copied: the dataset goes on changing), or None if it keeps no state; for a
+    DataLoader, its generators' states (a tf.data.Dataset keeps none)."""
+    if framework_kind(dataset) is not None:
+        states = rng_state(dataset)
+        return None if states is None else {"rng": states}
     state_dict = getattr(dataset, "state_dict", None)
     return copy.deepcopy(state_dict()) if callable(state_dict) else None
 
@@ -400,8 +473,8 @@ def _batched(data: Any) -> bool:
     """Whether every dataset ``data`` may be (one, or a Scheduler's) sizes its own batches: gives whole batches
     (``fe_batched``), or is an InterleaveDataset whose batch sizes were set."""
     values = data.get_all_values() if isinstance(data, Scheduler) else [data]
-    return all(getattr(value, "fe_batched", False) or _sized_interleave(value) for value in values
-               if value is not None)
+    return all(getattr(value, "fe_batched", False) or _sized_interleave(value) or framework_kind(value) is not None
+               for value in values if value is not None)
 
 
 def _sized_interleave(dataset: Any) -> bool:

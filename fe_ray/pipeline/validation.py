@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
-from fe_ray.schedule import Scheduler
+from fe_ray.pipeline.framework_data import framework_kind
+from fe_ray.schedule import Scheduler, get_current_items
 
 
 def normalize_data(given: Any, mode: str) -> dict[str, Any]:
     """Turn a mode's data (dataset, ``{ds_id: dataset}`` or Scheduler) into ``{ds_id: dataset or Scheduler}``.
 
     Raises:
-        TypeError: If a value is not a map-style dataset (or a Scheduler of them).
+        TypeError: If a value is neither a map-style dataset, a torch DataLoader nor a tf.data.Dataset (or a
+            Scheduler of them).
         ValueError: If a dataset is empty, the dict is empty, or a ds_id is not a plain string.
     """
     if isinstance(given, Mapping):
@@ -46,10 +49,14 @@ def _check_ds_id(ds_id: Any, mode: str) -> None:
 
 
 def check_dataset(dataset: Any, where: str) -> None:
-    """Raise TypeError unless ``dataset`` is map-style, ValueError if it is empty (``where`` names it)."""
+    """Raise TypeError unless ``dataset`` is map-style (or a DataLoader / tf.data.Dataset), ValueError if it is
+    empty (``where`` names it)."""
+    if framework_kind(dataset) is not None:
+        return  # batches itself; its length may be unknown (see fe_ray.pipeline.framework_data)
     if not (hasattr(dataset, "__len__") and hasattr(dataset, "__getitem__")) or isinstance(dataset, (str, bytes)):
-        raise TypeError(f"{where} must be a map-style dataset (__len__ and __getitem__ returning a dict), a "
-                        f"{{ds_id: dataset}} dict or a Scheduler of datasets; got {type(dataset).__name__}.")
+        raise TypeError(f"{where} must be a map-style dataset (__len__ and __getitem__ returning a dict), a torch "
+                        f"DataLoader or tf.data.Dataset of dict batches, a {{ds_id: dataset}} dict or a Scheduler of "
+                        f"datasets; got {type(dataset).__name__}.")
     if len(dataset) == 0:
         raise ValueError(f"{where} is an empty dataset ({type(dataset).__name__} of length 0).")
 
@@ -62,3 +69,44 @@ def check_batch_size(value: Any) -> None:
             continue
         if not isinstance(item, (int, np.integer)) or isinstance(item, bool) or item < 1:
             raise ValueError(f"batch_size must be a positive int (or a Scheduler of them), got {item!r}.")
+
+
+def check_framework_options(data: Mapping[str, Mapping[str, Any]], options: Mapping[str, Any]) -> None:
+    """Refuse map-style-only options when all data is DataLoaders / tf.data.Datasets; warn about ops that select one.
+
+    Args:
+        data: The Pipeline's ``{mode: {ds_id: dataset or Scheduler}}``.
+        options: The Pipeline's batching options by name, None where not given (``ops`` as the list of ops).
+
+    Raises:
+        ValueError: If any option is given while no map-style dataset exists (FastEstimator refuses batch_size,
+            ops and num_process there; fe_ray's own drop_last, pad_value and collate_fn would be ignored as well).
+    """
+    framework_at = [(mode, ds_id) for mode, by_id in data.items() for ds_id, value in by_id.items()
+                    if any(framework_kind(dataset) for dataset in _values(value))]
+    if not framework_at:
+        return
+    map_style = any(framework_kind(dataset) is None for by_id in data.values() for value in by_id.values()
+                    for dataset in _values(value))
+    if not map_style:
+        given = [name for name, value in options.items() if value is not None]
+        if given:
+            raise ValueError(f"Pipeline got {given} but all its data are DataLoaders / tf.data.Datasets, which "
+                             "batch themselves and take no Pipeline ops; drop those arguments and do that work in "
+                             "the DataLoader (batch_size, collate_fn, num_workers, drop_last, its dataset's "
+                             "__getitem__) or the tf.data pipeline (.map, .batch), or give a map-style dataset such "
+                             "as fe_ray.dataset.NumpyDataset.")
+        return
+    # Mixed data: the options serve the map-style datasets; only ops that select a framework source are suspicious.
+    skipped = [mode + (f"[{ds_id!r}]" if ds_id else "") for mode, ds_id in framework_at
+               if get_current_items(options.get("ops") or [], run_modes=mode, ds_id=ds_id)]
+    if skipped:
+        warnings.warn(f"Pipeline ops select the DataLoader / tf.data.Dataset data of {skipped}, which is used as "
+                      "it is: the ops only run on map-style datasets. Give those ops mode= / ds_id= filters that "
+                      "leave that data out to silence this.", stacklevel=3)
+
+
+def _values(data: Any) -> list[Any]:
+    """The datasets ``data`` may be: itself, or a Scheduler's non-None values."""
+    return [value for value in (data.get_all_values() if isinstance(data, Scheduler) else [data])
+            if value is not None]
