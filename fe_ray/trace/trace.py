@@ -198,6 +198,13 @@ def sort_traces(traces: Sequence[Trace]) -> list[Trace]:
     return ordered + sorted(star, key=lambda trace: trace.sort_rank)
 
 
+def per_ds_keys(keys: Iterable[str], ds_ids: None | str | Iterable[str]) -> list[str]:
+    """The ``<key>|<ds_id>`` keys a trace that also logs per dataset writes for ``ds_ids`` (None: no datasets; the
+    unnamed dataset ``''`` has none: its values are the overall ones)."""
+    listed = [] if ds_ids is None else [ds_ids] if isinstance(ds_ids, str) else list(ds_ids)
+    return [f"{key}|{ds_id}" for ds_id in listed if ds_id for key in keys]
+
+
 def trace_outputs(trace: Trace, ds_ids: None | str | Iterable[str] = None) -> list[str]:
     """The keys ``trace`` writes in a mode with datasets ``ds_ids`` (:meth:`Trace.get_outputs`; a duck-typed trace
     without it writes its ``outputs``)."""

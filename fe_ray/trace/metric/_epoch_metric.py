@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from fe_ray.trace.trace import Data, Trace
+from fe_ray.trace.trace import Data, Trace, per_ds_keys
 
 
 class EpochMetric(Trace):
@@ -92,8 +92,7 @@ class EpochMetric(Trace):
     def get_outputs(self, ds_ids: None | str | Iterable[str] = None) -> list[str]:
         outputs = super().get_outputs(ds_ids)
         if self.per_ds:
-            listed = [] if ds_ids is None else [ds_ids] if isinstance(ds_ids, str) else list(ds_ids)
-            outputs += [f"{key}|{ds}" for ds in listed if ds for key in self.outputs]
+            outputs += per_ds_keys(self.outputs, ds_ids)
         return outputs
 
     def on_epoch_begin(self, data: Data) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from fe_ray.backend import to_number
-from fe_ray.trace.trace import Data, Trace
+from fe_ray.trace.trace import Data, Trace, per_ds_keys
 
 
 def sklearn_metric(name: str) -> Callable[..., Any]:
@@ -152,8 +152,7 @@ class LabelMetric(Trace):
     def get_outputs(self, ds_ids: None | str | Iterable[str] = None) -> list[str]:
         outputs = super().get_outputs(ds_ids)
         if self.per_ds:
-            listed = [] if ds_ids is None else [ds_ids] if isinstance(ds_ids, str) else list(ds_ids)
-            outputs += [f"{self.outputs[0]}|{ds_id}" for ds_id in listed if ds_id]
+            outputs += per_ds_keys(self.outputs[:1], ds_ids)
         return outputs
 
     def on_epoch_begin(self, data: Data) -> None:

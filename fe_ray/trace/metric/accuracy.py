@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from fe_ray.backend import to_number
-from fe_ray.trace.trace import Data, Trace
+from fe_ray.trace.trace import Data, Trace, per_ds_keys
 
 
 class Accuracy(Trace):
@@ -49,7 +49,7 @@ class Accuracy(Trace):
     def get_outputs(self, ds_ids: None | str | Iterable[str] = None) -> list[str]:
         outputs = super().get_outputs(ds_ids)
         if self.per_ds:
-            outputs += [f"{self.outputs[0]}|{ds_id}" for ds_id in _ds_list(ds_ids) if ds_id]
+            outputs += per_ds_keys(self.outputs[:1], ds_ids)
         return outputs
 
     def on_epoch_begin(self, data: Data) -> None:
@@ -94,9 +94,3 @@ class Accuracy(Trace):
         self.correct = int(state["correct"])
         self.total = int(state["total"])
         self.ds_counts = {str(ds_id): [int(c) for c in counts] for ds_id, counts in state.get("ds_counts", {}).items()}
-
-
-def _ds_list(ds_ids: None | str | Iterable[str]) -> list[str]:
-    if ds_ids is None:
-        return []
-    return [ds_ids] if isinstance(ds_ids, str) else list(ds_ids)

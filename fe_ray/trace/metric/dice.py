@@ -11,7 +11,7 @@ import numpy as np
 
 from fe_ray.backend import dice_score, reduce_max, reduce_min, to_number
 from fe_ray.summary.summary import ValWithError
-from fe_ray.trace.trace import Data, Trace
+from fe_ray.trace.trace import Data, Trace, per_ds_keys
 
 #: Added to each Dice denominator: small enough not to bias a score of a few pixels, large enough to make the
 #: score of two empty masks 0 instead of a division by zero (those are turned to NaN and skipped anyway).
@@ -108,8 +108,7 @@ class Dice(Trace):
     def get_outputs(self, ds_ids: None | str | Iterable[str] = None) -> list[str]:
         outputs = super().get_outputs(ds_ids)
         if self.per_ds:
-            listed = [] if ds_ids is None else [ds_ids] if isinstance(ds_ids, str) else list(ds_ids)
-            outputs += [f"{key}|{ds}" for ds in listed if ds for key in self.outputs]
+            outputs += per_ds_keys(self.outputs, ds_ids)
         return outputs
 
     def on_epoch_begin(self, data: Data) -> None:
