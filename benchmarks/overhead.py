@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     ray = harness.init_ray(max(8, 4 * threads))
     import fe_ray as fe
     from benchmarks.baselines import DPWorker, TFDPWorker, batches_of
-    from benchmarks.variants import fe_network
+    from benchmarks.variants import fe_network, gpu_share
     from fe_ray.distributed.batching import merge_outputs, slice_nbytes, split_for_replicas
     from fe_ray.distributed.coordinator import INLINE_SLICE_BYTES
     from fe_ray.distributed.step_stream import StepStream
@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
                            "transport's phases cannot be timed")
     # Hand-written actors with the same resources, for the in-replica primitives.
     port = harness.free_port()
-    gpus = 1.0 / n if device == "cuda" else 0
+    gpus = gpu_share(device)
     if tf_mode:
         remote = ray.remote(num_cpus=per_threads)(TFDPWorker)
         workers = [remote.remote(r, n, port, args.model, per_threads) for r in range(n)]

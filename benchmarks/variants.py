@@ -21,6 +21,19 @@ from benchmarks import harness, step_probe
 WARMUP_STEPS = 5
 
 
+#: Ray's logical GPU share of each GPU-holding actor (fe_ray replica, hand-written rank, plain loop in an actor)
+#: in a CUDA run. Every variant is prepared before any is measured, so all of them hold their actors at once: with a
+#: share of 1/N per replica, c (1 x 1.0), d (2 x 0.5) and e (2 x 0.5) would ask for 3 GPUs of a 1-GPU machine and d
+#: would never be placed. Up to 8 such actors share one GPU; the share is only Ray's bookkeeping (every actor sees
+#: the same device), and any fraction below 1 makes fe_ray use gloo, as the hand-written ranks (e) do.
+GPU_SHARE = 1 / 8
+
+
+def gpu_share(device: str) -> float:
+    """The ``num_gpus`` of one GPU-holding actor on ``device`` (:data:`GPU_SHARE` on cuda, 0 on the CPU)."""
+    return GPU_SHARE if device == "cuda" else 0.0
+
+
 class Variant:
     """One way of training: ``prepare()`` once (build + warm up), then ``measure()`` -> samples/s per repeat."""
 
@@ -85,7 +98,7 @@ class PlainLoopInActor(Variant):
         cfg = self.cfg
         harness.init_ray(cfg["ray_cpus"])
         threads = cfg["threads"]
-        remote = ray.remote(PlainLoopActor).options(num_cpus=threads, num_gpus=1 if cfg["device"] == "cuda" else 0,
+        remote = ray.remote(PlainLoopActor).options(num_cpus=threads, num_gpus=gpu_share(cfg["device"]),
                                                     runtime_env=replica_env(None, threads))
         self.actor = remote.remote(cfg["model"], threads, cfg["device"], self.framework)
         data = cfg["data_tf"] if self.framework == "tf" else cfg["data"]
@@ -135,7 +148,7 @@ class GlooDP(Variant):
             self.workers = [remote.remote(r, self.n, port, cfg["model"], threads) for r in range(self.n)]
             data = cfg["data_tf"]
         else:
-            gpus = 1.0 / self.n if cfg["device"] == "cuda" else 0
+            gpus = gpu_share(cfg["device"])
             remote = ray.remote(num_cpus=1, num_gpus=gpus, runtime_env=runtime_env)(DPWorker)
             self.workers = [remote.remote(r, self.n, port, cfg["model"], threads, cfg["device"])
                             for r in range(self.n)]
@@ -213,7 +226,7 @@ def distributed_kwargs(cfg: dict[str, Any], num_replicas: int) -> dict[str, Any]
     if "resources_per_replica" in params:
         res: dict[str, float] = {"CPU": threads}
         if cfg["device"] == "cuda":
-            res["GPU"] = 1.0 / num_replicas
+            res["GPU"] = gpu_share(cfg["device"])
         kwargs["resources_per_replica"] = res
     return kwargs
 
