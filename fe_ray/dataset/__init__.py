@@ -10,7 +10,9 @@ from fe_ray.dataset.generator_dataset import GeneratorDataset
 from fe_ray.dataset.in_memory_dataset import InMemoryDataset
 from fe_ray.dataset.interleave_dataset import InterleaveDataset
 from fe_ray.dataset.numpy_dataset import NumpyDataset
+from fe_ray.dataset.pickle_dataset import PickleDataset
 from fe_ray.dataset.siamese_dir_dataset import SiameseDirDataset
 
 __all__ = ["BatchDataset", "CSVDataset", "CombinedDataset", "DirDataset", "ExtendDataset", "GeneratorDataset",
-           "InMemoryDataset", "InterleaveDataset", "LabeledDirDataset", "NumpyDataset", "SiameseDirDataset"]
+           "InMemoryDataset", "InterleaveDataset", "LabeledDirDataset", "NumpyDataset", "PickleDataset",
+           "SiameseDirDataset"]

@@ -8,17 +8,15 @@ gives Python ``int``, all numbers ``float``, all ``True``/``False`` ``bool``, an
 
 from __future__ import annotations
 
-import bz2
 import csv
-import gzip
-import lzma
 import os
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import IO, Any
 
 import numpy as np
 
+from fe_ray.dataset._files import checked_file, open_file
 from fe_ray.dataset.in_memory_dataset import InMemoryDataset
 
 # pandas' default missing-value markers (``keep_default_na=True``).
@@ -29,7 +27,6 @@ _TRUE, _FALSE = frozenset({"True", "TRUE", "true"}), frozenset({"False", "FALSE"
 # Python's int()/float() also accept '1_000' and 'infinity' variants pandas keeps as text, hence explicit patterns.
 _INT = re.compile(r"\s*[+-]?\d+\s*")
 _FLOAT = re.compile(r"\s*[+-]?(\d+\.?\d*([eE][+-]?\d+)?|\.\d+([eE][+-]?\d+)?|inf|infinity)\s*", re.IGNORECASE)
-_OPENERS: dict[str, Callable[..., IO[str]]] = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
 # numpy types are accepted as pandas accepts them; its to_dict gives Python values for them all the same (float32
 # ones rounded to float32 first, hence a kind of their own).
 _DTYPES: dict[Any, str] = {
@@ -78,13 +75,8 @@ class CSVDataset(InMemoryDataset):
         _check_char(delimiter, "delimiter")
         quotechar = kwargs.get("quotechar", '"')
         _check_char(quotechar, "quotechar")
-        path = os.fspath(file_path)
-        if not os.path.exists(path):
-            raise FileNotFoundError(f"CSVDataset file {path!r} does not exist; check the path (relative paths start "
-                                    f"at the working directory {os.getcwd()!r}).")
-        if os.path.isdir(path):
-            raise ValueError(f"CSVDataset file_path {path!r} is a folder; pass the path of a CSV file (for a folder "
-                             "of files use DirDataset or LabeledDirDataset).")
+        path = checked_file(file_path, "CSVDataset", "pass the path of a CSV file (for a folder of files use "
+                            "DirDataset or LabeledDirDataset).")
         header, rows = _read(path, delimiter, quotechar, kwargs.get("encoding") or "utf-8", kwargs.get("nrows"))
         columns = _select(header, kwargs.get("usecols"), path)
         na = _na_values(kwargs.get("na_values"), kwargs.get("keep_default_na", True), header)
@@ -105,12 +97,9 @@ def _check_char(value: Any, what: str) -> None:
 
 
 def _open(path: str, encoding: str) -> IO[str]:
-    opener = _OPENERS.get(os.path.splitext(path)[1].lower())
     # utf-8-sig drops a byte-order mark, which pandas also ignores; it reads plain utf-8 unchanged.
     encoding = "utf-8-sig" if encoding.lower().replace("_", "-") in ("utf-8", "utf8") else encoding
-    if opener is None:
-        return open(path, encoding=encoding, newline="")
-    return opener(path, "rt", encoding=encoding, newline="")
+    return open_file(path, "rt", encoding=encoding, newline="")
 
 
 def _read(path: str, delimiter: str, quotechar: str, encoding: str, nrows: int | None
