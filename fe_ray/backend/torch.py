@@ -232,6 +232,8 @@ def get_gradient(target: torch.Tensor, sources: Any, tape: Any = None, retain_gr
                  higher_order: bool = False, keep_none: bool = False) -> Any:
     """Gradients of ``target`` w.r.t. ``sources``; unused sources get zeros so every replica sends full lists.
 
+    A non-scalar target gives the gradients of the sum of its entries, as in TF.
+
     A target with no autograd history (e.g. computed from a ``gradients=False`` ModelOp) yields all zeros, as TF
     does for unconnected sources.
 
@@ -249,7 +251,10 @@ def get_gradient(target: torch.Tensor, sources: Any, tape: Any = None, retain_gr
     if not target.requires_grad:
         found: Sequence[torch.Tensor | None] = [None] * len(source_list)
     else:
-        found = torch.autograd.grad(target, source_list, retain_graph=retain_graph or higher_order,
+        # A non-scalar target is differentiated as the sum of its entries (each sample's score at once), as TF's
+        # tape and FastEstimator's torch backend do; torch itself refuses a non-scalar target without grad_outputs.
+        found = torch.autograd.grad(target, source_list, grad_outputs=None if target.dim() == 0 else
+                                    torch.ones_like(target), retain_graph=retain_graph or higher_order,
                                     create_graph=higher_order, allow_unused=True)
     grads = list(found) if keep_none else [torch.zeros_like(s) if g is None else g for g, s in zip(found, source_list)]
     return grads[0] if single else grads

@@ -109,6 +109,16 @@ def test_get_gradient_tf_known_function_and_missing_tape() -> None:
         backend.get_gradient(y, [x])
 
 
+def test_torch_get_gradient_of_a_non_scalar_target_is_that_of_its_sum() -> None:
+    import torch
+
+    # FastEstimator's torch backend (and TF's tape) differentiate a vector target as the sum of its entries: the
+    # per-sample scores of a batch at once (SaliencyNet's use). torch alone refuses a non-scalar target.
+    x = torch.tensor([[1.0, 2.0], [3.0, -1.0]], requires_grad=True)
+    grads = get_backend("torch").get_gradient(x.prod(dim=1), [x])
+    np.testing.assert_allclose(grads[0].numpy(), [[2.0, 1.0], [-1.0, 3.0]])
+
+
 def test_tf_get_gradient_of_a_single_source_is_a_single_gradient() -> None:
     import tensorflow as tf
 
