@@ -4,13 +4,18 @@ from fe_ray.op.numpyop.univariate.affine import ShearX, ShearY, TranslateX, Tran
 from fe_ray.op.numpyop.univariate.basic import ExpandDims, Minmax, Onehot
 from fe_ray.op.numpyop.univariate.blur import Blur, GaussianBlur, MedianBlur
 from fe_ray.op.numpyop.univariate.calibrate import Calibrate
+from fe_ray.op.numpyop.univariate.clahe import CLAHE
 from fe_ray.op.numpyop.univariate.coarse_dropout import CoarseDropout
 from fe_ray.op.numpyop.univariate.color import ChannelDropout, ChannelShuffle, RGBShift, ToGray, ToSepia
+from fe_ray.op.numpyop.univariate.compression import ImageCompression
 from fe_ray.op.numpyop.univariate.downscale import Downscale
 from fe_ray.op.numpyop.univariate.enhance import Brightness, Color, Contrast, Sharpness
 from fe_ray.op.numpyop.univariate.equalize import Equalize
 from fe_ray.op.numpyop.univariate.hadamard import Hadamard
 from fe_ray.op.numpyop.univariate.histogram import AutoContrast
+from fe_ray.op.numpyop.univariate.hsv import ColorJitter, HueSaturationValue
+from fe_ray.op.numpyop.univariate.motion_blur import MotionBlur
+from fe_ray.op.numpyop.univariate.noise import ISONoise
 from fe_ray.op.numpyop.univariate.normalize import Binarize, Normalize, ToFloat
 from fe_ray.op.numpyop.univariate.photometric import (
     GaussianNoise,
@@ -25,10 +30,13 @@ from fe_ray.op.numpyop.univariate.rua import RUA
 from fe_ray.op.numpyop.univariate.text import PadSequence, Tokenize, WordtoId
 from fe_ray.op.numpyop.univariate.to_array import ToArray
 from fe_ray.op.numpyop.univariate.univariate import UnivariateOp
+from fe_ray.op.numpyop.univariate.weather import RandomFog, RandomRain, RandomShadow, RandomSnow, RandomSunFlare
 
-__all__ = ["AutoContrast", "Binarize", "Blur", "Brightness", "Calibrate", "ChannelDropout", "ChannelShuffle",
-           "ChannelTranspose", "CoarseDropout", "Color", "Contrast", "Downscale", "Equalize", "ExpandDims",
-           "GaussianBlur", "GaussianNoise", "Hadamard", "MedianBlur", "Minmax", "Normalize", "Onehot", "PadSequence",
-           "Posterize", "RGBShift", "RUA", "RandomBrightnessContrast", "RandomGamma", "ReadImage", "Reshape",
-           "Sharpness", "ShearX", "ShearY", "Solarize", "ToArray", "ToFloat", "ToGray", "ToSepia", "Tokenize",
-           "TranslateX", "TranslateY", "UnivariateOp", "WordtoId"]
+__all__ = ["AutoContrast", "Binarize", "Blur", "Brightness", "CLAHE", "Calibrate", "ChannelDropout", "ChannelShuffle",
+           "ChannelTranspose", "CoarseDropout", "Color", "ColorJitter", "Contrast", "Downscale", "Equalize",
+           "ExpandDims", "GaussianBlur", "GaussianNoise", "Hadamard", "HueSaturationValue", "ISONoise",
+           "ImageCompression", "MedianBlur", "Minmax", "MotionBlur", "Normalize", "Onehot", "PadSequence",
+           "Posterize", "RGBShift", "RUA", "RandomBrightnessContrast", "RandomFog", "RandomGamma", "RandomRain",
+           "RandomShadow", "RandomSnow", "RandomSunFlare", "ReadImage", "Reshape", "Sharpness", "ShearX", "ShearY",
+           "Solarize", "ToArray", "ToFloat", "ToGray", "ToSepia", "Tokenize", "TranslateX", "TranslateY",
+           "UnivariateOp", "WordtoId"]
