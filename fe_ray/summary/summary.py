@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import numbers
+import re
+import statistics
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
+
+import numpy as np
 
 
 def _key_history() -> defaultdict[str, dict[int, Any]]:
@@ -85,3 +90,86 @@ class Summary:
     def __repr__(self) -> str:
         keys = {mode: sorted(keys) for mode, keys in self.history.items()}
         return f"Summary(name={self.name!r}, keys={keys})"
+
+
+def average_summaries(name: str, summaries: Sequence[Summary]) -> Summary:
+    """Combine the histories of several runs of one experiment into their mean and spread, as FastEstimator's
+    ``fe.summary.summary.average_summaries``.
+
+    Every (mode, key, step) that at least one summary holds becomes, in the result, the mean of the values the
+    summaries hold there, stored as ``ValWithError(mean - std, mean, mean + std)`` (sample standard deviation) when
+    two or more values differ, and as the value itself when there is only one value or all are equal. A
+    ValWithError contributes its middle value; a string contributes the one number written in it (none or several:
+    skipped); other non-numeric values (arrays of several elements, lists) are skipped. The ``epoch`` key is not
+    averaged (runs may stop at different epochs), and the ``test`` mode is pooled over its steps into one entry at
+    the largest step, since early stopping makes runs test at different steps.
+
+    Unlike FastEstimator, numpy scalars and one-element arrays (what ``Estimator.fit`` records) count as numbers
+    rather than being dropped.
+
+    Args:
+        name: The name of the combined summary.
+        summaries: The summaries to combine. One summary is renamed to ``name`` and returned as it is (not a copy),
+            as in FastEstimator; none gives an empty summary.
+
+    Returns:
+        The combined summary.
+
+    Raises:
+        TypeError: If an element of ``summaries`` is not a Summary.
+    """
+    summaries = list(summaries)
+    for summary in summaries:
+        if not isinstance(summary, Summary):
+            raise TypeError(f"average_summaries needs Summary objects, got {type(summary).__name__} {summary!r}.")
+    if not summaries:
+        return Summary(name=name)
+    if len(summaries) == 1:
+        summaries[0].name = name
+        return summaries[0]
+    combined = Summary(name=name)
+    modes = list(dict.fromkeys(mode for summary in summaries for mode in summary.history))
+    for mode in modes:
+        keys = list(dict.fromkeys(key for summary in summaries for key in summary.history.get(mode, {})))
+        for key in keys:
+            if key == "epoch":
+                continue
+            per_step: dict[int, list[float]] = {}
+            for summary in summaries:
+                for step, value in summary.history.get(mode, {}).get(key, {}).items():
+                    number = _as_number(value)
+                    if number is not None:
+                        per_step.setdefault(step, []).append(number)
+            if not per_step:
+                continue
+            if mode == "test":
+                # Pool every run's test values into one point at the last step any run tested at.
+                per_step = {max(per_step): [value for values in per_step.values() for value in values]}
+            for step in sorted(per_step):
+                combined.history[mode][key][step] = _reduce_list(per_step[step])
+    return combined
+
+
+def _as_number(value: Any) -> float | None:
+    """The number a history value stands for in an average, or None when it stands for none."""
+    if isinstance(value, ValWithError):
+        return float(value.y)
+    if isinstance(value, str):
+        found = re.findall(r"(\d+\.\d+|\.?\d+)", value)  # FastEstimator's rule: exactly one unsigned number
+        return float(found[0]) if len(found) == 1 else None
+    if isinstance(value, np.ndarray):
+        if value.size != 1 or not np.issubdtype(value.dtype, np.number):
+            return None
+        value = value.reshape(-1)[0]
+    if isinstance(value, (numbers.Real, np.number)) and not isinstance(value, np.complexfloating):
+        return value if isinstance(value, int) else float(value)
+    return None
+
+
+def _reduce_list(values: list[float]) -> float | ValWithError:
+    """One value for a non-empty list: itself when all are equal, else mean +- one sample standard deviation."""
+    if all(value == values[0] for value in values[1:]):
+        return values[0]
+    mean = statistics.mean(values)
+    std = statistics.stdev(values)
+    return ValWithError(mean - std, mean, mean + std)
