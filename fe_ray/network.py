@@ -13,7 +13,9 @@ from typing import Any
 
 from fe_ray.allocator import tune_process_malloc
 from fe_ray.backend import BACKEND_CACHE_KEY, get_backend, get_framework
+from fe_ray.op.numpyop.numpyop import Delete as NumpyDelete
 from fe_ray.op.numpyop.numpyop import NumpyOp, check_numpy_ops, forward_numpyop
+from fe_ray.op.tensorop.tensorop import Delete as TensorDelete
 from fe_ray.op.tensorop.tensorop import TensorOp
 from fe_ray.schedule import Scheduler, get_current_items
 from fe_ray.slicer import Slicer, forward_slicers, reverse_slicers, sanity_assert_slicers
@@ -119,6 +121,8 @@ class BaseNetwork:
             needed |= unmet
             tensor_inputs |= unmet
             produced.update(op.outputs)
+            if isinstance(op, TensorDelete):
+                produced.difference_update(op.inputs)
         needed |= unsliced - produced
         pop_inputs: set[str] = set()
         pop_produced: set[str] = set()
@@ -127,7 +131,11 @@ class BaseNetwork:
             pop_inputs |= {key for key in op.inputs if key not in pop_produced}
             produced.update(op.outputs)
             pop_produced.update(op.outputs)
-        outputs = set(produced)
+            if isinstance(op, NumpyDelete):
+                produced.difference_update(op.inputs)
+                pop_produced.difference_update(op.inputs)
+        # The keys the pops read leave the ops' step even when a pop deletes them later (numpy Delete).
+        outputs = set(produced) | pop_inputs
         if desired_keys:
             # Keys the pops read must survive even if no trace asked for them, and so must the keys slicers un-slice
             # (each minibatch must hold them, as FastEstimator's keep every op output).

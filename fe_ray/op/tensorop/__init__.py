@@ -11,9 +11,9 @@ from fe_ray.op.tensorop.normalize import Normalize
 from fe_ray.op.tensorop.permute import Permute
 from fe_ray.op.tensorop.reshape import Reshape
 from fe_ray.op.tensorop.resize3d import Resize3D
-from fe_ray.op.tensorop.tensorop import LambdaOp, TensorOp, run_ops
+from fe_ray.op.tensorop.tensorop import Delete, LambdaOp, TensorOp, run_ops
 from fe_ray.op.tensorop.un_hadamard import UnHadamard
 
-__all__ = ["Argmax", "Average", "CrossEntropy", "Dice", "Gather", "LambdaOp", "LossOp", "MeanSquaredError", "ModelOp",
-           "Normalize", "Permute", "Reshape", "Resize3D", "TensorOp", "UnHadamard", "UpdateOp", "augmentation",
-           "gradient", "loss", "meta", "model", "run_ops"]
+__all__ = ["Argmax", "Average", "CrossEntropy", "Delete", "Dice", "Gather", "LambdaOp", "LossOp", "MeanSquaredError",
+           "ModelOp", "Normalize", "Permute", "Reshape", "Resize3D", "TensorOp", "UnHadamard", "UpdateOp",
+           "augmentation", "gradient", "loss", "meta", "model", "run_ops"]

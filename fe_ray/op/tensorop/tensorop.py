@@ -55,6 +55,24 @@ class LambdaOp(TensorOp):
         return self.fn(*data)
 
 
+class Delete(TensorOp):
+    """Remove key(s) from the batch inside the Network: later ops cannot read them and the step does not return them
+    (FastEstimator's ``fe.op.tensorop.Delete``), e.g. to drop a large intermediate before outputs leave the device.
+
+    Args:
+        keys: The key(s) to remove; they must be in the batch when the op runs.
+        mode: Mode(s) in which to run; None for all.
+        ds_id: Dataset id(s) in which to run; None for all.
+    """
+
+    def __init__(self, keys: str | Iterable[str], mode: None | str | Iterable[str] = None,
+                 ds_id: None | str | Iterable[str] = None) -> None:
+        super().__init__(inputs=keys, mode=mode, ds_id=ds_id)
+
+    def forward(self, data: Any, state: dict[str, Any]) -> None:
+        return None
+
+
 def check_one_output_each(op: TensorOp, name: str) -> None:
     """Raise a ValueError unless ``op`` has at least one input key and as many output keys as input keys."""
     if not op.inputs or len(op.outputs) != len(op.inputs):
@@ -70,7 +88,10 @@ def run_ops(ops: list[TensorOp], batch: dict[str, Any], state: dict[str, Any]) -
     for op in ops:
         data = get_inputs_by_op(op, batch)
         data = op.forward(data, state)
-        if op.outputs:
+        if isinstance(op, Delete):
+            for key in op.inputs:
+                del batch[key]
+        elif op.outputs:
             write_outputs_by_op(op, batch, data)
     deferred = state.get("deferred", {})
     for fn_list in deferred.values():
