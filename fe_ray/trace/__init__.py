@@ -1,5 +1,6 @@
 """Traces: callbacks the Estimator runs around training events (metrics, logging, saving, adapting)."""
 
+from fe_ray.trace import adapt, io, metric, xai
 from fe_ray.trace.adapt import EarlyStopping, LRScheduler
 from fe_ray.trace.essential import EvalEssential, TestEssential, TrainEssential
 from fe_ray.trace.io import BestModelSaver, ModelSaver, RestoreWizard
@@ -8,4 +9,5 @@ from fe_ray.trace.metric import Accuracy
 from fe_ray.trace.trace import Data, Trace, sort_traces
 
 __all__ = ["Accuracy", "BestModelSaver", "Data", "EarlyStopping", "EvalEssential", "LRScheduler", "Logger",
-           "ModelSaver", "ProgressBar", "RestoreWizard", "TestEssential", "Trace", "TrainEssential", "sort_traces"]
+           "ModelSaver", "ProgressBar", "RestoreWizard", "TestEssential", "Trace", "TrainEssential", "adapt", "io",
+           "metric", "sort_traces", "xai"]

@@ -10,10 +10,12 @@ or TensorFlow at import time. One concept per module:
 * :mod:`fe_ray.util.devices`: GPU and CPU counts, thread limits, the torch device.
 * :mod:`fe_ray.util.environment`: ``Suppressor``, ``LogSplicer``, ``Timer``, ``draw``, ``in_notebook``,
   ``list_files``.
+* :mod:`fe_ray.util.img_data`: ``ImageDisplay``, ``BatchDisplay``, ``GridDisplay``, drawn with matplotlib (loaded on
+  first use; matplotlib is optional).
 
 ``fe.util.Data`` is the Trace event's :class:`fe_ray.trace.trace.Data`, loaded on first use (the trace package
-itself imports this one). FastEstimator's plotting and report helpers (``ImageDisplay``, ``BatchDisplay``,
-``GridDisplay``, ``get_colors``, the LaTeX and traceability helpers) and its download progress bars are not ported.
+itself imports this one). FastEstimator's other plotting and report helpers (``get_colors``, the LaTeX and
+traceability helpers) and its download progress bars are not ported.
 """
 
 from __future__ import annotations
@@ -54,7 +56,10 @@ from fe_ray.util.tensors import (
 from fe_ray.util.text import is_number, parse_string_to_python, prettify_metric_name, strip_prefix, strip_suffix
 
 # Loaded on first access: their modules import fe_ray.util themselves.
-_LAZY = {"Data": ("fe_ray.trace.trace", "Data")}
+_LAZY = {"Data": ("fe_ray.trace.trace", "Data"),
+         "BatchDisplay": ("fe_ray.util.img_data", "BatchDisplay"),
+         "GridDisplay": ("fe_ray.util.img_data", "GridDisplay"),
+         "ImageDisplay": ("fe_ray.util.img_data", "ImageDisplay")}
 
 
 def __getattr__(name: str) -> Any:
@@ -67,6 +72,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     # FastEstimator 1.7's fe.util
     "FEID", "Data", "DefaultKeyDict", "Flag", "LogSplicer", "NonContext", "Suppressor", "Timer", "check_ds_id",
+    "BatchDisplay", "GridDisplay", "ImageDisplay",
     "check_io_names", "cpu_count", "detach_tensors", "draw", "filter_nones", "get_batch_size", "get_device",
     "get_num_devices", "get_num_gpus", "get_shape", "get_type", "in_notebook", "is_number", "list_files",
     "move_tensors_to_device", "pad_batch", "pad_data", "param_to_range", "parse_modes", "parse_string_to_python",

@@ -8,13 +8,17 @@ from fe_ray.op.numpyop.univariate.clahe import CLAHE
 from fe_ray.op.numpyop.univariate.coarse_dropout import CoarseDropout
 from fe_ray.op.numpyop.univariate.color import ChannelDropout, ChannelShuffle, RGBShift, ToGray, ToSepia
 from fe_ray.op.numpyop.univariate.compression import ImageCompression
+from fe_ray.op.numpyop.univariate.defocus import Defocus, ZoomBlur
+from fe_ray.op.numpyop.univariate.domain_adaptation import FDA, HistogramMatching, PixelDistributionAdaptation
 from fe_ray.op.numpyop.univariate.downscale import Downscale
 from fe_ray.op.numpyop.univariate.enhance import Brightness, Color, Contrast, Sharpness
 from fe_ray.op.numpyop.univariate.equalize import Equalize
 from fe_ray.op.numpyop.univariate.hadamard import Hadamard
 from fe_ray.op.numpyop.univariate.histogram import AutoContrast
 from fe_ray.op.numpyop.univariate.hsv import ColorJitter, HueSaturationValue
+from fe_ray.op.numpyop.univariate.invert import FromFloat, InvertImg
 from fe_ray.op.numpyop.univariate.motion_blur import MotionBlur
+from fe_ray.op.numpyop.univariate.multiplicative_noise import MultiplicativeNoise
 from fe_ray.op.numpyop.univariate.noise import ISONoise
 from fe_ray.op.numpyop.univariate.normalize import Binarize, Normalize, ToFloat
 from fe_ray.op.numpyop.univariate.photometric import (
@@ -24,6 +28,7 @@ from fe_ray.op.numpyop.univariate.photometric import (
     RandomGamma,
     Solarize,
 )
+from fe_ray.op.numpyop.univariate.random_shapes import RandomShapes
 from fe_ray.op.numpyop.univariate.read_image import ReadImage
 from fe_ray.op.numpyop.univariate.reshape import ChannelTranspose, Reshape
 from fe_ray.op.numpyop.univariate.rua import RUA
@@ -33,10 +38,11 @@ from fe_ray.op.numpyop.univariate.univariate import UnivariateOp
 from fe_ray.op.numpyop.univariate.weather import RandomFog, RandomRain, RandomShadow, RandomSnow, RandomSunFlare
 
 __all__ = ["AutoContrast", "Binarize", "Blur", "Brightness", "CLAHE", "Calibrate", "ChannelDropout", "ChannelShuffle",
-           "ChannelTranspose", "CoarseDropout", "Color", "ColorJitter", "Contrast", "Downscale", "Equalize",
-           "ExpandDims", "GaussianBlur", "GaussianNoise", "Hadamard", "HueSaturationValue", "ISONoise",
-           "ImageCompression", "MedianBlur", "Minmax", "MotionBlur", "Normalize", "Onehot", "PadSequence",
-           "Posterize", "RGBShift", "RUA", "RandomBrightnessContrast", "RandomFog", "RandomGamma", "RandomRain",
-           "RandomShadow", "RandomSnow", "RandomSunFlare", "ReadImage", "Reshape", "Sharpness", "ShearX", "ShearY",
-           "Solarize", "ToArray", "ToFloat", "ToGray", "ToSepia", "Tokenize", "TranslateX", "TranslateY",
-           "UnivariateOp", "WordtoId"]
+           "ChannelTranspose", "CoarseDropout", "Color", "ColorJitter", "Contrast", "Defocus", "Downscale",
+           "Equalize", "ExpandDims", "FDA", "FromFloat", "GaussianBlur", "GaussianNoise", "Hadamard",
+           "HistogramMatching", "HueSaturationValue", "ISONoise", "ImageCompression", "InvertImg", "MedianBlur",
+           "Minmax", "MotionBlur", "MultiplicativeNoise", "Normalize", "Onehot", "PadSequence",
+           "PixelDistributionAdaptation", "Posterize", "RGBShift", "RUA", "RandomBrightnessContrast", "RandomFog",
+           "RandomGamma", "RandomRain", "RandomShadow", "RandomShapes", "RandomSnow", "RandomSunFlare", "ReadImage",
+           "Reshape", "Sharpness", "ShearX", "ShearY", "Solarize", "ToArray", "ToFloat", "ToGray", "ToSepia",
+           "Tokenize", "TranslateX", "TranslateY", "UnivariateOp", "WordtoId", "ZoomBlur"]
