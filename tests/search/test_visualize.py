@@ -3,6 +3,7 @@ PNGs are written where FastEstimator would name them, and bad input is rejected 
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,6 @@ from fe_ray.search.visualize import (
     plot_cartesian,
     plot_heatmap,
     plot_parallel_coordinates,
-    vis_util,
     visualize_cartesian,
     visualize_heatmap,
     visualize_parallel_coordinates,
@@ -285,8 +285,8 @@ def test_bad_input_is_rejected_by_name(tmp_path: Path) -> None:
 
 
 def test_missing_matplotlib_names_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
-    find_spec = vis_util.importlib.util.find_spec
-    monkeypatch.setattr(vis_util.importlib.util, "find_spec",
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *args: None if name == "matplotlib" else find_spec(name, *args))
     with pytest.raises(ImportError, match="pip install matplotlib"):
         plot_cartesian(_golden())

@@ -3,6 +3,7 @@ log quirks (error bands, ``step: None``), averaging runs, grouping files, and th
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import os
 import subprocess
@@ -19,7 +20,6 @@ import fe_ray as fe  # noqa: E402
 from fe_ray.summary import Summary, ValWithError  # noqa: E402
 from fe_ray.summary.logs import (  # noqa: E402
     log_parse,
-    log_plot,
     parse_log_dir,
     parse_log_file,
     parse_log_files,
@@ -277,12 +277,12 @@ def test_bad_arguments_name_the_value(tmp_path: Path, monkeypatch: pytest.Monkey
         visualize_logs([{"train": {}}], save_path=str(tmp_path))
     with pytest.raises(ValueError, match=r"Cannot save the figure as .*curves\.txt.*png"):
         visualize_logs(summary, save_path=str(tmp_path / "curves.txt"))
-    with pytest.raises(ValueError, match=r"save_path must be a file or folder path.*got 3"):
+    with pytest.raises(TypeError, match=r"save_path must be a file or folder path.*got 3"):
         visualize_logs(summary, save_path=3)
     with pytest.raises(ValueError, match=r"no files ending with '\.log'"):
         parse_log_dir(str(tmp_path), log_extension=".log")
-    real_find_spec = log_plot.importlib.util.find_spec
-    monkeypatch.setattr(log_plot.importlib.util, "find_spec",
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *args: None if name == "matplotlib" else real_find_spec(name, *args))
     with pytest.raises(ImportError, match=r"pip install matplotlib"):
         plot_logs(summary)

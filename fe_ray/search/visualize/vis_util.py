@@ -9,18 +9,16 @@ and a column holding anything but numbers is *categorical*: its values become th
 
 from __future__ import annotations
 
-import importlib.util
-import io
 import json
 import os
 import re
-import tempfile
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from fe_ray.search.search import Search
 from fe_ray.summary.summary import ValWithError
 from fe_ray.util.environment import in_notebook
+from fe_ray.util.figures import check_matplotlib, figure_path, present, write_figure
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -202,12 +200,6 @@ def _check_ignore_keys(ignore_keys: Any) -> set[str]:
 
 
 # ------------------------------------------------------------------------------------------------ figures
-def check_matplotlib(what: str) -> None:
-    """Raise the ImportError telling how to install matplotlib when it is missing (without importing it)."""
-    if importlib.util.find_spec("matplotlib") is None:
-        raise ImportError(f"{what} draws its figures with matplotlib, which is not installed: pip install matplotlib")
-
-
 def new_figure(width: float, height: float, what: str) -> Figure:
     """A blank ``width`` x ``height`` inch figure on matplotlib's Agg canvas (pyplot and its global backend are
     never touched), laid out by matplotlib's constrained layout."""
@@ -237,37 +229,16 @@ def grid_shape(n_plots: int, rows_first: bool) -> tuple[int, int]:
     return (side, other) if rows_first else (other, side)
 
 
-def save_path_file(save_path: str | os.PathLike[str]) -> str:
-    """The file to write for ``save_path``: an existing folder, or a path ending in a separator, gets
-    ``figure.png`` inside it; a path without an extension gets ``.png``."""
-    if not isinstance(save_path, (str, os.PathLike)):
-        raise TypeError(f"save_path must be a file or folder path (str) or None, got {save_path!r}.")
-    text = os.fspath(save_path)
-    if not text:
-        raise ValueError("save_path is empty; give a file path such as 'search.png', a folder, or None.")
-    if os.path.isdir(text) or text.endswith(("/", os.sep)):
-        return os.path.join(os.path.normpath(text), DEFAULT_FILE_NAME)
-    path = os.path.normpath(text)
-    return path if os.path.splitext(path)[1] else path + ".png"
-
-
 def save_figure(fig: Figure, save_path: str | os.PathLike[str], verbose: bool = True) -> str:
-    """Write ``fig`` to the file :func:`save_path_file` names (folders created) and return its path.
+    """Write ``fig`` for ``save_path`` and return the file's path: an existing folder, or a path ending in a
+    separator, gets ``figure.png`` inside it; a path without an extension gets ``.png`` (folders are created).
 
     Raises:
-        ValueError: If the extension is not a format matplotlib writes.
+        TypeError: If ``save_path`` is not a path.
+        ValueError: If it is empty or the extension is not a format matplotlib writes.
     """
-    path = save_path_file(save_path)
-    extension = os.path.splitext(path)[1][1:].lower()
-    supported = fig.canvas.get_supported_filetypes()
-    if extension not in supported:
-        raise ValueError(f"Cannot save a figure as {path!r}: matplotlib writes {sorted(supported)}; use one of those "
-                         "extensions, e.g. '.png' (FastEstimator's '.html' needs plotly).")
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    fig.savefig(path, dpi=SAVE_DPI, format=extension)
-    if verbose:
-        print(f"Saving to {path}", flush=True)
-    return path
+    path = figure_path(fig, save_path, DEFAULT_FILE_NAME, hint=" (FastEstimator's '.html' needs plotly)")
+    return write_figure(fig, path, SAVE_DPI, verbose)
 
 
 def show_figure(fig: Figure, save_path: str | os.PathLike[str] | None, verbose: bool, title: str) -> str | None:
@@ -275,20 +246,5 @@ def show_figure(fig: Figure, save_path: str | os.PathLike[str] | None, verbose: 
     canvas has no window, write it to a temporary PNG and print (when ``verbose``) and return its path."""
     if save_path is not None:
         return save_figure(fig, save_path, verbose=verbose)
-    if in_notebook():
-        from IPython.display import Image, display
-
-        buffer = io.BytesIO()
-        fig.savefig(buffer, dpi=SAVE_DPI, format="png")
-        display(Image(buffer.getvalue()))
-        return None
-    folder = os.path.join(tempfile.gettempdir(), "fe_ray_figures")
-    os.makedirs(folder, exist_ok=True)
-    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", title).strip("_") or "search"
-    handle, path = tempfile.mkstemp(prefix=f"{stem}_", suffix=".png", dir=folder)
-    os.close(handle)
-    fig.savefig(path, dpi=SAVE_DPI, format="png")
-    if verbose:
-        print(f"FastEstimator-Search: no window to show the figure in (matplotlib's Agg canvas); wrote it to {path}",
-              flush=True)
-    return path
+    return present(fig, in_notebook(), title or "search", "FastEstimator-Search: no window to show the figure in",
+                   SAVE_DPI, verbose=verbose)

@@ -26,13 +26,9 @@ Deliberate differences from FastEstimator 1.7, which draws with plotly:
 
 from __future__ import annotations
 
-import importlib.util
-import io
 import math
 import numbers
-import os
 import re
-import tempfile
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +37,7 @@ import numpy as np
 from fe_ray.summary.summary import Summary, ValWithError
 from fe_ray.util.base import to_list, to_set
 from fe_ray.util.environment import in_notebook
+from fe_ray.util.figures import check_matplotlib, figure_path, present, write_figure
 from fe_ray.util.text import prettify_metric_name
 
 if TYPE_CHECKING:
@@ -56,12 +53,6 @@ _DS_MARKERS = ["^", "v", "<", ">", "x", "+", "P", "X"]
 _SAVE_DPI = 150
 
 Points = list[tuple[int, Any]]
-
-
-def _require_matplotlib() -> None:
-    if importlib.util.find_spec("matplotlib") is None:
-        raise ImportError("fe_ray.summary.logs draws its figures with matplotlib, which is not installed: "
-                          "pip install matplotlib")
 
 
 def _natural_key(name: Any) -> list[Any]:
@@ -160,7 +151,7 @@ def plot_logs(experiments: Summary | Iterable[Summary],
         ImportError: If matplotlib is not installed.
     """
     summaries = _check_arguments(experiments, smooth_factor)
-    _require_matplotlib()
+    check_matplotlib("fe_ray.summary.logs")
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -298,23 +289,6 @@ def _style_graph(ax: Axes, first_step: float, last_step: float) -> None:
         ax.spines[side].set_visible(False)
 
 
-def _resolve_save_path(fig: Figure, save_path: Any) -> str:
-    if not isinstance(save_path, (str, os.PathLike)) or not os.fspath(save_path):
-        raise ValueError(f"save_path must be a file or folder path (or None to show the figure), got {save_path!r}.")
-    path = os.fspath(save_path)
-    if os.path.isdir(path) or path.endswith(("/", os.sep)):
-        path = os.path.join(path, DEFAULT_FILE_NAME)
-    path = os.path.normpath(path)
-    if not os.path.splitext(path)[1]:
-        path += ".png"
-    extension = os.path.splitext(path)[1][1:].lower()
-    supported = fig.canvas.get_supported_filetypes()
-    if extension not in supported:
-        raise ValueError(f"Cannot save the figure as {path!r}: matplotlib writes {sorted(supported)}; use one of "
-                         "those extensions (e.g. '.png') or a folder.")
-    return path
-
-
 def visualize_logs(experiments: Summary | Iterable[Summary],
                    save_path: str | None = None,
                    smooth_factor: float = 0,
@@ -342,31 +316,13 @@ def visualize_logs(experiments: Summary | Iterable[Summary],
         The path of the file written, or None when shown inline in a notebook.
 
     Raises:
-        TypeError: If an experiment is not a Summary.
+        TypeError: If an experiment is not a Summary, or ``save_path`` is not a path.
         ValueError: If ``smooth_factor`` or ``save_path`` is invalid.
         ImportError: If matplotlib is not installed.
     """
     fig = plot_logs(experiments, smooth_factor=smooth_factor, ignore_metrics=ignore_metrics,
                     pretty_names=pretty_names, include_metrics=include_metrics, share_legend=share_legend)
     if save_path is not None:
-        path = _resolve_save_path(fig, save_path)
-        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-        fig.savefig(path, dpi=_SAVE_DPI, format=os.path.splitext(path)[1][1:].lower())
-        if verbose:
-            print(f"Saving to {path}", flush=True)
-        return path
-    if in_notebook():
-        from IPython.display import Image, display
-
-        buffer = io.BytesIO()
-        fig.savefig(buffer, dpi=100, format="png")
-        display(Image(buffer.getvalue()))
-        return None
-    folder = os.path.join(tempfile.gettempdir(), "fe_ray_figures")
-    os.makedirs(folder, exist_ok=True)
-    handle, path = tempfile.mkstemp(prefix="parse_logs_", suffix=".png", dir=folder)
-    os.close(handle)
-    fig.savefig(path, dpi=_SAVE_DPI, format="png")
-    print(f"FastEstimator-Warn: no window to show the log plot in (matplotlib's Agg canvas); wrote it to {path}",
-          flush=True)
-    return path
+        return write_figure(fig, figure_path(fig, save_path, DEFAULT_FILE_NAME), _SAVE_DPI, verbose)
+    return present(fig, in_notebook(), "parse_logs", "FastEstimator-Warn: no window to show the log plot in",
+                   _SAVE_DPI)

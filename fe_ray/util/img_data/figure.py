@@ -3,15 +3,12 @@ by every panel of a figure, the legend, saving / presenting a figure, and the :c
 
 from __future__ import annotations
 
-import importlib.util
-import io
-import os
-import re
-import tempfile
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from fe_ray.util.figures import check_matplotlib, figure_path, present, write_figure
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -28,13 +25,6 @@ def in_notebook() -> bool:
     from fe_ray.util import img_data
 
     return img_data.in_notebook()
-
-
-def check_matplotlib(what: str) -> None:
-    """Raise the ImportError telling how to install matplotlib when it is missing (without importing it)."""
-    if importlib.util.find_spec("matplotlib") is None:
-        raise ImportError(f"{what} draws its figures with matplotlib, which is not installed: "
-                          "pip install matplotlib")
 
 
 def _colormap(name: str) -> Any:
@@ -127,53 +117,27 @@ def save_figure(fig: Figure, save_path: str, dpi: float = BASE_DPI, verbose: boo
     ``round(layout size * dpi / 100)`` pixels; return the path written.
 
     Raises:
+        TypeError: If ``save_path`` is not a path.
         ValueError: If ``dpi`` is not positive or the extension is not a format matplotlib writes.
     """
     if isinstance(dpi, bool) or not isinstance(dpi, (int, float)) or not dpi > 0:
         raise ValueError(f"dpi must be a positive number, got {dpi!r}.")
-    path = os.path.normpath(os.fspath(save_path))
-    if not os.path.splitext(path)[1]:
-        path += ".png"
-    extension = os.path.splitext(path)[1][1:].lower()
-    supported = fig.canvas.get_supported_filetypes()
-    if extension not in supported:
-        raise ValueError(f"Cannot save a figure as {path!r}: matplotlib writes {sorted(supported)}; use one of "
-                         "those extensions (e.g. '.png').")
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    path = figure_path(fig, save_path)
     width, height = fig.__dict__.get("_fe_ray_size") or tuple(np.round(fig.get_size_inches() * BASE_DPI))
     pixels = (round(width * dpi / BASE_DPI), round(height * dpi / BASE_DPI))
     # Matplotlib truncates inches * dpi to whole pixels; a quarter pixel more keeps float error from losing one.
     fig.set_size_inches((pixels[0] + 0.25) / dpi, (pixels[1] + 0.25) / dpi)
-    fig.savefig(path, dpi=dpi, format=extension)
-    if verbose:
-        print(f"Saving to {path}", flush=True)
-    return path
+    return write_figure(fig, path, dpi, verbose)
 
 
 def present_figure(fig: Figure, title: str, folder: str | None = None, file_name: str | None = None,
                    prefix: str = "FastEstimator") -> str | None:
-    """Show ``fig`` inline in a notebook (returns None); elsewhere matplotlib's Agg canvas has no window, so write
-    it as a PNG (into ``folder``, default a ``fe_ray_figures`` folder in the temporary directory; named
-    ``file_name`` or after ``title``), print where and return the path."""
-    if in_notebook():
-        from IPython.display import Image, display
-
-        buffer = io.BytesIO()
-        fig.savefig(buffer, dpi=BASE_DPI, format="png")
-        display(Image(buffer.getvalue()))
-        return None
-    folder = folder or os.path.join(tempfile.gettempdir(), "fe_ray_figures")
-    os.makedirs(folder, exist_ok=True)
-    if file_name is None:
-        stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", title).strip("_") or "figure"
-        handle, path = tempfile.mkstemp(prefix=f"{stem}_", suffix=".png", dir=folder)
-        os.close(handle)
-    else:
-        path = os.path.join(folder, file_name)
-    save_figure(fig, path, verbose=False)
-    print(f"{prefix}: no window to show {title or 'the figure'!r} in (matplotlib's Agg canvas); wrote it to {path}",
-          flush=True)
-    return path
+    """Show ``fig`` inline in a notebook (returns None); elsewhere write it as a PNG (into ``folder``, default a
+    ``fe_ray_figures`` folder in the temporary directory; named ``file_name`` or after ``title``), print where and
+    return the path (see :func:`fe_ray.util.figures.present`)."""
+    return present(fig, in_notebook(), title, f"{prefix}: no window to show {title or 'the figure'!r} in", BASE_DPI,
+                   folder=folder, file_name=file_name,
+                   write=lambda figure, path: save_figure(figure, path, verbose=False))
 
 
 class Display(ABC):
