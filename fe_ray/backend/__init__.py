@@ -283,9 +283,22 @@ def load_model(model: Any, weights_path: str, load_optimizer: bool = False) -> N
     get_backend(model).load_model(model, weights_path, load_optimizer=load_optimizer)
 
 
-def set_lr(model: Any, lr: float) -> None:
-    """Set the learning rate of the model's current optimizer."""
-    get_backend(model).set_lr(model, lr)
+def set_lr(model: Any, lr: float, weight_decay: float | None = None) -> None:
+    """Set the learning rate of the model's current optimizer (and its weight decay, as FastEstimator does).
+
+    TF: an optimizer with decoupled weight decay (Keras ``AdamW``, or any with ``weight_decay`` set) gets
+    ``weight_decay``, or, when None, its current weight decay scaled by ``lr / old lr`` so that decay follows the
+    rate, as FastEstimator 1.7 does. Keras reads ``weight_decay`` when it traces a training step, so a change
+    reaches a step traced before it only once the step is traced again. torch: ``weight_decay``, when given, is set
+    on every parameter group that has one (FastEstimator 1.7 ignores it for torch); None leaves it (torch's
+    decoupled decay already scales with the rate).
+
+    Args:
+        model: A model built with ``fe_ray.build`` (with an optimizer).
+        lr: The new learning rate.
+        weight_decay: The new weight decay, or None for the rule above.
+    """
+    get_backend(model).set_lr(model, lr, weight_decay)
 
 
 def get_lr(model: Any) -> float:

@@ -108,8 +108,8 @@ class Backend(Protocol):
         """The global mixed-precision policy set for the models created inside the block, then put back (Keras),
         or nothing (torch)."""
 
-    def set_lr(self, model: Any, lr: float) -> None:
-        """Set the current optimizer's learning rate."""
+    def set_lr(self, model: Any, lr: float, weight_decay: float | None = None) -> None:
+        """Set the current optimizer's learning rate (and weight decay, see ``fe_ray.backend.set_lr``)."""
 
     def get_lr(self, model: Any) -> float:
         """Read the current optimizer's learning rate."""

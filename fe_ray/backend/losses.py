@@ -107,7 +107,8 @@ def hinge(y_true: Tensor, y_pred: Tensor) -> Tensor:
 
 
 def focal_loss(y_true: Tensor, y_pred: Tensor, gamma: float = 2.0, alpha: float = 0.25, from_logits: bool = False,
-               normalize: bool = True, shape_reduction: str = "sum", sample_reduction: str = "mean") -> Tensor:
+               normalize: bool = True, shape_reduction: str = "sum", sample_reduction: str = "mean",
+               label_smoothing: float = 0.0) -> Tensor:
     """Return the sigmoid focal loss (RetinaNet's): binary cross entropy scaled by ``(1 - p_t) ** gamma``, so that
     well-classified elements count less, and weighted ``alpha`` for positives / ``1 - alpha`` for negatives.
 
@@ -120,6 +121,10 @@ def focal_loss(y_true: Tensor, y_pred: Tensor, gamma: float = 2.0, alpha: float 
         normalize: Divide each sample's losses by its number of positive labels (at least 1).
         shape_reduction: How each sample's element losses combine: 'sum', 'mean' or 'none'.
         sample_reduction: How the per-sample losses combine: 'mean', 'sum' or 'none'.
+        label_smoothing: In [0, 1]: the labels are squeezed towards 0.5 first (``y * (1 - s) + 0.5 * s``), for
+            the cross entropy, the focusing factor and the alpha weights; ``normalize`` still counts the positives
+            of the unsmoothed labels. FastEstimator 1.7 smooths TF tensors only (its torch path ignores the
+            argument); fe_ray smooths both.
 
     Returns:
         A scalar, or per-sample losses ``(batch,)`` with ``sample_reduction='none'``, or element losses shaped
@@ -127,7 +132,8 @@ def focal_loss(y_true: Tensor, y_pred: Tensor, gamma: float = 2.0, alpha: float 
 
     Raises:
         TypeError: If ``y_pred`` is no torch / TF tensor.
-        ValueError: If ``gamma``, ``alpha`` or a reduction is out of range, naming the valid values.
+        ValueError: If ``gamma``, ``alpha``, ``label_smoothing`` or a reduction is out of range, naming the valid
+            values.
     """
     if gamma is None or not gamma >= 0:
         raise ValueError(f"focal_loss: gamma must be a number >= 0, got {gamma!r}; 2.0 is RetinaNet's, 0 disables "
@@ -137,8 +143,10 @@ def focal_loss(y_true: Tensor, y_pred: Tensor, gamma: float = 2.0, alpha: float 
     for name, value in (("shape_reduction", shape_reduction), ("sample_reduction", sample_reduction)):
         if value not in REDUCTIONS:
             raise ValueError(f"focal_loss: unknown {name} {value!r}; valid choices are {list(REDUCTIONS)}.")
+    if label_smoothing is None or not 0 <= label_smoothing <= 1:
+        raise ValueError(f"focal_loss: label_smoothing must lie in [0, 1], got {label_smoothing!r}; 0 disables it.")
     losses = _losses(y_pred, "focal_loss")
-    loss, labels = losses.focal(y_pred, y_true, float(gamma), float(alpha), from_logits)
+    loss, labels = losses.focal(y_pred, y_true, float(gamma), float(alpha), from_logits, float(label_smoothing))
     ops = _ops(loss, "focal_loss")
     shape = _shape(loss)
     if shape is None or len(shape) == 0:

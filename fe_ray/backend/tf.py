@@ -411,9 +411,20 @@ def mixed_precision_policy(enabled: bool) -> Iterator[None]:
         keras.mixed_precision.set_global_policy(previous)
 
 
-def set_lr(model: keras.Model, lr: float) -> None:
-    """Set the learning rate of ``model.current_optimizer`` (the inner one for a LossScaleOptimizer)."""
+def set_lr(model: keras.Model, lr: float, weight_decay: float | None = None) -> None:
+    """Set the learning rate of ``model.current_optimizer`` (the inner one for a LossScaleOptimizer).
+
+    An optimizer with a weight decay gets ``weight_decay``, or (None) its weight decay scaled by ``lr / old lr``,
+    as FastEstimator does for decoupled decay (AdamW, SGDW); an old rate of 0 leaves the decay unchanged.
+    """
     optimizer = _current_optimizer(model)
+    inner = getattr(optimizer, "inner_optimizer", optimizer)
+    current_decay = getattr(inner, "weight_decay", None)
+    if current_decay is not None:
+        if weight_decay is None:
+            old_lr = get_lr(model)
+            weight_decay = float(current_decay) * lr / old_lr if old_lr else float(current_decay)
+        inner.weight_decay = float(weight_decay)
     optimizer.learning_rate = lr
     # Remember the value the variable holds (float32 as a rule), not the float64 given: a driver compares the two
     # to spot rates changed around set_lr (fe_ray.distributed.lr_mirror), and 0.1 != float32(0.1).

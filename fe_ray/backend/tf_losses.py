@@ -132,11 +132,13 @@ def regression_loss(y_pred: tf.Tensor, y_true: tf.Tensor, kind: str, beta: float
     return loss if loss.shape.rank is not None and loss.shape.rank < 2 else tf.reduce_mean(loss, axis=-1)
 
 
-def focal(y_pred: tf.Tensor, y_true: tf.Tensor, gamma: float, alpha: float,
-          from_logits: bool) -> tuple[tf.Tensor, tf.Tensor]:
-    """Element-wise sigmoid focal loss and the 0/1 labels in the loss's dtype (for per-sample normalisation)."""
+def focal(y_pred: tf.Tensor, y_true: tf.Tensor, gamma: float, alpha: float, from_logits: bool,
+          label_smoothing: float = 0.0) -> tuple[tf.Tensor, tf.Tensor]:
+    """Element-wise sigmoid focal loss (labels squeezed towards 0.5 by ``label_smoothing``) and the unsmoothed 0/1
+    labels in the loss's dtype (for per-sample normalisation)."""
     y_pred = _at_least_float32(y_pred)
-    y_true = _labels_like(y_true, y_pred, "focal_loss")
+    labels = _labels_like(y_true, y_pred, "focal_loss")
+    y_true = labels * (1.0 - label_smoothing) + 0.5 * label_smoothing if label_smoothing else labels
     if from_logits:
         prob = tf.sigmoid(y_pred)
         ce = tf.nn.sigmoid_cross_entropy_with_logits(labels=y_true, logits=y_pred)
@@ -149,7 +151,7 @@ def focal(y_pred: tf.Tensor, y_true: tf.Tensor, gamma: float, alpha: float,
     loss = ce * tf.pow(1.0 - p_t, tf.cast(gamma, y_pred.dtype))
     if alpha >= 0:
         loss = loss * (y_true * alpha + (1.0 - y_true) * (1.0 - alpha))
-    return loss, y_true
+    return loss, labels
 
 
 def l2_regularization(model: keras.Model) -> tf.Tensor:

@@ -410,10 +410,13 @@ def mixed_precision_policy(enabled: bool) -> AbstractContextManager[None]:
     return nullcontext()
 
 
-def set_lr(model: torch.nn.Module, lr: float) -> None:
-    """Set the learning rate of every parameter group of ``model.current_optimizer``."""
+def set_lr(model: torch.nn.Module, lr: float, weight_decay: float | None = None) -> None:
+    """Set the learning rate of every parameter group of ``model.current_optimizer``, and ``weight_decay`` (when
+    given) of every group that has one."""
     for group in _current_optimizer(model).param_groups:
         group["lr"] = lr
+        if weight_decay is not None and "weight_decay" in group:
+            group["weight_decay"] = weight_decay
 
 
 def known_lr(model: torch.nn.Module) -> float:

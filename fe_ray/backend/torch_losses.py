@@ -175,12 +175,14 @@ def regression_loss(y_pred: torch.Tensor, y_true: torch.Tensor, kind: str, beta:
         return loss if loss.ndim < 2 else loss.mean(dim=-1)
 
 
-def focal(y_pred: torch.Tensor, y_true: torch.Tensor, gamma: float, alpha: float,
-          from_logits: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    """Element-wise sigmoid focal loss and the 0/1 labels in the loss's dtype (for per-sample normalisation)."""
+def focal(y_pred: torch.Tensor, y_true: torch.Tensor, gamma: float, alpha: float, from_logits: bool,
+          label_smoothing: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Element-wise sigmoid focal loss (labels squeezed towards 0.5 by ``label_smoothing``) and the unsmoothed 0/1
+    labels in the loss's dtype (for per-sample normalisation)."""
     with _no_autocast(y_pred):
         y_pred = _at_least_float32(y_pred)
-        y_true = _labels_like(y_true, y_pred, "focal_loss")
+        labels = _labels_like(y_true, y_pred, "focal_loss")
+        y_true = labels * (1.0 - label_smoothing) + 0.5 * label_smoothing if label_smoothing else labels
         if from_logits:
             prob = torch.sigmoid(y_pred)
             ce = F.binary_cross_entropy_with_logits(y_pred, y_true, reduction="none")
@@ -191,7 +193,7 @@ def focal(y_pred: torch.Tensor, y_true: torch.Tensor, gamma: float, alpha: float
         loss = ce * (1.0 - p_t) ** gamma
         if alpha >= 0:
             loss = loss * (y_true * alpha + (1.0 - y_true) * (1.0 - alpha))
-        return loss, y_true
+        return loss, labels
 
 
 def l2_regularization(model: torch.nn.Module) -> torch.Tensor:

@@ -113,11 +113,30 @@ def split_bounds(total: int, parts: int) -> list[tuple[int, int]]:
 
 
 class AxisSlicer(Slicer):
-    """Cut along ``axis`` into single elements (the axis is removed) and stack them back along it."""
+    """Cut along ``axis`` into single elements (the axis is removed) and stack them back along it.
 
-    def __init__(self, slice: None | str | Sequence[str] = None, unslice: None | str | Sequence[str] = None,
-                 axis: int = 0, mode: None | str | Iterable[str] = None,
+    E.g. ``axis=-1`` feeds a batch of volumes ``[B, C, W, H, D]`` to a 2D model as ``D`` minibatches ``[B, C, W, H]``.
+
+    Args:
+        axis: The axis to cut along (required, first, as in FastEstimator).
+        slice: Key(s) to cut.
+        unslice: Key(s) to stack back; the default ``()`` means the ``slice`` keys, None means none.
+        mode: Mode(s) in which to slice.
+        ds_id: Dataset id(s) in which to slice.
+
+    Raises:
+        TypeError: If ``axis`` is not an int.
+        ValueError: If neither a slice nor an unslice key is given.
+    """
+
+    def __init__(self, axis: int, slice: None | str | Sequence[str] = None,
+                 unslice: None | str | Sequence[str] = (), mode: None | str | Iterable[str] = None,
                  ds_id: None | str | Iterable[str] = None) -> None:
+        if not isinstance(axis, int) or isinstance(axis, bool):
+            raise TypeError(f"AxisSlicer axis must be an int (the axis to cut along, e.g. AxisSlicer(axis=-1, "
+                            f"slice='x')), got {axis!r}; axis is FastEstimator's first argument.")
+        if isinstance(unslice, tuple) and not unslice:
+            unslice = slice  # FastEstimator's default: fuse back the keys that were cut
         super().__init__(slice=slice, unslice=unslice, mode=mode, ds_id=ds_id)
         self.axis = axis
 

@@ -262,6 +262,37 @@ def test_set_and_get_lr(framework: str) -> None:
         backend.get_lr(model_of(framework, None))
 
 
+def test_set_lr_weight_decay_tf_follows_the_rate_as_fastestimator() -> None:
+    import keras
+
+    from fe_ray.backend import get_lr, set_lr
+
+    model = model_of("tf", lambda: keras.optimizers.AdamW(learning_rate=0.1, weight_decay=0.02))
+    set_lr(model, 0.05)  # no weight_decay given: it scales with the rate (0.02 * 0.05 / 0.1)
+    assert get_lr(model) == pytest.approx(0.05) and model.current_optimizer.weight_decay == pytest.approx(0.01)
+    set_lr(model, 0.2, 0.5)  # FastEstimator's third argument
+    assert get_lr(model) == pytest.approx(0.2) and model.current_optimizer.weight_decay == pytest.approx(0.5)
+    set_lr(model, 0.2, weight_decay=0.25)
+    assert model.current_optimizer.weight_decay == pytest.approx(0.25)
+    plain = model_of("tf", "adam")  # no weight decay: nothing to scale, and a given one is not invented
+    set_lr(plain, 0.01)
+    set_lr(plain, 0.02, 0.3)
+    assert plain.current_optimizer.weight_decay is None and get_lr(plain) == pytest.approx(0.02)
+
+
+def test_set_lr_weight_decay_torch() -> None:
+    import torch
+
+    from fe_ray.backend import get_lr, set_lr
+
+    model = model_of("torch", lambda params: torch.optim.AdamW(params, lr=0.1, weight_decay=0.02))
+    set_lr(model, 0.05)  # torch's decoupled decay already scales with the rate: left as it is
+    group = model.current_optimizer.param_groups[0]
+    assert get_lr(model) == pytest.approx(0.05) and group["weight_decay"] == pytest.approx(0.02)
+    set_lr(model, 0.05, 0.3)
+    assert group["weight_decay"] == pytest.approx(0.3)
+
+
 def test_tf_known_lr_remembers_writes_and_reads_without_reading_the_variable() -> None:
     backend = get_backend("tf")
     model = linear("tf", lr=0.1)

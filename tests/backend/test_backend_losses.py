@@ -151,6 +151,28 @@ def test_focal_loss_reductions_and_normalization(framework: str) -> None:
 
 
 @pytest.mark.parametrize("framework", LOSS_FRAMEWORKS)
+def test_focal_loss_label_smoothing(framework: str) -> None:
+    rng = np.random.default_rng(2)
+    true = (rng.random((3, 5)) > 0.5).astype(np.float32)
+    logits = rng.normal(size=(3, 5)).astype(np.float32)
+    prob = 1 / (1 + np.exp(-logits.astype(np.float64)))
+    smooth = true * (1 - 0.2) + 0.5 * 0.2  # labels squeezed towards 0.5: 1 -> 0.9, 0 -> 0.1
+    element = np_focal(smooth, prob, 2.0, 0.25)
+    positives = np.maximum(true.sum(axis=1), 1)[:, None]  # normalised by the unsmoothed positives
+    y_true, y_pred = make(framework, true), make(framework, logits)
+    out = fe.backend.focal_loss(y_true, y_pred, 2.0, 0.25, True, True, "sum", "none", 0.2)  # FastEstimator's order
+    np.testing.assert_allclose(to_numpy(out, framework), (element / positives).sum(axis=1), rtol=1e-5)
+    probs = fe.backend.focal_loss(y_true, make(framework, prob.astype(np.float32)), label_smoothing=0.2)
+    np.testing.assert_allclose(to_numpy(probs, framework), (element / positives).sum(axis=1).mean(), rtol=1e-4)
+    unsmoothed = fe.backend.focal_loss(y_true, y_pred, from_logits=True, label_smoothing=0.0)
+    np.testing.assert_allclose(to_numpy(unsmoothed, framework), to_numpy(
+        fe.backend.focal_loss(y_true, y_pred, from_logits=True), framework))
+    assert not np.allclose(to_numpy(unsmoothed, framework), to_numpy(out, framework).mean())
+    with pytest.raises(ValueError, match=r"label_smoothing must lie in \[0, 1\], got 1.5"):
+        fe.backend.focal_loss(y_true, y_pred, label_smoothing=1.5)
+
+
+@pytest.mark.parametrize("framework", LOSS_FRAMEWORKS)
 @pytest.mark.parametrize("kwargs, message", [
     ({"gamma": -1.0}, r"gamma must be a number >= 0, got -1\.0"), ({"gamma": None}, r"gamma .* got None"),
     ({"alpha": 1.5}, r"alpha must lie in \[0, 1\] or be -1"),

@@ -45,7 +45,7 @@ def test_missing_values_are_nan_and_turn_ints_into_floats(tmp_path: Path) -> Non
 def test_header_names_are_mangled_like_pandas_and_short_rows_padded(tmp_path: Path) -> None:
     path = _write(tmp_path, "a,a,,b\n1,2,3,4\n5,6\n\n")
     ds = CSVDataset(path)
-    assert ds.keys() == ["a", "a.1", "Unnamed: 2", "b"]
+    assert ds.keys() == ["a", "a.1", "Unnamed 2", "b"]  # FastEstimator strips ':' (and '|', ';') from names
     assert len(ds) == 2  # the blank line is skipped
     assert ds[1]["a.1"] == 6 and math.isnan(ds[1]["b"]) and ds[0]["b"] == 4.0
 
@@ -77,6 +77,73 @@ def test_split_keeps_order_and_moves_rows(tmp_path: Path) -> None:
     assert again["i"] == part["i"]
     chosen = CSVDataset(path).split([9, 0])
     assert chosen["i"] == [9, 0]
+
+
+ROWS = "id,mode,type,score,my col,a|b\n1,train,0,0.5,a,1\n2,eval,1,,b,2\n3,train,2,1.5,c,3\n4,test,,2.0,d,4\n"
+
+
+def _ids(ds: CSVDataset) -> list[int]:
+    return [ds[i]["id"] for i in range(len(ds))]
+
+
+def test_fill_na(tmp_path: Path) -> None:
+    path = _write(tmp_path, ROWS + "5,,3,1.0,e,5\n")
+    default = CSVDataset(path)
+    assert math.isnan(default[1]["score"]) and math.isnan(default[3]["type"]) and math.isnan(default[4]["mode"])
+    nones = CSVDataset(path, fill_na=None)
+    assert (nones[1]["score"], nones[3]["type"], nones[4]["mode"]) == (None, None, None)
+    assert nones[0]["type"] == 0.0 and isinstance(nones[0]["type"], float)  # the int column with gaps stays float
+    zeros = CSVDataset(path, fill_na=0)
+    assert (zeros[1]["score"], zeros[3]["type"]) == (0.0, 0.0) and isinstance(zeros[3]["type"], float)
+    assert zeros[4]["mode"] == 0 and type(zeros[4]["mode"]) is int  # a text column takes the value as given
+    text = CSVDataset(path, ",", None, "?")
+    assert (text[1]["score"], text[4]["mode"], text[0]["score"]) == ("?", "?", 0.5)  # FastEstimator's order
+
+
+def test_include_if_dict(tmp_path: Path) -> None:
+    path = _write(tmp_path, ROWS)
+    assert _ids(CSVDataset(path, include_if={"mode": "train"})) == [1, 3]
+    assert _ids(CSVDataset(path, include_if={"mode": ["train", "test"], "type": (0, 2)})) == [1, 3]
+    assert _ids(CSVDataset(path, include_if={"type": [1, None]})) == [2, 4]  # None matches the missing type
+    assert _ids(CSVDataset(path, include_if={"type": None}, fill_na=None)) == [4]
+    assert _ids(CSVDataset(path, include_if={"type": 5})) == []
+    kept = CSVDataset(path, include_if={"mode": "eval"})
+    assert len(kept) == 1 and kept[0]["id"] == 2  # renumbered from 0
+    with pytest.raises(ValueError, match=r"include_if names column 'kind'.*columns are \['id'"):
+        CSVDataset(path, include_if={"kind": 1})
+
+
+def test_include_if_query(tmp_path: Path) -> None:
+    path = _write(tmp_path, ROWS)
+    assert _ids(CSVDataset(path, include_if="type >= 1")) == [2, 3]  # the missing type compares False
+    # '&' and '|' bind as pandas' and/or do, not as Python's bitwise operators.
+    assert _ids(CSVDataset(path, include_if="type >= 1 & mode == 'train' | id == 4")) == [3, 4]
+    assert _ids(CSVDataset(path, include_if="mode in ['eval', 'test'] and not score > 1")) == [2]
+    assert _ids(CSVDataset(path, include_if="mode == ['eval', 'test']")) == [2, 4]  # a list: membership
+    assert _ids(CSVDataset(path, include_if="mode != ['eval', 'test']")) == [1, 3]
+    assert _ids(CSVDataset(path, include_if="`my col` == 'c' or `a|b` * 2 == 8")) == [3, 4]
+    assert _ids(CSVDataset(path, include_if="0 < score <= 1.5 and ~(id == 3)")) == [1]
+    assert _ids(CSVDataset(path, include_if="score != 0.5")) == [2, 3, 4]  # a missing value differs from all
+    assert CSVDataset(path, include_if="id == 4").keys() == ["id", "mode", "type", "score", "my col", "ab"]
+    for query, match in (("kind > 1", "names 'kind', which is not a column"), ("id >", "does not parse"),
+                         ("mode.str.len() > 3", "does not support"), ("id == @limit", "uses '@'"),
+                         ("abs(id) > 1", "uses Call"), ("mode in 'train'", "'in' needs a list")):
+        with pytest.raises(ValueError, match=match):
+            CSVDataset(path, include_if=query)
+    with pytest.raises(ValueError, match="failed on row"):
+        CSVDataset(path, include_if="mode > 1")
+
+
+def test_include_if_function_and_bad_types(tmp_path: Path) -> None:
+    path = _write(tmp_path, ROWS)
+    assert _ids(CSVDataset(path, include_if=lambda mode: mode in ["eval", "test"])) == [2, 4]
+    assert _ids(CSVDataset(path, include_if=lambda id, score: id > 1 and score > 1)) == [3, 4]
+    with pytest.raises(ValueError, match=r"asks for \['kind'\]"):
+        CSVDataset(path, include_if=lambda kind: True)
+    with pytest.raises(ValueError, match="include_if must be None, a dict"):
+        CSVDataset(path, include_if=3)  # type: ignore[arg-type]
+    # fill_na applies before the filter, as in FastEstimator.
+    assert _ids(CSVDataset(path, include_if="type == -1", fill_na=-1)) == [4]
 
 
 @pytest.mark.parametrize("text, kwargs, error, match", [

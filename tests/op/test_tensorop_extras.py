@@ -252,6 +252,46 @@ def test_one_of_chooses_uniformly_and_copies_agree(framework: str) -> None:
     assert counts.min() >= 8, counts
 
 
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_one_of_follows_probs_from_its_own_stream(framework: str) -> None:
+    def picks(probs: list[float] | None, seed: int = 13, steps: int = 200) -> list[int]:
+        np.random.seed(seed)
+        ops = [LambdaOp(fn=lambda x, v=v: x * 0 + v, inputs="x", outputs="pick") for v in (0.0, 1.0, 2.0)]
+        network = network_of(framework, [OneOf(*ops, probs=probs)])
+        with network(mode="train", epoch=1):
+            return [int(numpy_of(network.run_step({"x": np.ones((1, 1), np.float32)})["pick"])[0, 0])
+                    for _ in range(steps)]
+
+    weighted = picks([0.7, 0.0, 0.3])
+    counts = np.bincount(weighted, minlength=3)
+    assert counts[1] == 0 and 110 < counts[0] < 170, counts  # never the zero-probability op; about 140 of 200
+    assert picks([0.7, 0.0, 0.3]) == weighted  # seeded: the same choices again
+    # The same stream draws as without probs: each choice is the draw's interval in the cumulative probabilities.
+    uniform = picks(None)
+    np.random.seed(13)
+    stream_ops = [LambdaOp(fn=lambda x: x, inputs="x", outputs="pick")] * 3
+    draws_of = OneOf(*stream_ops).stream
+    draws_of.build(framework)
+    draws = [float(numpy_of(draws_of.uniform())) for _ in range(200)]
+    assert uniform == [min(int(d * 3), 2) for d in draws]
+    assert weighted == [0 if d < 0.7 else 2 for d in draws]
+    assert picks([0.0, 0.0, 1.0], steps=20) == [2] * 20
+    assert picks([], steps=30) == uniform[:30]  # empty means equal probabilities, as in FastEstimator
+
+
+def test_one_of_probs_errors() -> None:
+    ops = [LambdaOp(fn=abs, inputs="x", outputs="x"), LambdaOp(fn=abs, inputs="x", outputs="x")]
+    with pytest.raises(ValueError, match="one probability per op: 2 ops but 3"):
+        OneOf(*ops, probs=[0.2, 0.3, 0.5])
+    with pytest.raises(ValueError, match="non-negative"):
+        OneOf(*ops, probs=[1.5, -0.5])
+    with pytest.raises(ValueError, match="sum to 1"):
+        OneOf(*ops, probs=[0.5, 0.4])
+    with pytest.raises(TypeError):
+        OneOf(*ops, [0.5, 0.5])  # type: ignore[arg-type]  # probs is keyword only, as in FastEstimator
+    assert OneOf(*ops, probs=[0.25, 0.75]).probs == [0.25, 0.75]
+
+
 def test_meta_argument_errors() -> None:
     with pytest.raises(ValueError, match=r"probability in \[0, 1\], got 1.5"):
         Sometimes(LambdaOp(fn=abs, inputs="x", outputs="x"), prob=1.5)

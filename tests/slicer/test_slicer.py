@@ -52,6 +52,25 @@ def test_axis_slicer_and_mean_unslicer() -> None:
     assert merged["loss"] == pytest.approx(2.0)
 
 
+def test_axis_slicer_fastestimator_arguments() -> None:
+    """FastEstimator's order (axis, slice, unslice, mode, ds_id): axis first and required; unslice defaults to the
+    slice keys, None un-slices nothing."""
+    volume = np.arange(24).reshape(2, 3, 4)
+    slicer = AxisSlicer(-1, "x")
+    assert (slicer.axis, slicer.slice_inputs, slicer.unslice_inputs) == (-1, ["x"], ["x"])
+    minibatches = forward_slicers([slicer], {"x": volume})
+    assert len(minibatches) == 4 and minibatches[1]["x"].tolist() == volume[..., 1].tolist()
+    np.testing.assert_array_equal(reverse_slicers([slicer], minibatches, {"x": volume})["x"], volume)
+    assert AxisSlicer(1, "x", None).unslice_inputs == []
+    assert AxisSlicer(0, "x", "y", "train", "ds1").unslice_inputs == ["y"]
+    positional = AxisSlicer(0, "x", "y", "train", "ds1")
+    assert (positional.mode, positional.ds_id) == ({"train"}, {"ds1"})
+    with pytest.raises(TypeError):
+        AxisSlicer(slice="x")  # type: ignore[call-arg]  # axis is required
+    with pytest.raises(TypeError, match="axis must be an int"):
+        AxisSlicer("x")  # type: ignore[arg-type]  # the pre-fix order (slice first) fails loudly
+
+
 def test_slicers_disagreeing_on_counts() -> None:
     data = {"x": np.arange(6), "y": np.arange(6)}
     with pytest.raises(ValueError, match="disagree on the number of slices"):
@@ -60,7 +79,7 @@ def test_slicers_disagreeing_on_counts() -> None:
 
 def test_sanity_assert_rejects_double_claims() -> None:
     with pytest.raises(ValueError, match="'x' is sliced by both"):
-        sanity_assert_slicers([ChunkSlicer(n_chunks=2, slice="x"), AxisSlicer(slice="x")])
+        sanity_assert_slicers([ChunkSlicer(n_chunks=2, slice="x"), AxisSlicer(axis=0, slice="x")])
     with pytest.raises(ValueError, match="'loss' is un-sliced by both"):
         sanity_assert_slicers([MeanUnslicer(unslice="loss"), MeanUnslicer(unslice="loss")])
 

@@ -46,6 +46,23 @@ def test_model_saver_max_to_keep_zero_keeps_every_file(tmp_path) -> None:
         ModelSaver(model, str(tmp_path), max_to_keep=-1)
 
 
+def test_savers_weights_name_names_the_files(tmp_path) -> None:
+    """FastEstimator's weights_name: ModelSaver's file prefix in place of the model's name, BestModelSaver's whole
+    file name; both are positional in FastEstimator's places."""
+    model = torch_mlp()
+    every = ModelSaver(model, str(tmp_path / "every"), 1, 2, "clf")
+    best = BestModelSaver(model, str(tmp_path / "best"), "score", "max", "top_model", True)
+    assert (every.weights_name, best.weights_name, best.load_best_final) == ("clf", "top_model", True)
+    _fit(model, [Feed([0.1, 0.9, 0.5]), every, best])
+    assert sorted(os.listdir(tmp_path / "every")) == ["clf_epoch_2.pt", "clf_epoch_3.pt"]
+    assert os.listdir(tmp_path / "best") == ["top_model.pt"]
+    assert best.model_path == str(tmp_path / "best" / "top_model.pt")
+    for trace in (ModelSaver, BestModelSaver):
+        for bad in ("", 3):
+            with pytest.raises(ValueError, match=rf"{trace.__name__} weights_name must be None .* got {bad!r}"):
+                trace(model, str(tmp_path), weights_name=bad)
+
+
 def test_savers_save_the_architecture_of_tf_models_and_refuse_torch_ones(tmp_path) -> None:
     import keras
 
@@ -154,6 +171,25 @@ def test_lr_scheduler_frequency() -> None:
     assert epochs == [1, 3]
     with pytest.raises(ValueError, match="frequency must be a positive int .* got 0"):
         LRScheduler(model, lambda step: 0.1, frequency=0)
+
+
+def test_lr_scheduler_ds_id_filters_step_calls() -> None:
+    """FastEstimator's third argument, ds_id: a step schedule runs only before batches of the chosen datasets."""
+    model = torch_mlp()
+    train, evaluation = digits_arrays(n_train=16, n_eval=8)
+    pipeline = ToyPipeline(train, evaluation, batch_size=8)
+    pipeline.data["train"] = {"a": {key: value[:8] for key, value in train.items()},
+                              "b": {key: value[8:] for key, value in train.items()}}
+    calls: dict[str, list[int]] = {"a": [], "!a": [], "all": []}
+    traces = [LRScheduler(model, lambda step: calls["a"].append(step) or 0.1, "a"),
+              LRScheduler(model, lambda step: calls["!a"].append(step) or 0.1, ds_id="!a"),
+              LRScheduler(model, lambda step: calls["all"].append(step) or 0.1)]
+    assert traces[0].ds_id == {"a"} and traces[2].ds_id is None
+    _fit(model, traces, epochs=2, pipeline=pipeline)
+    assert calls == {"a": [1, 3], "!a": [2, 4], "all": [1, 2, 3, 4]}  # one batch of 'a', then one of 'b'
+    epochs: list[int] = []
+    _fit(model, [LRScheduler(model, lambda epoch: epochs.append(epoch) or 0.1, "b")], epochs=2, pipeline=pipeline)
+    assert epochs == [1, 2]  # epoch events are not per dataset
 
 
 def test_early_stopping_line_and_single_monitor(capsys) -> None:

@@ -133,6 +133,14 @@ def test_early_stopping_baseline_and_max() -> None:
         EarlyStopping(compare="bigger")
 
 
+def test_early_stopping_positional_order_is_fastestimators() -> None:
+    stopper = EarlyStopping("score", 0.1, 3, "max", 0.5, "train")
+    assert (stopper.monitor, stopper.min_delta, stopper.patience, stopper.compare, stopper.baseline) == (
+        "score", 0.1, 3, "max", 0.5)
+    assert stopper.mode == {"train"} and stopper.restore_best_weights is False
+    assert EarlyStopping("score", 0.0, 0, "min", None, "eval", True).restore_best_weights is True
+
+
 def test_lr_scheduler_sets_lr_per_step_and_epoch() -> None:
     model = torch_mlp()
     scheduler = LRScheduler(model, lambda step: 0.1 / step if step else 0.1)

@@ -21,16 +21,17 @@ class EarlyStopping(Trace):
         patience: How many epochs without improvement to tolerate (0 stops at the first non-improving epoch).
         compare: 'min' or 'max': whether smaller or larger values are better.
         baseline: A value the monitor must beat to count as an improvement at all (None: the first value counts).
-        restore_best_weights: When stopping, put back the weights of the best epoch.
         mode: Mode(s) in which to watch the key (evaluation by default).
+        restore_best_weights: When stopping, put back the weights of the best epoch (an fe_ray extra, after
+            FastEstimator's arguments).
 
     Raises:
         ValueError: If ``monitor`` is not a single key, ``compare`` is invalid or ``patience`` negative.
     """
 
     def __init__(self, monitor: str = "loss", min_delta: float = 0.0, patience: int = 0, compare: str = "min",
-                 baseline: float | None = None, restore_best_weights: bool = False,
-                 mode: None | str | Iterable[str] = "eval") -> None:
+                 baseline: float | None = None, mode: None | str | Iterable[str] = "eval",
+                 restore_best_weights: bool = False) -> None:
         if not isinstance(monitor, str):
             raise ValueError(f"EarlyStopping watches one key; monitor must be a str, got {monitor!r}. Use one "
                              "EarlyStopping per key to watch several.")

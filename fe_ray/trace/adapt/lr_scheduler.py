@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -31,6 +31,9 @@ class LRScheduler(Trace):
     Args:
         model: A model built with :func:`fe_ray.build` (with an optimizer).
         lr_fn: ``lr_fn(step) -> float``, ``lr_fn(epoch) -> float``, ``"arc"`` or an ``ARC``.
+        ds_id: Dataset id(s) whose batches drive a step schedule (None for all, "!id" to exclude one), as in
+            FastEstimator: a ``step`` function is called only before batches of those datasets; epoch events
+            (an ``epoch`` function, ARC) run whatever the datasets.
         frequency: Call ``lr_fn`` every this many steps / epochs; None means 1 (for ``"arc"``: the ARC's own).
 
     Raises:
@@ -42,7 +45,7 @@ class LRScheduler(Trace):
     changes_batch = False  # on_batch_begin only sets the learning rate
 
     def __init__(self, model: Any, lr_fn: Callable[[int], float] | str | ARC,
-                 frequency: int | None = None) -> None:
+                 ds_id: None | str | Iterable[str] = None, frequency: int | None = None) -> None:
         if frequency is not None and (not isinstance(frequency, int) or isinstance(frequency, bool)
                                       or frequency < 1):
             raise ValueError(f"LRScheduler frequency must be a positive int (call lr_fn every N steps or epochs) or "
@@ -56,7 +59,8 @@ class LRScheduler(Trace):
             self.loss_key = loss_metric(model, "LRScheduler(lr_fn='arc')")
             if arc:
                 lr_fn = ARC() if frequency is None else ARC(frequency=frequency)
-            super().__init__(inputs=self.loss_key, mode=("train", "eval"), outputs=f"{model.model_name}_lr")
+            super().__init__(inputs=self.loss_key, mode=("train", "eval"), outputs=f"{model.model_name}_lr",
+                             ds_id=ds_id)
             self.lr_fn: Any = lr_fn
             self.schedule_mode = "epoch"
             self.frequency = lr_fn.frequency
@@ -68,7 +72,7 @@ class LRScheduler(Trace):
         if len(params) != 1 or params[0] not in ("step", "epoch"):
             raise ValueError(f"LRScheduler lr_fn must take one argument named 'step' or 'epoch', got parameters "
                              f"{params}; e.g. lr_fn=lambda step: 1e-3 * 0.99 ** step.")
-        super().__init__(mode="train", outputs=f"{model.model_name}_lr")
+        super().__init__(mode="train", outputs=f"{model.model_name}_lr", ds_id=ds_id)
         self.lr_fn = lr_fn
         self.schedule_mode = params[0]
         self.frequency = frequency or 1

@@ -7,12 +7,13 @@ from typing import Any
 
 from fe_ray.backend import load_model, save_model
 from fe_ray.trace.best_value import check_best_mode, epoch_value, improves, loss_metric, worst_value
-from fe_ray.trace.io.model_saver import check_architecture_saving
+from fe_ray.trace.io.model_saver import check_architecture_saving, check_weights_name
 from fe_ray.trace.trace import Data, Trace
 
 
 class BestModelSaver(Trace):
-    """Save ``model`` as ``<save_dir>/<model_name>_best_<metric>`` whenever an evaluation epoch improves ``metric``.
+    """Save ``model`` as ``<save_dir>/<model_name>_best_<metric>`` (or ``<save_dir>/<weights_name>``) whenever an
+    evaluation epoch improves ``metric``.
 
     Logs ``since_best_<metric>`` (epochs since the last improvement) and ``<save_best_mode>_<metric>`` (the best
     value so far) after every evaluation epoch. A ``metric`` that no trace writes (a network output that is not a
@@ -24,17 +25,22 @@ class BestModelSaver(Trace):
             nothing (and so has nothing to load with ``load_best_final``).
         metric: The evaluation key to watch; None uses the model's loss (the ``loss_name`` of its UpdateOp).
         save_best_mode: 'min' or 'max': whether smaller or larger values are better.
+        weights_name: The whole file name (without the framework's extension) in place of
+            ``<model_name>_best_<metric>``, e.g. ``"best"`` saves ``best.pt``; None keeps the default.
         load_best_final: Load the best weights back into the model when training ends.
         save_architecture: TF only: also save the whole model as ``<name>.keras``, which
             ``keras.models.load_model`` reloads without the code that built it.
 
     Raises:
-        ValueError: If ``save_best_mode`` is invalid, ``metric`` is None and the model has no unique loss, or
-            ``save_architecture`` is set for a torch model.
+        ValueError: If ``save_best_mode`` is invalid, ``metric`` is None and the model has no unique loss,
+            ``weights_name`` is neither None nor a non-empty string, or ``save_architecture`` is set for a torch
+            model.
     """
 
     def __init__(self, model: Any, save_dir: str | None, metric: str | None = None, save_best_mode: str = "min",
-                 load_best_final: bool = False, save_architecture: bool = False) -> None:
+                 weights_name: str | None = None, load_best_final: bool = False,
+                 save_architecture: bool = False) -> None:
+        check_weights_name(weights_name, "BestModelSaver")
         check_architecture_saving(model, save_architecture, "BestModelSaver")
         check_best_mode("BestModelSaver", "save_best_mode", save_best_mode)
         if metric is None:
@@ -45,6 +51,7 @@ class BestModelSaver(Trace):
         self.save_dir = save_dir
         self.metric = metric
         self.save_best_mode = save_best_mode
+        self.weights_name = weights_name
         self.load_best_final = load_best_final
         self.save_architecture = save_architecture
         self.model_path: str | None = None
@@ -58,8 +65,9 @@ class BestModelSaver(Trace):
             self.since_best = 0
             if self.save_dir:
                 self.system.sync_models()
-                self.model_path = save_model(self.model, self.save_dir, model_name=f"{self.model.model_name}_best_"
-                                             f"{self.metric}", save_architecture=self.save_architecture)
+                name = self.weights_name or f"{self.model.model_name}_best_{self.metric}"
+                self.model_path = save_model(self.model, self.save_dir, model_name=name,
+                                             save_architecture=self.save_architecture)
                 print(f"FastEstimator-BestModelSaver: Saved model to {self.model_path}", flush=True)
         else:
             self.since_best += 1

@@ -15,7 +15,8 @@ _TF_ARCHITECTURE_SUFFIX = ".keras"
 
 
 class ModelSaver(Trace):
-    """Save ``model`` as ``<save_dir>/<model_name>_epoch_<N>`` at the end of every ``frequency``-th training epoch.
+    """Save ``model`` as ``<save_dir>/<weights_name>_epoch_<N>`` at the end of every ``frequency``-th training epoch
+    (``weights_name`` defaults to the model's ``model_name``).
 
     The file format is the framework's (torch: ``.pt`` state dict; TensorFlow: Keras ``.weights.h5``) and loads
     with :func:`fe_ray.backend.load_model` or ``fe_ray.build(..., weights_path=...)``.
@@ -26,24 +27,29 @@ class ModelSaver(Trace):
             keep the trace list of the real run).
         frequency: Save every this many epochs.
         max_to_keep: Keep only the newest N files (older ones are deleted); None or 0 keeps all.
+        weights_name: The file name prefix in place of the model's name, e.g. ``"classifier"`` saves
+            ``classifier_epoch_3.pt``; None uses ``model.model_name``.
         save_architecture: TF only: also save the whole model as ``<name>.keras``, which
             ``keras.models.load_model`` reloads without the code that built it.
 
     Raises:
-        ValueError: If ``frequency`` is not a positive int, ``max_to_keep`` is not None or a non-negative int, or
-            ``save_architecture`` is set for a torch model.
+        ValueError: If ``frequency`` is not a positive int, ``max_to_keep`` is not None or a non-negative int,
+            ``weights_name`` is neither None nor a non-empty string, or ``save_architecture`` is set for a torch
+            model.
     """
 
     def __init__(self, model: Any, save_dir: str | None, frequency: int = 1, max_to_keep: int | None = None,
-                 save_architecture: bool = False) -> None:
+                 weights_name: str | None = None, save_architecture: bool = False) -> None:
         if not isinstance(frequency, int) or isinstance(frequency, bool) or frequency < 1:
             raise ValueError(f"ModelSaver frequency must be a positive int (epochs), got {frequency!r}.")
         if max_to_keep is not None and (not isinstance(max_to_keep, int) or isinstance(max_to_keep, bool)
                                         or max_to_keep < 0):
             raise ValueError(f"ModelSaver max_to_keep must be a non-negative int (0 or None: keep all files), got "
                              f"{max_to_keep!r}.")
+        check_weights_name(weights_name, "ModelSaver")
         check_architecture_saving(model, save_architecture, "ModelSaver")
         super().__init__(mode="train")
+        self.weights_name = weights_name
         self.model = model
         self.save_architecture = save_architecture
         self.save_dir = save_dir
@@ -55,7 +61,8 @@ class ModelSaver(Trace):
         if not self.save_dir or self.system.epoch_idx % self.frequency != 0:
             return
         self.system.sync_models()
-        name = f"{self.model.model_name}_epoch_{self.system.epoch_idx}"
+        prefix = self.model.model_name if self.weights_name is None else self.weights_name
+        name = f"{prefix}_epoch_{self.system.epoch_idx}"
         path = save_model(self.model, self.save_dir, model_name=name, save_architecture=self.save_architecture)
         print(f"FastEstimator-ModelSaver: Saved model to {path}", flush=True)
         self.saved_paths.append(path)
@@ -92,3 +99,14 @@ def check_architecture_saving(model: Any, save_architecture: bool, trace: str) -
         raise ValueError(f"{trace}(save_architecture=True) cannot save torch model "
                          f"{getattr(model, 'model_name', type(model).__name__)!r}: only TF models are saved with "
                          "their architecture. Pass save_architecture=False (the weights file is still written).")
+
+
+def check_weights_name(weights_name: str | None, trace: str) -> None:
+    """Refuse a ``weights_name`` that is neither None nor a non-empty string.
+
+    Raises:
+        ValueError: Naming the trace, the value and the fix.
+    """
+    if weights_name is not None and (not isinstance(weights_name, str) or not weights_name):
+        raise ValueError(f"{trace} weights_name must be None (use the model's name) or a non-empty string, got "
+                         f"{weights_name!r}.")

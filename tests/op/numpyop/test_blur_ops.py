@@ -14,7 +14,7 @@ from fe_ray.dataset import NumpyDataset
 from fe_ray.op.numpyop import NumpyOp
 from fe_ray.op.numpyop.randomness import RNG_KEY
 from fe_ray.op.numpyop.univariate import Blur, Downscale, GaussianBlur, MedianBlur
-from fe_ray.op.numpyop.univariate.blur import gaussian_kernel_256
+from fe_ray.op.numpyop.univariate.blur import advanced_kernel, correlate, gaussian_kernel_256, gaussian_kernel_size
 from tests.op.numpyop.pipeline_checks import assert_position_seeded
 
 
@@ -62,12 +62,12 @@ def test_gaussian_blur_uses_opencv_kernels_exactly_and_rounds_half_up(shape: tup
             return ndimage.correlate1d(rows, kernel, axis=0, mode="mirror")
 
         expected = (_per_channel(image, smooth) + 32768) >> 16
-        np.testing.assert_array_equal(GaussianBlur("x", "x").apply(image, size), expected)
+        np.testing.assert_array_equal(GaussianBlur("x", "x").apply(image, (size, 0.0)), expected)
     floats = image.astype(np.float32) / 255
     weights = np.array([0.0625, 0.25, 0.375, 0.25, 0.0625])
     expected = _per_channel(floats.astype(np.float64), lambda c: ndimage.correlate1d(
         ndimage.correlate1d(c, weights, axis=1, mode="mirror"), weights, axis=0, mode="mirror"))
-    np.testing.assert_allclose(GaussianBlur("x", "x").apply(floats, 5), expected, atol=3e-7)
+    np.testing.assert_allclose(GaussianBlur("x", "x").apply(floats, (5, 0.0)), expected, atol=3e-7)
 
 
 def test_gaussian_kernels_are_opencvs() -> None:
@@ -96,7 +96,7 @@ def test_blur_by_hand() -> None:
     image = np.zeros((5, 5), np.uint8)
     image[2, 2] = 90
     assert Blur("x", "x").apply(image, 3)[1:4, 1:4].tolist() == [[10] * 3] * 3  # 90 / 9 in every window
-    assert GaussianBlur("x", "x").apply(image, 3)[2, 1:4].tolist() == [11, 23, 11]  # 90 * 32 / 256 = 11.25 ...
+    assert GaussianBlur("x", "x").apply(image, (3, 0.0))[2, 1:4].tolist() == [11, 23, 11]  # 90 * 32 / 256 = 11.25 ...
     assert MedianBlur("x", "x").apply(image, 3)[2, 2] == 0
 
 
@@ -121,7 +121,8 @@ def test_filters_match_opencv_when_available() -> None:
             for op, reference in ((Blur("x", "x"), cv2.blur(image, (size, size))),
                                   (GaussianBlur("x", "x"), cv2.GaussianBlur(image, (size, size), 0)),
                                   (MedianBlur("x", "x"), cv2.medianBlur(image, size))):
-                np.testing.assert_array_equal(op.apply(image, size), reference.reshape(shape))
+                params = (size, 0.0) if isinstance(op, GaussianBlur) else size
+                np.testing.assert_array_equal(op.apply(image, params), reference.reshape(shape))
         small = cv2.resize(image, None, fx=0.3, fy=0.3, interpolation=cv2.INTER_NEAREST)
         reference = cv2.resize(small, shape[1::-1], interpolation=cv2.INTER_NEAREST).reshape(shape)
         np.testing.assert_array_equal(Downscale("x", "x").apply(image, 0.3), reference)
@@ -135,7 +136,8 @@ def test_kernel_sizes_follow_albumentations_distributions() -> None:
     blur = sizes(Blur("x", "x"))
     assert set(blur) == {3, 5, 7}
     assert blur[:5] == [[3, 5, 7][np.random.default_rng(seed).integers(3)] for seed in range(5)]
-    gaussian = sizes(GaussianBlur("x", "x"))
+    assert {size for size, _ in sizes(GaussianBlur("x", "x"))} == {3}  # FastEstimator's default 3 reads as (3, 3)
+    gaussian = [size for size, sigma in sizes(GaussianBlur("x", "x", blur_limit=7))]
     assert set(gaussian) == {3, 5, 7} and 0.12 < gaussian.count(3) / 400 < 0.28  # 1/5: an even draw moves up
     assert set(sizes(MedianBlur("x", "x"))) == {3, 5}
     assert sizes(Blur("x", "x", blur_limit=(5, 5)))[:3] == [5, 5, 5]
@@ -162,7 +164,7 @@ def test_running_errors() -> None:
     with pytest.raises(TypeError, match=r"uint8, float32 images, but \['x'\] has dtype int32"):
         Blur("x", "x").apply(np.zeros((4, 4), np.int32), 3)
     with pytest.raises(ValueError, match=r"\(height, width\[, channels\]\)"):
-        GaussianBlur("x", "x").apply(np.zeros(4, np.uint8), 3)
+        GaussianBlur("x", "x").apply(np.zeros(4, np.uint8), (3, 0.0))
 
 
 # ------------------------------------------------------------------ in a Pipeline
@@ -175,9 +177,146 @@ def _dataset() -> NumpyDataset:
 
 
 def _ops() -> list[NumpyOp]:
-    return [Blur("x", "x"), GaussianBlur("x", "x"), MedianBlur("x", "x"),
+    return [Blur("x", "x"), GaussianBlur("x", "x"), MedianBlur("x", "x"), Blur("x", "x", advanced=True),
+            GaussianBlur("x", "x", blur_limit=(0, 5), sigma_limit=(0.5, 1.5)),
             Downscale("x", "x", scale_min=0.3, scale_max=0.7)]
 
 
 def test_pipeline_blurs_are_exact_by_sample_position() -> None:
     assert_position_seeded(_dataset, _ops, seed=3)
+
+
+# ------------------------------------------------------------------ GaussianBlur's sigma_limit
+def test_gaussian_kernel_with_a_given_sigma() -> None:
+    # sigma 0.5, size 3: weights 1 and exp(-2) = 0.1353 on each side, so 256 * 0.1353 / 1.2707 = 27.26 -> 27.
+    assert gaussian_kernel_256(3, 0.5).tolist() == [27, 202, 27]
+    # A given sigma bypasses OpenCV's fixed small-size table (which holds sigma 0.8 for size 3).
+    assert gaussian_kernel_256(3, 0.8).tolist() != gaussian_kernel_256(3).tolist()
+    for size, sigma in ((5, 1.5), (7, 0.3), (9, 4.0)):
+        kernel = gaussian_kernel_256(size, sigma)
+        assert kernel.sum() == 256 and kernel.tolist() == kernel[::-1].tolist()
+        weights = np.exp(-(np.arange(size) - size // 2) ** 2 / (2 * sigma * sigma))
+        np.testing.assert_allclose(kernel / 256, weights / weights.sum(), atol=1 / 256)
+
+
+def test_gaussian_blur_with_sigma_by_hand() -> None:
+    image = _image((9, 8, 3), 4)
+    kernel = gaussian_kernel_256(5, 1.5)
+
+    def smooth(channel: np.ndarray) -> np.ndarray:
+        rows = ndimage.correlate1d(channel.astype(np.int64), kernel, axis=1, mode="mirror")
+        return ndimage.correlate1d(rows, kernel, axis=0, mode="mirror")
+
+    np.testing.assert_array_equal(GaussianBlur("x", "x").apply(image, (5, 1.5)), (_per_channel(image, smooth)
+                                                                                 + 32768) >> 16)
+    floats = image.astype(np.float32) / 255
+    weights = np.exp(-(np.arange(5) - 2.0) ** 2 / (2 * 1.5 ** 2))
+    weights /= weights.sum()
+    expected = _per_channel(floats.astype(np.float64), lambda c: ndimage.correlate1d(
+        ndimage.correlate1d(c, weights, axis=1, mode="mirror"), weights, axis=0, mode="mirror"))
+    np.testing.assert_allclose(GaussianBlur("x", "x").apply(floats, (5, 1.5)), expected, atol=1e-6)
+    # Size 0: OpenCV's size from sigma, 3 sigmas a side for uint8 (7 for sigma 1), 4 for float32 (9).
+    assert gaussian_kernel_size(1.0, np.dtype(np.uint8)) == 7 and gaussian_kernel_size(1.0, np.dtype(np.float32)) == 9
+    np.testing.assert_array_equal(GaussianBlur("x", "x").apply(image, (0, 1.0)),
+                                  GaussianBlur("x", "x").apply(image, (7, 1.0)))
+    np.testing.assert_array_equal(GaussianBlur("x", "x").apply(floats, (0, 1.0)),
+                                  GaussianBlur("x", "x").apply(floats, (9, 1.0)))
+
+
+def test_gaussian_sigma_draws() -> None:
+    op = GaussianBlur("x", "x", blur_limit=(3, 7), sigma_limit=(0.5, 2.0))
+    params = [op.get_params(None, _state(seed)) for seed in range(200)]
+    sigmas = [sigma for _, sigma in params]
+    assert 0.5 <= min(sigmas) and max(sigmas) <= 2.0 and len(set(sigmas)) == 200
+    rng = np.random.default_rng(0)
+    size = int(rng.integers(3, 8))
+    assert params[0] == (size + (size % 2 == 0), rng.uniform(0.5, 2.0))  # size first, then sigma
+    # A single number v means (0, v); with a sigma range starting above 0 the size may be 0 (size from sigma).
+    assert GaussianBlur("x", "x", sigma_limit=2.0).sigma_limit == (0.0, 2.0)
+    from_sigma = GaussianBlur("x", "x", blur_limit=0, sigma_limit=(1.0, 1.0))
+    assert from_sigma.blur_limit == (0, 0) and from_sigma.get_params(None, _state(1)) == (0, 1.0)
+    assert {size for size, _ in (GaussianBlur("x", "x", blur_limit=5, sigma_limit=(0.1, 1)).get_params(
+        None, _state(seed)) for seed in range(100))} == {0, 1, 3, 5}
+    with pytest.raises(ValueError, match="sigma_limit"):
+        GaussianBlur("x", "x", sigma_limit=(-1.0, 1.0))
+    with pytest.raises(ValueError, match="sigma_limit"):
+        GaussianBlur("x", "x", sigma_limit=(2.0, 1.0))
+
+
+# ------------------------------------------------------------------ Blur(advanced=True)
+def test_correlate_is_opencvs_filter2d_not_a_convolution() -> None:
+    image = np.arange(20, dtype=np.uint8).reshape(4, 5)
+    right = np.zeros((3, 3), np.float32)
+    right[1, 2] = 1.0  # weight on the right neighbour: out[y, x] = image[y, x + 1], mirrored at the last column
+    expected = np.concatenate([image[:, 1:], image[:, 3:4]], axis=1)
+    np.testing.assert_array_equal(correlate(image, right), expected)
+    kernel = np.random.default_rng(1).uniform(0, 1, (5, 5)).astype(np.float32)
+    kernel /= kernel.sum()
+    colour = _image((7, 6, 3), 5)
+    reference = _per_channel(colour, lambda c: ndimage.correlate(c.astype(np.float64), kernel, mode="mirror"))
+    np.testing.assert_array_equal(correlate(colour, kernel), np.rint(reference).astype(np.uint8))
+    floats = colour.astype(np.float32) / 255
+    np.testing.assert_allclose(correlate(floats, kernel), reference / 255, rtol=1e-5)
+    assert correlate(floats, kernel).dtype == np.float32
+
+
+def test_advanced_kernel_shapes() -> None:
+    ones = np.ones((7, 7))
+    # beta 1, equal sigmas, no noise: the (separable) Gaussian.
+    gauss = np.exp(-(np.arange(7) - 3.0) ** 2 / (2 * 1.2 ** 2))
+    np.testing.assert_allclose(advanced_kernel(7, 1.2, 1.2, 0.3, 1.0, ones), np.outer(gauss, gauss) / gauss.sum() ** 2,
+                               rtol=1e-5)
+    wide = advanced_kernel(7, 2.0, 0.5, 0.0, 1.0, ones)
+    assert wide.dtype == np.float32 and abs(float(wide.sum()) - 1) < 1e-6
+    assert wide[3, 0] > wide[0, 3]  # sigma_x (across columns) is the larger
+    np.testing.assert_allclose(advanced_kernel(7, 2.0, 0.5, np.pi / 2, 1.0, ones), wide.T, atol=1e-7)  # 90 degrees
+    # beta > 1 flattens the top and cuts the tails; beta < 1 does the opposite.
+    flat, peaked = advanced_kernel(7, 1.5, 1.5, 0.0, 4.0, ones), advanced_kernel(7, 1.5, 1.5, 0.0, 0.5, ones)
+    plain = advanced_kernel(7, 1.5, 1.5, 0.0, 1.0, ones)
+    assert flat[3, 3] / flat[3, 1] > plain[3, 3] / plain[3, 1] > peaked[3, 3] / peaked[3, 1]
+    noise = np.full((7, 7), 1.0)
+    noise[0, 0] = 3.0
+    noisy = advanced_kernel(7, 1.5, 1.5, 0.0, 1.0, noise)
+    np.testing.assert_allclose(noisy[0, 0] / noisy[0, 6], 3.0, rtol=1e-5)
+
+
+def test_advanced_blur_draws_and_applies() -> None:
+    op = Blur("x", "x", advanced=True)
+    kernel = op.get_params(None, _state(3))
+    assert isinstance(kernel, np.ndarray) and kernel.shape[0] in (3, 5, 7) and kernel.shape[0] == kernel.shape[1]
+    np.testing.assert_array_equal(kernel, op.get_params(None, _state(3)))
+    assert any(op.get_params(None, _state(s)).shape != kernel.shape or not np.array_equal(
+        op.get_params(None, _state(s)), kernel) for s in range(4, 8))
+    # Replaying the draw order by hand gives the same kernel.
+    rng = np.random.default_rng(3)
+    size = [3, 5, 7][rng.integers(3)]
+    sx, sy, angle = rng.uniform(0.2, 1.0), rng.uniform(0.2, 1.0), np.deg2rad(rng.uniform(-90, 90))
+    beta = rng.uniform(0.5, 1.0) if rng.random() < 0.5 else rng.uniform(1.0, 8.0)
+    noise = rng.uniform(0.9, 1.1, (size, size))
+    np.testing.assert_array_equal(kernel, advanced_kernel(size, sx, sy, angle, beta, noise))
+    image = _image((10, 9, 3), 6)
+    out = op.apply(image, kernel)
+    assert out.dtype == np.uint8 and out.shape == image.shape
+    np.testing.assert_array_equal(out, correlate(image, kernel))
+    flat = np.full((6, 6), 77, np.uint8)  # a normalised kernel keeps a flat image flat
+    np.testing.assert_array_equal(op.apply(flat, kernel), flat)
+    assert not Blur("x", "x").advanced and isinstance(Blur("x", "x").get_params(None, _state(3)), int)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"beta_limit": (1.0, 4.0)}, "1.0 strictly inside"),
+    ({"beta_limit": 0.9}, "1.0 strictly inside"),
+    ({"sigmaX_limit": 0, "sigmaY_limit": (0.0, 1.0)}, "may not both start at 0"),
+    ({"sigmaX_limit": (-0.5, 1.0)}, "sigmaX_limit"),
+    ({"noise_limit": (1.2, 0.8)}, "noise_limit"),
+    ({"rotate_limit": "x"}, "rotate_limit"),
+])
+def test_advanced_argument_errors(kwargs: dict[str, Any], match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        Blur("x", "x", advanced=True, **kwargs)
+    Blur("x", "x", advanced=False, **kwargs)  # unused unless advanced, as in FastEstimator
+
+
+def test_advanced_ranges_read_as_albumentations() -> None:
+    op = Blur("x", "x", advanced=True, sigmaX_limit=2, rotate_limit=30, beta_limit=4, noise_limit=1.5)
+    assert (op.sigmaX_limit, op.rotate_limit, op.beta_limit, op.noise_limit) == ((0, 2), (-30, 30), (0, 4), (0, 1.5))

@@ -91,6 +91,48 @@ def test_one_of_picks_each_op_uniformly_by_the_generator() -> None:
     assert data["x"].tolist() in ([2, 3], [10, 20])
 
 
+def test_one_of_with_probs_draws_once_from_the_generator() -> None:
+    ops = [LambdaOp(lambda x, v=v: v, inputs="x", outputs="x") for v in (0, 1, 2)]
+    op = OneOf(*ops, probs=[0.2, 0.0, 0.8])
+    results = [op.forward([3], _state(seed)) for seed in range(300)]
+    for seed, result in enumerate(results):
+        draw = np.random.default_rng(seed).random()
+        assert result == (0 if draw < 0.2 else 2)
+    assert results.count(1) == 0 and 30 < results.count(0) < 90  # about 60 of 300
+    # The wrapped op continues from the same generator after the one draw: OneOf is replayable by position.
+    coin = OneOf(_plus_one(), _plus_one(), probs=[0.5, 0.5])
+    state = _state(9)
+    coin.forward([1], state)
+    rng = np.random.default_rng(9)
+    rng.random()
+    assert state["rng"].random() == rng.random()
+    assert OneOf(*ops, probs=[0.0, 0.0, 1.0]).forward([3], _state(0)) == 2
+    uniform, empty = OneOf(*ops), OneOf(*ops, probs=[])
+    assert [empty.forward([3], _state(s)) for s in range(20)] == [uniform.forward([3], _state(s)) for s in range(20)]
+    data = {"x": np.array([1, 2])}
+    np.random.seed(0)
+    forward_numpyop([OneOf(*ops, probs=[0.0, 1.0, 0.0])], data, {}, batched=True)  # as a pop
+    assert np.asarray(data["x"]).tolist() in (1, [1, 1])  # the middle op, for the whole batch
+
+
+@pytest.mark.parametrize("probs, match", [
+    ([0.5, 0.5], "one probability per op: 3 ops but 2"),
+    ([0.5, 0.7, -0.2], "non-negative"),
+    ([0.3, 0.3, 0.3], "sum to 1"),
+    ([0.5, float("nan"), 0.5], "non-negative"),
+    ("abc", "list of 3 probabilities"),
+])
+def test_one_of_probs_errors(probs: Any, match: str) -> None:
+    ops = [LambdaOp(abs, inputs="x", outputs="x") for _ in range(3)]
+    with pytest.raises(ValueError, match=match):
+        OneOf(*ops, probs=probs)
+
+
+def test_one_of_state_keeps_probs_out() -> None:
+    op = OneOf(_Counter(), _Counter(), probs=[0.1, 0.9])
+    assert set(op.state_dict()) == {"ops"}
+
+
 @pytest.mark.parametrize("ops, match", [
     ((), "at least one NumpyOp"),
     ((LambdaOp(abs, inputs="x", outputs="x"), LambdaOp(abs, inputs="x", outputs="y")), "share their outputs"),

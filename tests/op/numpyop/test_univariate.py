@@ -15,6 +15,21 @@ def test_minmax_per_sample_and_batch() -> None:
     np.testing.assert_allclose(op.forward(np.full(3, 7.0), {}), [0.0, 0.0, 0.0])  # constant: no division by 0
 
 
+def test_minmax_to_a_new_range() -> None:
+    batch = np.array([[0.0, 5.0, 10.0], [2.0, 2.0, 4.0]], dtype=np.float32)
+    op = Minmax(inputs="x", outputs="x", new_min=-1.0, new_max=3.0)
+    out = op.forward(batch[0], {})
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(out, [-1.0, 1.0, 3.0])  # 0.5 of the way from -1 to 3 is 1
+    np.testing.assert_allclose(op.forward_batch(batch, {}), [[-1.0, 1.0, 3.0], [-1.0, -1.0, 3.0]])
+    np.testing.assert_allclose(op.forward(np.full(3, 7.0), {}), [-1.0, -1.0, -1.0])  # constant: new_min
+    positional = Minmax("x", "x", None, None, 1e-7, 10.0, 20.0)  # FastEstimator's positional order
+    np.testing.assert_allclose(positional.forward(np.array([1.0, 3.0]), {}), [10.0, 20.0])
+    for new_min, new_max in ((1.0, 1.0), (2.0, 0.0)):
+        with pytest.raises(ValueError, match="new_max > new_min"):
+            Minmax(inputs="x", outputs="x", new_min=new_min, new_max=new_max)
+
+
 def test_expand_dims_per_sample_and_batch() -> None:
     image = np.zeros((28, 28))
     assert ExpandDims(inputs="x", outputs="x", axis=0).forward(image, {}).shape == (1, 28, 28)

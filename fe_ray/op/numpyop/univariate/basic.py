@@ -11,19 +11,43 @@ from fe_ray.op.numpyop.numpyop import NumpyOp
 
 
 class Minmax(NumpyOp):
-    """Scale each sample to [0, 1] by its own min and max (``epsilon`` guards constant samples)."""
+    """Scale each sample to ``[new_min, new_max]`` by its own min and max (``epsilon`` guards constant samples).
+
+    A sample ``x`` becomes ``(x - min) / max(max - min, epsilon) * (new_max - new_min) + new_min`` in float32, so a
+    constant sample becomes ``new_min`` everywhere.
+
+    Args:
+        inputs: Key(s) of the data.
+        outputs: Key(s) to write the scaled data to (one per input).
+        mode: Mode(s) to run in (None for all, "!mode" to exclude one).
+        ds_id: Dataset id(s) to run for (None for all, "!id" to exclude one).
+        epsilon: The smallest divisor, so a constant sample does not divide by zero.
+        new_min: The value the sample's minimum maps to.
+        new_max: The value the sample's maximum maps to; must be greater than ``new_min``.
+
+    Raises:
+        ValueError: If ``new_max <= new_min``.
+    """
 
     def __init__(self, inputs: str | Iterable[str], outputs: str | Iterable[str],
                  mode: None | str | Iterable[str] = None, ds_id: None | str | Iterable[str] = None,
-                 epsilon: float = 1e-7) -> None:
+                 epsilon: float = 1e-7, new_min: float = 0.0, new_max: float = 1.0) -> None:
         super().__init__(inputs=inputs, outputs=outputs, mode=mode, ds_id=ds_id)
+        if not new_max > new_min:
+            raise ValueError(f"Minmax needs new_max > new_min, got new_min={new_min!r} and new_max={new_max!r}; "
+                             "swap them or widen the range.")
         self.epsilon = epsilon
+        self.new_min = new_min
+        self.new_max = new_max
 
     def _scale(self, x: np.ndarray, axes: tuple[int, ...] | None) -> np.ndarray:
         x = np.asarray(x, dtype=np.float32)
         lo = x.min(axis=axes, keepdims=True)
         hi = x.max(axis=axes, keepdims=True)
-        return (x - lo) / np.maximum(hi - lo, self.epsilon)
+        scaled = (x - lo) / np.maximum(hi - lo, self.epsilon)
+        if (self.new_min, self.new_max) == (0.0, 1.0):
+            return scaled  # the default range needs no affine step (and keeps its exact float32 values)
+        return (scaled * np.float32(self.new_max - self.new_min) + np.float32(self.new_min)).astype(np.float32)
 
     def forward(self, data: Any, state: dict[str, Any]) -> Any:
         if self.in_list:

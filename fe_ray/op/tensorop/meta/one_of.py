@@ -1,9 +1,11 @@
-"""OneOf: run one of several TensorOps, chosen uniformly at random per step."""
+"""OneOf: run one of several TensorOps, chosen at random per step (uniformly, or with given probabilities)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from fe_ray.op.numpyop.meta.one_of import check_probs, choice_boundaries
 from fe_ray.op.tensorop.meta.meta import (
     RandomStream,
     check_shared,
@@ -15,7 +17,8 @@ from fe_ray.op.tensorop.tensorop import TensorOp
 
 
 class OneOf(TensorOp):
-    """Run one of ``tensor_ops``, each with probability ``1 / len(tensor_ops)``, once per step for the whole batch.
+    """Run one of ``tensor_ops``, each with probability ``1 / len(tensor_ops)`` or as ``probs`` gives, once per step
+    for the whole batch.
 
     The ops must share inputs, outputs (and how they are given: one key or a list), mode and ds_id; in a traced TF
     step their outputs must also share dtypes (the choice is a ``tf.switch_case`` inside the compiled step). The
@@ -23,15 +26,25 @@ class OneOf(TensorOp):
     :class:`~fe_ray.op.tensorop.meta.meta.RandomStream`): reproducible under ``fe.enable_deterministic``, resumed
     exactly from checkpoints, identical on every Ray replica.
 
+    With ``probs`` the step's uniform draw picks the op whose interval of the cumulative probabilities holds it (an
+    op of probability 0 never runs); the stream makes one draw per step either way.
+
     Args:
         *tensor_ops: The ops to choose from.
+        probs: The probability of each op (one per op, non-negative, summing to 1), keyword only; None (or empty)
+            for equal probabilities.
 
     Raises:
         TypeError: If an argument is not a TensorOp.
-        ValueError: If no op is given or the ops differ in inputs, outputs, mode or ds_id.
+        ValueError: If no op is given, the ops differ in inputs, outputs, mode or ds_id, or ``probs`` has the wrong
+            length, a negative entry, or does not sum to 1.
     """
 
-    def __init__(self, *tensor_ops: TensorOp) -> None:
+    # Class defaults, so that an instance set up without __init__ (a subclass's own) chooses uniformly.
+    probs: list[float] | None = None
+    _boundaries: Any = None
+
+    def __init__(self, *tensor_ops: TensorOp, probs: Sequence[float] | None = None) -> None:
         if not tensor_ops:
             raise ValueError("OneOf needs at least one TensorOp to choose from, e.g. OneOf(op_a, op_b).")
         ops = [check_wrapped(op, "OneOf") for op in tensor_ops]
@@ -41,6 +54,8 @@ class OneOf(TensorOp):
         self.in_list, self.out_list = first.in_list, first.out_list
         self.mode, self.ds_id = first.mode, first.ds_id  # already parsed by the wrapped ops
         self.ops = ops
+        self.probs = check_probs(probs, len(ops), "OneOf")
+        self._boundaries = None if self.probs is None else choice_boundaries(self.probs)
         self.framework: str | None = None
         self.stream = RandomStream()
 
@@ -67,10 +82,16 @@ class OneOf(TensorOp):
         if self.framework == "tf":
             import tensorflow as tf
 
-            # min(): a draw of 1 - 2**-24 times count could round up to count in float32.
-            index = tf.minimum(tf.cast(draw * count, tf.int32), count - 1)
+            if self._boundaries is None:
+                # min(): a draw of 1 - 2**-24 times count could round up to count in float32.
+                index = tf.minimum(tf.cast(draw * count, tf.int32), count - 1)
+            else:
+                boundaries = tf.constant(self._boundaries, dtype=draw.dtype)
+                index = tf.reduce_sum(tf.cast(draw >= boundaries, tf.int32))
             return tf.switch_case(index, [lambda op=op: op.forward(data, state) for op in self.ops])
-        return self.ops[min(int(float(draw) * count), count - 1)].forward(data, state)
+        if self._boundaries is None:
+            return self.ops[min(int(float(draw) * count), count - 1)].forward(data, state)
+        return self.ops[int((float(draw) >= self._boundaries).sum())].forward(data, state)
 
     def state_dict(self) -> dict[str, Any]:
         """The random stream's position (under 'rng') and the wrapped ops' states (under 'ops', if any)."""
