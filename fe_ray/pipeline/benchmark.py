@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import numbers
 import time
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from fe_ray.op.numpyop.numpyop import NumpyOp, forward_numpyop
 from fe_ray.op.numpyop.randomness import RNG_KEY, op_generator, pass_entropy, sample_entropy
+from fe_ray.pipeline.batching import batch_entropy
+from fe_ray.pipeline.collation import owned_sample
 from fe_ray.pipeline.framework_data import FrameworkLoader
-from fe_ray.pipeline.loader import Loader, collate, owned_sample
+from fe_ray.pipeline.loader import Loader
 from fe_ray.util import check_epoch
 
 if TYPE_CHECKING:
@@ -85,22 +86,25 @@ def _print_breakdown(loader: Loader, num_batches: int) -> None:
     """Run the loader's first ``num_batches`` batches again, op by op, and print each op's share of the time.
 
     The batches are rebuilt the way the Loader builds them (same samples, same per-sample random generators), but
-    each op is timed on its own; the samples are not handed out, so nothing is tracked.
+    each op is timed on its own; the samples are not handed out, so nothing is tracked. Rows: the per-sample ops,
+    the collation, then the ops after a Batch op (timed on whole batches), as FastEstimator orders them.
     """
-    ops = loader.all_ops
+    ops, after = loader.all_ops, loader.all_batch_ops
     row_of = {id(op): row for row, op in enumerate(ops)}
-    visits = np.zeros(len(ops) + 1, dtype=np.int64)  # the last row is the collation
-    seconds = np.zeros(len(ops) + 1)
+    row_of.update({id(op): len(ops) + 1 + row for row, op in enumerate(after)})
+    visits = np.zeros(len(ops) + 1 + len(after), dtype=np.int64)  # row len(ops) is the collation
+    seconds = np.zeros(len(ops) + 1 + len(after))
     for index in range(min(num_batches, loader.num_batches)):
-        batch_ops, ds_id, entries = loader.sample_plan(index)
-        random = any(op.is_random for op in batch_ops)
+        sample_ops, ds_id, entries = loader.sample_plan(index)
+        stage = loader.stage(index)
+        random = any(op.is_random for op in sample_ops)
         state = {"mode": loader.mode, "epoch": loader.epoch, "ds_id": ds_id}
         samples = []
         for data_pass, sample_index, item in entries:
             sample = owned_sample(item, f"Dataset item {sample_index}")
             entropy = sample_entropy(pass_entropy(loader.seed, loader.mode, loader.ds_id, loader.epoch, data_pass),
                                      sample_index) if random else None
-            for position, op in enumerate(batch_ops):
+            for position, op in enumerate(sample_ops):
                 # The generator the Loader gives this op at this position, so random ops draw as they do in training.
                 op_state = {**state, RNG_KEY: op_generator(entropy, position)} \
                     if entropy is not None and op.is_random else state
@@ -110,16 +114,21 @@ def _print_breakdown(loader: Loader, num_batches: int) -> None:
                 visits[row_of[id(op)]] += 1
             samples.append(sample)
         begin = time.perf_counter()
-        batch = loader.collate_fn(samples) if loader.collate_fn is not None else collate(samples, loader.pad_value)
-        seconds[-1] += time.perf_counter() - begin
-        visits[-1] += 1
-        if not isinstance(batch, Mapping):
-            raise TypeError(f"Pipeline collate_fn returned a {type(batch).__name__}; it must return one dict.")
+        batch = loader.collate_samples(samples, stage)
+        seconds[len(ops)] += time.perf_counter() - begin
+        visits[len(ops)] += 1
+        entropy = batch_entropy(loader.seed, loader.mode, loader.ds_id, loader.epoch, index)
+        for position, op in enumerate(stage.batch_ops):
+            op_state = {**state, RNG_KEY: op_generator(entropy, position)} if op.is_random else state
+            begin = time.perf_counter()
+            forward_numpyop([op], batch, op_state, batched=True)
+            seconds[row_of[id(op)]] += time.perf_counter() - begin
+            visits[row_of[id(op)]] += 1
     mode, ds_id = loader.mode.capitalize(), loader.ds_id
     dataset_text = f", Dataset: {ds_id}" if ds_id else ""
     print(f"\nBreakdown of time taken by Pipeline Operations (Mode: {mode}, Epoch: {loader.epoch}{dataset_text})\n",
           flush=True)
-    print(format_breakdown(ops, visits, seconds), flush=True)
+    print(format_breakdown(ops, visits, seconds, after), flush=True)
 
 
 def op_name(op: Any) -> str:
@@ -131,16 +140,19 @@ def op_name(op: Any) -> str:
     return name
 
 
-def format_breakdown(ops: list[NumpyOp], visits: np.ndarray, seconds: np.ndarray) -> str:
+def format_breakdown(ops: list[NumpyOp], visits: np.ndarray, seconds: np.ndarray,
+                     batch_ops: list[NumpyOp] | None = None) -> str:
     """The breakdown table: per op (and the collation) its keys, ms per visit, visits and share of the time.
 
     Args:
-        ops: The timed ops, in order.
-        visits: Per op, then for the collation, how often it ran.
-        seconds: Per op, then for the collation, the total time it took.
+        ops: The timed per-sample ops, in order.
+        visits: Per op, then for the collation, then per batched op, how often it ran.
+        seconds: Per op, then for the collation, then per batched op, the total time it took.
+        batch_ops: The timed ops after a Batch op, in order.
     """
     rows = [[op_name(op), ", ".join(op.inputs), ", ".join(op.outputs)] for op in ops]
     rows.append([COLLATE_ROW, "", ""])
+    rows += [[op_name(op), ", ".join(op.inputs), ", ".join(op.outputs)] for op in batch_ops or []]
     total = float(np.sum(seconds)) or 1.0
     per_visit = 1000 * seconds / np.maximum(visits, 1)
     for row, count, ms, share in zip(rows, visits, per_visit, seconds / total):

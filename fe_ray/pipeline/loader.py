@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import functools
 import zlib
 from collections import deque
@@ -14,6 +13,8 @@ import numpy as np
 
 from fe_ray.op.numpyop.numpyop import NumpyOp, forward_numpyop
 from fe_ray.op.numpyop.randomness import pass_entropy, sample_entropy
+from fe_ray.pipeline.batching import Stage, batch_entropy
+from fe_ray.pipeline.collation import collate, owned_sample
 from fe_ray.pipeline.composite import SampleRef, interleave_refs, read, stream_refs, unwrap_extended
 
 
@@ -26,74 +27,6 @@ def epoch_permutation(seed: int, mode: str, ds_id: str, epoch: int, data_pass: i
     """
     entropy = [int(seed), int(epoch), int(data_pass), zlib.crc32(mode.encode()), zlib.crc32(ds_id.encode())]
     return np.random.default_rng(np.random.SeedSequence(entropy)).permutation(size)
-
-
-def collate(samples: list[Mapping[str, Any]], pad_value: float | None = None) -> dict[str, np.ndarray]:
-    """Stack per-sample dicts into one dict of arrays with a leading batch axis.
-
-    Args:
-        samples: The batch's samples, each ``{key: value}`` with the same keys.
-        pad_value: For a key whose samples differ in shape (same number of axes): pad each at the end of every axis
-            with this value up to the batch's largest size on that axis, as FastEstimator's ``pad_value`` does.
-            None: such a key is an error.
-
-    Raises:
-        ValueError: If samples have different keys, or a key's values cannot be stacked (ragged shapes without
-            ``pad_value``, or a different number of axes).
-    """
-    keys = list(samples[0])
-    batch: dict[str, np.ndarray] = {}
-    for position, sample in enumerate(samples):
-        if sample.keys() != samples[0].keys():
-            raise ValueError(f"Samples of one batch have different keys: {sorted(samples[0])} vs {sorted(sample)} "
-                             f"(sample {position}); every sample must produce the same keys.")
-    for key in keys:
-        values = [np.asarray(sample[key]) for sample in samples]
-        shapes = {value.shape for value in values}
-        if len(shapes) > 1 and pad_value is not None and len({len(shape) for shape in shapes}) == 1:
-            values = _pad(values, pad_value)
-        try:
-            batch[key] = np.stack(values)
-        except ValueError:
-            shapes_seen = sorted(shapes, key=str)
-            fix = ("they differ in their number of axes, which padding cannot fix" if pad_value is not None else
-                   "pass Pipeline(pad_value=...) to pad them at the end of each axis, or resize them with a NumpyOp")
-            raise ValueError(f"Cannot batch key {key!r}: samples have different shapes {shapes_seen}; {fix}.") \
-                from None
-    return batch
-
-
-def _pad(values: list[np.ndarray], pad_value: float) -> list[np.ndarray]:
-    target = np.max([value.shape for value in values], axis=0)
-    return [np.pad(value, [(0, int(size - have)) for have, size in zip(value.shape, target)],
-                   constant_values=np.asarray(pad_value).astype(value.dtype)) for value in values]
-
-
-def owned_sample(item: Any, what: str = "Pipeline.transform's data") -> dict[str, Any]:
-    """A deep copy of a dataset item for the per-sample ops to work on.
-
-    Deep, as FastEstimator copies each sample: an op that edits an array in place (``x += 1``, common in
-    augmentation code) must change this batch only, not the dataset's arrays, or every later epoch would see data
-    drifting further (an in-place ``+= 1`` gave 1, 2, 3 in epochs 1, 2, 3 with a shallow copy).
-
-    Raises:
-        TypeError: If the item is not a dict of named values.
-    """
-    if not isinstance(item, Mapping):
-        raise TypeError(f"{what} is a {type(item).__name__}, not a dict: samples are {{key: value}} dicts, so that ops "
-                        "and the network can refer to keys. Wrap arrays in a NumpyDataset({'x': x, 'y': y}), or make "
-                        "the dataset's __getitem__ return a dict.")
-    return {key: _owned(value) for key, value in item.items()}
-
-
-_IMMUTABLE = (int, float, complex, bool, str, bytes, np.generic, type(None))
-
-
-def _owned(value: Any) -> Any:
-    # Arrays (the usual values: a row view of a dataset's array) are copied directly, 3x cheaper than deepcopy.
-    if isinstance(value, np.ndarray):
-        return value.copy()
-    return value if isinstance(value, _IMMUTABLE) else copy.deepcopy(value)
 
 
 class Loader:
@@ -118,6 +51,10 @@ class Loader:
     dataset its pattern names, with that dataset's batch size and ops (``child_ops``), read along per-dataset
     streams of permutations seeded by the same position (see :mod:`fe_ray.pipeline.composite`).
 
+    Batched ops (``batch_ops``, the ops after a :class:`~fe_ray.op.numpyop.Batch` op) run on each collated batch;
+    random ones draw from generators seeded by the batch's index in the epoch (see
+    :func:`fe_ray.pipeline.batching.batch_entropy`), so they are part of the same pure function.
+
     Args:
         dataset: The map-style dataset of this epoch.
         ops: The per-sample NumpyOps already filtered for mode, epoch and ds_id.
@@ -135,6 +72,10 @@ class Loader:
         pad_value: Padding for samples of one key that differ in shape (see :func:`collate`).
         collate_fn: Makes a batch from the list of sample dicts instead of :func:`collate`.
         child_ops: For an InterleaveDataset, the ops of each of its datasets (None: ``ops`` for all of them).
+        batch_ops: Ops run on each collated batch (``forward_batch``), after ``ops`` ran on its samples.
+        child_stages: For an InterleaveDataset, the full recipe of each of its datasets (per-sample ops, batched ops,
+            batch size -- None for the dataset's own or ``batch_size`` --, pad_value and collate_fn); replaces
+            ``child_ops``.
 
     Raises:
         ValueError: If ``drop_last`` leaves no batch at all from the dataset, or a batch size is missing.
@@ -145,10 +86,12 @@ class Loader:
                  start: int = 0, num_process: int = 0, on_batch: Callable[[int], None] | None = None,
                  pad_value: float | None = None,
                  collate_fn: Callable[[list[dict[str, Any]]], Mapping[str, Any]] | None = None,
-                 child_ops: list[list[NumpyOp]] | None = None) -> None:
+                 child_ops: list[list[NumpyOp]] | None = None, batch_ops: list[NumpyOp] | None = None,
+                 child_stages: list[Stage] | None = None) -> None:
         dataset, spoof = unwrap_extended(dataset)
         self.dataset = dataset
         self.ops = ops
+        self.batch_ops = list(batch_ops or [])
         self.batch_size = batch_size
         self.mode, self.epoch, self.ds_id = mode, epoch, ds_id
         self.shuffle, self.seed, self.drop_last = shuffle, seed, drop_last
@@ -159,9 +102,18 @@ class Loader:
         # An ExtendDataset of samples: the epoch is a stream of spoof_length samples across passes.
         self._stream = spoof is not None and not self._batched and self._interleave is None
         where = f"mode {mode!r}" + (f", ds_id {ds_id!r}" if ds_id else "")
+        self._main = Stage(ops, self.batch_ops, batch_size, drop_last, pad_value, collate_fn)
         if self._interleave is not None:
-            self._sizes = self._interleave.resolve_batch_sizes(batch_size)
-            self.child_ops = child_ops if child_ops is not None else [ops] * len(self._sizes)
+            if child_stages is None:
+                count = len(self._interleave.datasets)
+                child_stages = [self._main._replace(ops=child, batch_size=None)
+                                for child in (child_ops if child_ops is not None else [ops] * count)]
+            self.child_stages = list(child_stages)
+            self.child_ops = [stage.ops for stage in self.child_stages]
+            defaults = self._interleave.resolve_batch_sizes(batch_size) \
+                if any(stage.batch_size is None for stage in self.child_stages) else []
+            self._sizes = [stage.batch_size if stage.batch_size is not None else defaults[child]
+                           for child, stage in enumerate(self.child_stages)]
             self.batches_per_pass = self._interleave.num_batches(self._sizes)
         elif self._batched:
             self.batches_per_pass = self.size
@@ -192,7 +144,8 @@ class Loader:
         self.collate_fn = collate_fn
         self._cursor = self.start
         self._perm_cache: tuple[int, np.ndarray] | None = None
-        # Whole-batch fancy indexing is only equivalent to per-sample loading when no op has to see single samples.
+        # Whole-batch fancy indexing is only equivalent to per-sample loading when no op has to see single samples
+        # (ops on whole batches, after a Batch op, still run on it).
         self._fast = not ops and collate_fn is None and hasattr(dataset, "get_batch") and not self._batched \
             and not self._keyed and self._interleave is None
         # Per-sample entropy is only worth deriving when some op will draw from it.
@@ -201,11 +154,22 @@ class Loader:
 
     @property
     def all_ops(self) -> list[NumpyOp]:
-        """Every op this loader may run (an InterleaveDataset's datasets' ops together), each once, in order."""
-        if self._interleave is None:
-            return list(self.ops)
+        """Every per-sample op this loader may run (an InterleaveDataset's datasets' ops together), each once, in
+        order."""
+        return self._distinct([stage.ops for stage in self._stages()])
+
+    @property
+    def all_batch_ops(self) -> list[NumpyOp]:
+        """Every batched op this loader may run, each once, in order."""
+        return self._distinct([stage.batch_ops for stage in self._stages()])
+
+    def _stages(self) -> list[Stage]:
+        return [self._main] if self._interleave is None else self.child_stages
+
+    @staticmethod
+    def _distinct(lists: list[list[NumpyOp]]) -> list[NumpyOp]:
         seen: dict[int, NumpyOp] = {}
-        for ops in self.child_ops:
+        for ops in lists:
             for op in ops:
                 seen.setdefault(id(op), op)
         return list(seen.values())
@@ -236,24 +200,28 @@ class Loader:
             self._perm_cache = (data_pass, order)
         return self._perm_cache[1]
 
-    def _refs(self, index: int) -> tuple[list[NumpyOp], str, list[SampleRef]]:
-        """The ops, ds_id (for the ops' state) and samples of batch ``index`` of a stream-read dataset."""
+    def _refs(self, index: int) -> tuple[Stage, str, list[SampleRef]]:
+        """The stage, ds_id (for the ops' state) and samples of batch ``index`` of a stream-read dataset."""
         if self._interleave is not None:
             child, refs = interleave_refs(self._interleave, index, self._sizes, self.batches_per_pass,
                                           (self.seed, self.mode, self.ds_id, self.epoch), self.shuffle)
             tag = self._interleave.tags[child]
-            return self.child_ops[child], tag if tag is not None else self.ds_id, refs
+            return self.child_stages[child], tag if tag is not None else self.ds_id, refs
         start = index * self.batch_size  # type: ignore[operator]
         stop = min(start + self.batch_size, self._stream_samples)  # type: ignore[operator]
         key = (lambda data_pass: (self.seed, self.mode, self.ds_id, self.epoch, data_pass)) if self._keyed else None
-        return self.ops, self.ds_id, stream_refs(self.dataset, start, stop, self._order, key)
+        return self._main, self.ds_id, stream_refs(self.dataset, start, stop, self._order, key)
+
+    def stage(self, index: int) -> Stage:
+        """The recipe of batch ``index``: its per-sample ops, collation and batched ops."""
+        return self._refs(index)[0] if self._interleave is not None else self._main
 
     def sample_plan(self, index: int) -> tuple[list[NumpyOp], str, list[tuple[int, int, Any]]]:
-        """What batch ``index`` is made of: its ops, the ds_id their state names, and per sample ``(data pass,
-        sample number, dataset item)`` (the pass and number seed the sample's random ops)."""
+        """What batch ``index`` is made of: its per-sample ops, the ds_id their state names, and per sample ``(data
+        pass, sample number, dataset item)`` (the pass and number seed the sample's random ops)."""
         if self._stream or self._interleave is not None:
-            ops, ds_id, refs = self._refs(index)
-            return ops, ds_id, [(ref.data_pass, ref.number, read(ref)) for ref in refs]
+            stage, ds_id, refs = self._refs(index)
+            return stage.ops, ds_id, [(ref.data_pass, ref.number, read(ref)) for ref in refs]
         data_pass = index // self.batches_per_pass
         return self.ops, self.ds_id, [(data_pass, number, item) for number, item in
                                       self.numbered_items(self.batch_indices(index), data_pass)]
@@ -275,16 +243,19 @@ class Loader:
             return [(int(index), self.dataset.keyed_item(int(index), key)) for index in indices]
         return [(int(index), self.dataset[int(index)]) for index in indices]
 
-    def make_batch(self, indices: np.ndarray, data_pass: int = 0) -> dict[str, np.ndarray]:
-        """Load the samples at ``indices``, run the ops on each, and stack them.
+    def make_batch(self, indices: np.ndarray, data_pass: int = 0,
+                   batch_index: int | None = None) -> dict[str, np.ndarray]:
+        """Load the samples at ``indices``, run the ops on each, stack them, and run the batched ops on the batch.
 
         Args:
             indices: Dataset indices of the batch's samples.
             data_pass: The pass over the dataset the batch belongs to; it seeds random ops, so that a sample seen
                 twice in one epoch (``steps_per_epoch`` beyond one pass) is augmented differently each time.
+            batch_index: The batch's index in the epoch, which seeds random batched ops; None: they draw anew (as
+                in :meth:`Pipeline.transform`).
         """
         if self._fast:
-            return self.dataset.get_batch(indices)
+            return self.finish(self.dataset.get_batch(indices), self._main, self.ds_id, batch_index)
         state = {"mode": self.mode, "epoch": self.epoch, "ds_id": self.ds_id}
         prefix = pass_entropy(self.seed, self.mode, self.ds_id, self.epoch, data_pass) if self._random else None
         samples = []
@@ -293,12 +264,14 @@ class Loader:
             entropy = sample_entropy(prefix, index) if prefix is not None else None
             forward_numpyop(self.ops, sample, state, entropy=entropy)
             samples.append(sample)
-        return self._collate(samples)
+        return self.finish(self.collate_samples(samples, self._main), self._main, self.ds_id, batch_index)
 
-    def _make_from_refs(self, ops: list[NumpyOp], ds_id: str, refs: list[SampleRef]) -> dict[str, np.ndarray]:
-        """Load planned samples (maybe of several passes), run ``ops`` on each, and stack them."""
+    def _make_from_refs(self, stage: Stage, ds_id: str, refs: list[SampleRef], index: int) -> dict[str, np.ndarray]:
+        """Load planned samples (maybe of several passes), run the stage's ops on each, stack them and finish."""
         if self._fast:
-            return self.dataset.get_batch(np.array([ref.index for ref in refs], dtype=np.int64))
+            batch = self.dataset.get_batch(np.array([ref.index for ref in refs], dtype=np.int64))
+            return self.finish(batch, stage, ds_id, index)
+        ops = stage.ops
         state = {"mode": self.mode, "epoch": self.epoch, "ds_id": ds_id}
         random = any(op.is_random for op in ops)
         prefixes: dict[int, tuple[int, ...]] = {}
@@ -313,22 +286,44 @@ class Loader:
                 entropy = sample_entropy(prefixes[ref.data_pass], ref.number)
             forward_numpyop(ops, sample, state, entropy=entropy)
             samples.append(sample)
-        return self._collate(samples)
+        return self.finish(self.collate_samples(samples, stage), stage, ds_id, index)
 
     def _job(self, index: int) -> Callable[[], dict[str, np.ndarray]]:
         """Batch ``index`` as a call to make in any thread; planned here, in the consuming thread."""
         if self._stream or self._interleave is not None:
-            return functools.partial(self._make_from_refs, *self._refs(index))
-        return functools.partial(self.make_batch, self.batch_indices(index), index // self.batches_per_pass)
+            return functools.partial(self._make_from_refs, *self._refs(index), index)
+        return functools.partial(self.make_batch, self.batch_indices(index), index // self.batches_per_pass, index)
 
-    def _collate(self, samples: list[dict[str, Any]]) -> dict[str, np.ndarray]:
-        if self.collate_fn is None:
-            return collate(samples, self.pad_value)
-        batch = self.collate_fn(samples)
+    @staticmethod
+    def collate_samples(samples: list[dict[str, Any]], stage: Stage) -> dict[str, np.ndarray]:
+        """Make one batch of ``samples`` with the stage's ``collate_fn``, else by stacking (padded by its
+        ``pad_value``).
+
+        Raises:
+            TypeError: If the ``collate_fn`` returns something other than a dict.
+        """
+        if stage.collate_fn is None:
+            return collate(samples, stage.pad_value)
+        batch = stage.collate_fn(samples)
         if not isinstance(batch, Mapping):
             raise TypeError(f"Pipeline collate_fn returned a {type(batch).__name__}; it must return one dict of "
                             "batched values, {key: array with a leading batch axis}.")
         return dict(batch)
+
+    def finish(self, batch: dict[str, Any], stage: Stage, ds_id: str, index: int | None) -> dict[str, Any]:
+        """Run the stage's batched ops on the collated batch ``index`` (in place) and return it.
+
+        Random batched ops draw from generators seeded by the batch's index in the epoch, so that a batch is the
+        same after a resume and in any worker thread; with ``index`` None they draw anew.
+        """
+        if not stage.batch_ops:
+            return batch
+        entropy = None
+        if index is not None and any(op.is_random for op in stage.batch_ops):
+            entropy = batch_entropy(self.seed, self.mode, self.ds_id, self.epoch, index)
+        forward_numpyop(stage.batch_ops, batch, {"mode": self.mode, "epoch": self.epoch, "ds_id": ds_id},
+                        batched=True, entropy=entropy)
+        return batch
 
     def __iter__(self) -> Iterator[dict[str, np.ndarray]]:
         iterator = self._threaded() if self.num_process > 0 else self._serial()

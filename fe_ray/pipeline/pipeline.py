@@ -12,20 +12,31 @@ import numpy as np
 from fe_ray.backend import to_tensor
 from fe_ray.backend.determinism import last_seed
 from fe_ray.op.numpyop.numpyop import NumpyOp, check_numpy_ops, forward_numpyop
-from fe_ray.pipeline.benchmark import benchmark as run_benchmark
-from fe_ray.pipeline.composite import interleaved
-from fe_ray.pipeline.framework_data import (
-    FrameworkLoader,
-    exact_resume,
-    framework_kind,
-    rng_state,
-    set_rng_state,
-    warn_inexact,
+from fe_ray.pipeline.batching import (
+    OpSplit,
+    Stage,
+    check_batch_ops,
+    describe,
+    make_stage,
+    op_batch_size,
+    self_batching,
+    split_ops,
 )
-from fe_ray.pipeline.loader import Loader, owned_sample
-from fe_ray.pipeline.validation import check_batch_size, check_framework_options, normalize_data
+from fe_ray.pipeline.benchmark import benchmark as run_benchmark
+from fe_ray.pipeline.checkpoint import (
+    dataset_restores,
+    dataset_states,
+    framework_loader,
+    parse_positions,
+    restore_datasets,
+)
+from fe_ray.pipeline.collation import owned_sample
+from fe_ray.pipeline.composite import interleaved
+from fe_ray.pipeline.framework_data import FrameworkLoader, framework_kind, warn_inexact
+from fe_ray.pipeline.loader import Loader
+from fe_ray.pipeline.validation import check_batch_sizes, check_framework_options, normalize_data
 from fe_ray.schedule import Scheduler, get_current_items
-from fe_ray.util import MODES, check_count, check_epoch, check_mode, to_list
+from fe_ray.util import check_count, check_epoch, check_mode, to_list
 
 TARGET_TYPES = ("np", "torch", "tf")
 
@@ -42,12 +53,17 @@ class Pipeline:
             over it (cut short by ``steps_per_epoch``; see :mod:`fe_ray.pipeline.framework_data`).
         eval_data: Evaluation data, same forms.
         test_data: Test data, same forms.
-        batch_size: Samples per batch: an int, a Scheduler of ints, or a ``{mode: int or Scheduler}`` dict. A
-            BatchDataset, and an InterleaveDataset given per-dataset sizes with ``set_batch_sizes``, size their own
-            batches (an InterleaveDataset without them uses this size for each of its datasets).
-        ops: Per-sample NumpyOps (or Schedulers of them), run in order on each sample; ``mode`` and ``ds_id`` of an
-            op select where it runs (on the batches of an InterleaveDataset built from a dict, its dataset names
-            serve as the ds_ids, as in FastEstimator).
+        batch_size: Samples per batch: an int, a Scheduler of ints, or a ``{mode: int or Scheduler}`` dict; may be
+            None for modes where a ``Batch(batch_size=...)`` op runs. A BatchDataset, and an InterleaveDataset given
+            per-dataset sizes with ``set_batch_sizes``, size their own batches (an InterleaveDataset without them
+            uses this size for each of its datasets).
+        ops: NumpyOps (or Schedulers of them), run in order on each sample; ``mode`` and ``ds_id`` of an op select
+            where it runs (on the batches of an InterleaveDataset built from a dict, its dataset names serve as the
+            ds_ids, as in FastEstimator). A :class:`~fe_ray.op.numpyop.Batch` op among them (at most one per mode,
+            epoch and ds_id) ends the per-sample ops: the ops after it run on each collated batch
+            (``forward_batch``), and its ``batch_size`` (ignored by a dataset that sizes its own batches; above
+            ``set_batch_sizes``), ``drop_last``, ``pad_value`` and ``collate_fn`` override the Pipeline's there
+            (see :func:`fe_ray.pipeline.batching.make_stage`).
         num_process: None or 0 prepares batches in the consuming thread; N > 0 uses N worker threads that prepare
             batches ahead. The batches and their order are identical either way, random fe_ray ops included (they
             draw from per-sample generators); only custom ops drawing from a global RNG (``np.random.*``) differ, as
@@ -69,8 +85,9 @@ class Pipeline:
         permutation (every pass ends with its partial batch unless ``drop_last``). The order of pass ``p`` of an
         epoch is a pure function of ``(shuffle_seed, mode, ds_id, epoch, p)``. Random ops (``op.is_random``, e.g.
         RandomCrop, Sometimes) draw from a generator that is a pure function of that, the sample's dataset index and
-        the op's position in the epoch's op list (``state["rng"]``, see :mod:`fe_ray.op.numpyop.randomness`), so
-        their augmentations too are the same after a resume and with any ``num_process``. :meth:`transform` has no
+        the op's position in the epoch's op list (``state["rng"]``, see :mod:`fe_ray.op.numpyop.randomness`); random
+        ops after a Batch op, from one seeded by the batch's index in the epoch. So their augmentations too are the
+        same after a resume and with any ``num_process``. :meth:`transform` has no
         sample position: there random ops draw anew on each call, from a generator seeded by numpy's global one.
 
     State contract (resuming mid-epoch):
@@ -94,10 +111,11 @@ class Pipeline:
         is not exact warns.
 
     Raises:
-        ValueError: For an empty dataset, a missing or non-positive batch size for a mode with data, a bad ds_id or
-            an invalid ``num_process``; for ``batch_size``, ``ops``, ``num_process``, ``drop_last``, ``pad_value``
-            or ``collate_fn`` when all data is DataLoaders / tf.data.Datasets (FastEstimator refuses the first
-            three; fe_ray refuses its own batching options too, as they would be silently ignored).
+        ValueError: For an empty dataset, a missing or non-positive batch size for a mode with data, a bad ds_id,
+            an invalid ``num_process`` or two Batch ops active in one mode, epoch and ds_id; for ``batch_size``,
+            ``ops``, ``num_process``, ``drop_last``, ``pad_value`` or ``collate_fn`` when all data is DataLoaders /
+            tf.data.Datasets (FastEstimator refuses the first three; fe_ray refuses its own batching options too, as
+            they would be silently ignored).
         TypeError: For a non-dataset value or an op that is not a NumpyOp (e.g. a TensorOp).
     """
 
@@ -112,9 +130,10 @@ class Pipeline:
             if given is not None:
                 self.data[mode] = normalize_data(given, mode)
         self.batch_size = batch_size
-        self._check_batch_sizes()
         self.ops: list[Any] = to_list(ops)
         check_numpy_ops(get_current_items(self.ops), "Pipeline(ops=...)")
+        check_batch_sizes(self.batch_size, self.data, self.ops)
+        check_batch_ops(self.ops, {**{mode: list(by_id) for mode, by_id in self.data.items()}, "infer": [""]})
         self.num_process = check_count(num_process, "num_process") if num_process is not None else 0
         self.drop_last = bool(drop_last)
         numeric = isinstance(pad_value, (int, float, np.number)) and not isinstance(pad_value, bool)
@@ -140,24 +159,6 @@ class Pipeline:
                                             "pad_value": self.pad_value, "collate_fn": self.collate_fn})
 
     # ------------------------------------------------------------------ configuration queries
-    def _check_batch_sizes(self) -> None:
-        if self.batch_size is None and any(not _batched(value) for by_id in self.data.values()
-                                           for value in by_id.values()):
-            raise ValueError(f"Pipeline has data for modes {sorted(self.data)} but no batch_size; pass an int, a "
-                             "Scheduler of ints, or a {mode: batch_size} dict.")
-        if isinstance(self.batch_size, Mapping):
-            for mode in self.batch_size:
-                check_mode(mode)
-            missing = [mode for mode, by_id in self.data.items() if mode not in self.batch_size
-                       and not all(_batched(value) for value in by_id.values())]
-            if missing:
-                raise ValueError(f"batch_size dict {dict(self.batch_size)} has no entry for mode(s) {missing}, which "
-                                 "have data.")
-            for value in self.batch_size.values():
-                check_batch_size(value)
-        elif self.batch_size is not None:
-            check_batch_size(self.batch_size)
-
     def get_batch_size(self, mode: str, epoch: int) -> int:
         """The batch size of ``mode`` at ``epoch``.
 
@@ -167,12 +168,14 @@ class Pipeline:
         value: Any = self.batch_size
         if isinstance(value, Mapping):
             if mode not in value:
-                raise ValueError(f"No batch_size for mode {mode!r}; the batch_size dict covers {sorted(value)}.")
+                raise ValueError(f"No batch_size for mode {mode!r}; the batch_size dict covers {sorted(value)} (or "
+                                 "give that mode a Batch(batch_size=...) op).")
             value = value[mode]
         if isinstance(value, Scheduler):
             value = value.get_current_value(epoch)
         if value is None:
-            raise ValueError(f"No batch_size for mode {mode!r} at epoch {epoch}.")
+            raise ValueError(f"No batch_size for mode {mode!r} at epoch {epoch}; give the Pipeline one, or a "
+                             "Batch(batch_size=...) op that runs there.")
         return int(value)
 
     def get_modes(self, epoch: int | None = None) -> set[str]:
@@ -216,8 +219,26 @@ class Pipeline:
         return items[0]
 
     def get_ops(self, mode: str, epoch: int, ds_id: str = "") -> list[NumpyOp]:
-        """The per-sample ops that run in ``mode`` at ``epoch`` for ``ds_id``."""
+        """The ops that run in ``mode`` at ``epoch`` for ``ds_id``, in order (a Batch op and the ops after it
+        included; :meth:`get_op_split` separates them)."""
         return get_current_items(self.ops, run_modes=mode, epoch=epoch, ds_id=ds_id)
+
+    def get_op_split(self, mode: str, epoch: int, ds_id: str = "") -> OpSplit:
+        """The ops of ``mode``, ``epoch`` and ``ds_id`` split at their Batch op: ``(per-sample ops, Batch op or None,
+        batched ops)``.
+
+        Raises:
+            ValueError: If two Batch ops are active there.
+        """
+        return split_ops(self.get_ops(mode, epoch, ds_id), describe(mode, epoch, ds_id))
+
+    def _stage(self, mode: str, epoch: int, ds_id: str, own_size: bool, explicit: int | None = None) -> Stage:
+        """The recipe of one dataset's batches: its ops split at the Batch op, the batch size (None where the
+        dataset sizes its own batches; else the op's, an InterleaveDataset's ``explicit`` one, or the Pipeline's)
+        and the collation settings."""
+        split = self.get_op_split(mode, epoch, ds_id)
+        size = None if own_size else op_batch_size(split) or explicit or self.get_batch_size(mode, epoch)
+        return make_stage(split, size, self.drop_last, self.pad_value, self.collate_fn)
 
     # ------------------------------------------------------------------ data access
     def __call__(self, mode: str, epoch: int = 1, ds_id: str = "", shuffle: bool | None = None,
@@ -251,16 +272,21 @@ class Pipeline:
         key = (mode, ds_id)
         saved = self._positions.get(key) if track else None
         start = saved["batches"] if saved is not None and saved["epoch"] == epoch else 0
-        # A dataset of whole batches (BatchDataset) sizes its own batches, as in FastEstimator.
-        batch_size = None if _batched(dataset) else self.get_batch_size(mode, epoch)
         interleave = interleaved(dataset)
-        # An InterleaveDataset's named datasets select their ops by name, as FastEstimator's ds_id-tagged ops do.
-        child_ops = None if interleave is None else \
-            [self.get_ops(mode, epoch, tag if tag is not None else ds_id) for tag in interleave.tags]
-        loader = Loader(dataset, self.get_ops(mode, epoch, ds_id), batch_size, mode, epoch,
-                        ds_id, shuffle=shuffle, seed=self.shuffle_seed, drop_last=self.drop_last,
-                        steps_per_epoch=steps_per_epoch, start=start, num_process=self.num_process,
-                        pad_value=self.pad_value, collate_fn=self.collate_fn, child_ops=child_ops)
+        child_stages = None
+        if interleave is None:
+            # A dataset of whole batches (BatchDataset) sizes its own batches, as in FastEstimator.
+            stage = self._stage(mode, epoch, ds_id, own_size=self_batching(dataset))
+        else:
+            # Its named datasets select their ops (and Batch op) by name, as FastEstimator's ds_id-tagged ops do.
+            stage = make_stage(OpSplit([], None, []), None, self.drop_last, self.pad_value, self.collate_fn)
+            explicit = interleave.explicit_batch_sizes or [None] * len(interleave.tags)
+            child_stages = [self._stage(mode, epoch, tag if tag is not None else ds_id, False, explicit[child])
+                            for child, tag in enumerate(interleave.tags)]
+        loader = Loader(dataset, stage.ops, stage.batch_size, mode, epoch, ds_id, shuffle=shuffle,
+                        seed=self.shuffle_seed, drop_last=stage.drop_last, steps_per_epoch=steps_per_epoch,
+                        start=start, num_process=self.num_process, pad_value=stage.pad_value,
+                        collate_fn=stage.collate_fn, batch_ops=stage.batch_ops, child_stages=child_stages)
         if track:
             loader.on_batch = self._tracker(key, epoch, loader.num_batches)
             if loader.remaining == 0:
@@ -272,34 +298,7 @@ class Pipeline:
     def _framework_loader(self, data: Any, mode: str, epoch: int, ds_id: str, steps_per_epoch: int | None,
                           track: bool) -> FrameworkLoader:
         """A DataLoader / tf.data.Dataset's loader; tracked, it resumes a saved position by skipping batches."""
-        key = (mode, ds_id)
-        saved = self._positions.get(key) if track else None
-        resumed = saved is not None and saved["epoch"] == epoch
-        if resumed:
-            set_rng_state(data, saved.get("rng"))  # the pass is re-created from the generators' epoch-start state
-        loader = FrameworkLoader(data, mode, epoch, ds_id, steps_per_epoch=steps_per_epoch,
-                                 start=saved["batches"] if resumed else 0)
-        if not track:
-            return loader
-        entry = {"epoch": epoch, "batches": loader.start, "exact": exact_resume(data), "rng": rng_state(data)}
-        total = loader.num_batches
-
-        def on_batch(handed_out: int) -> None:
-            if total is not None and handed_out >= total:
-                self._positions.pop(key, None)
-            else:
-                self._positions[key] = {**entry, "batches": handed_out}
-
-        def on_end() -> None:  # the pass ran out before the expected count: the epoch is over
-            if self._positions.get(key, {}).get("epoch") == epoch:
-                self._positions.pop(key, None)
-
-        loader.on_batch, loader.on_end = on_batch, on_end
-        if loader.remaining == 0:
-            self._positions.pop(key, None)
-        else:
-            self._positions[key] = entry
-        return loader
+        return framework_loader(self._positions, data, mode, epoch, ds_id, steps_per_epoch, track)
 
     def _tracker(self, key: tuple[str, str], epoch: int, total: int) -> Callable[[int], None]:
         def on_batch(handed_out: int) -> None:
@@ -352,7 +351,9 @@ class Pipeline:
 
     def transform(self, data: Mapping[str, Any], mode: str, epoch: int = 1, ds_id: str = "",
                   target_type: str = "np") -> dict[str, Any]:
-        """Run the per-sample ops of ``mode`` on one sample and return it as a batch of 1 (e.g. for inference).
+        """Run the ops of ``mode`` on one sample and return it as a batch of 1 (e.g. for inference).
+
+        Ops after a Batch op run on that batch of 1, made by the Batch op's ``collate_fn`` if it has one.
 
         Args:
             data: One sample, ``{key: value}`` (not batched).
@@ -373,8 +374,14 @@ class Pipeline:
             raise ValueError(f"Pipeline.transform target_type must be one of {list(TARGET_TYPES)}, got "
                              f"{target_type!r}.")
         sample = owned_sample(data)  # ops editing arrays in place must not change the caller's sample
-        forward_numpyop(self.get_ops(mode, epoch, ds_id), sample, {"mode": mode, "epoch": epoch, "ds_id": ds_id})
-        batch = {key: np.expand_dims(np.asarray(value), 0) for key, value in sample.items()}
+        split = self.get_op_split(mode, epoch, ds_id)
+        state = {"mode": mode, "epoch": epoch, "ds_id": ds_id}
+        forward_numpyop(split.sample_ops, sample, state)
+        if split.batch is not None and split.batch.collate_fn is not None:
+            batch = Loader.collate_samples([sample], make_stage(split, 1, False, None, split.batch.collate_fn))
+        else:
+            batch = {key: np.expand_dims(np.asarray(value), 0) for key, value in sample.items()}
+        forward_numpyop(split.batch_ops, batch, state, batched=True)
         return batch if target_type == "np" else to_tensor(batch, target_type)
 
     # ------------------------------------------------------------------ checkpointing
@@ -383,10 +390,8 @@ class Pipeline:
         positions: dict[str, dict[str, dict[str, Any]]] = {}
         for (mode, ds_id), position in self._positions.items():
             positions.setdefault(mode, {})[ds_id] = dict(position)
-        datasets = {mode: {ds_id: [_dataset_state(dataset) for dataset in get_current_items([value])]
-                           for ds_id, value in by_id.items()} for mode, by_id in self.data.items()}
         return {"seed": self.shuffle_seed, "positions": positions,
-                "ops": [op.state_dict() for op in get_current_items(self.ops)], "datasets": datasets}
+                "ops": [op.state_dict() for op in get_current_items(self.ops)], "datasets": dataset_states(self.data)}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Restore a :meth:`state_dict`; the next tracked loader of a saved (mode, ds_id, epoch) resumes it.
@@ -397,86 +402,22 @@ class Pipeline:
         missing = {"seed", "positions"} - set(state)
         if missing:
             raise ValueError(f"Pipeline state lacks {sorted(missing)}; it was not made by Pipeline.state_dict().")
-        positions: dict[tuple[str, str], dict[str, Any]] = {}
-        for mode, by_id in state["positions"].items():
-            if mode not in MODES:
-                raise ValueError(f"Pipeline state has a position for unknown mode {mode!r}; valid modes: {MODES}.")
-            for ds_id, position in by_id.items():
-                positions[(mode, ds_id)] = {"epoch": int(position["epoch"]), "batches": int(position["batches"])}
-                if "exact" in position:  # a DataLoader / tf.data.Dataset's position
-                    positions[(mode, ds_id)].update(exact=bool(position["exact"]), rng=position.get("rng"))
+        positions = parse_positions(state["positions"])
         ops = get_current_items(self.ops)
         op_states = state.get("ops", [])
         if len(op_states) != len(ops):
             raise ValueError(f"Pipeline state holds {len(op_states)} op state(s) but this Pipeline has {len(ops)} "
                              "op(s); restore into a Pipeline with the same ops.")
-        restores = self._dataset_restores(state.get("datasets", {}))  # all checked before anything changes
+        restores = dataset_restores(self.data, state.get("datasets", {}))  # all checked before anything changes
         for op, op_state in zip(ops, op_states):
             op.load_state_dict(copy.deepcopy(op_state))
-        for dataset, dataset_state in restores:
-            if framework_kind(dataset) is not None:
-                set_rng_state(dataset, dataset_state["rng"])
-            else:
-                dataset.load_state_dict(copy.deepcopy(dataset_state))
+        restore_datasets(restores)
         self.shuffle_seed = int(state["seed"])
-        self._positions = positions
+        # Updated in place: loaders already open (and their trackers) share this dict.
+        self._positions.clear()
+        self._positions.update(positions)
         warn_inexact(positions)
-
-    def _dataset_restores(self, states: Mapping[str, Mapping[str, list[Any]]]) -> list[tuple[Any, Any]]:
-        """Pair each saved dataset state with this Pipeline's dataset at the same (mode, ds_id, position).
-
-        Raises:
-            ValueError: If the saved states name a (mode, ds_id) this Pipeline lacks, hold another number of
-                datasets there, or hold a state for a dataset that cannot load one.
-        """
-        restores = []
-        for mode, by_id in states.items():
-            for ds_id, saved in by_id.items():
-                if ds_id not in self.data.get(mode, {}):
-                    raise ValueError(f"Pipeline state holds a dataset state for mode {mode!r}, ds_id {ds_id!r}, which "
-                                     f"this Pipeline has no data for; restore into a Pipeline with the same datasets.")
-                datasets = get_current_items([self.data[mode][ds_id]])
-                if len(saved) != len(datasets):
-                    raise ValueError(f"Pipeline state holds {len(saved)} dataset state(s) for mode {mode!r}, ds_id "
-                                     f"{ds_id!r}, but this Pipeline has {len(datasets)} dataset(s) there.")
-                for dataset, dataset_state in zip(datasets, saved):
-                    if dataset_state is None:
-                        continue
-                    if framework_kind(dataset) is not None:
-                        if not isinstance(dataset_state, Mapping) or "rng" not in dataset_state:
-                            raise ValueError(f"Pipeline state for the {type(dataset).__name__} of mode {mode!r}, "
-                                             f"ds_id {ds_id!r} is not a DataLoader's generator state.")
-                        restores.append((dataset, dataset_state))
-                        continue
-                    if not callable(getattr(dataset, "load_state_dict", None)):
-                        raise ValueError(f"Pipeline state holds a state for the {type(dataset).__name__} of mode "
-                                         f"{mode!r}, ds_id {ds_id!r}, which has no load_state_dict.")
-                    restores.append((dataset, dataset_state))
-        return restores
 
     def __repr__(self) -> str:
         data = {mode: {ds_id: value for ds_id, value in by_id.items()} for mode, by_id in self.data.items()}
         return f"Pipeline(data={data}, batch_size={self.batch_size!r}, ops={self.ops}, num_process={self.num_process})"
-
-
-def _dataset_state(dataset: Any) -> Any:
-    """A dataset's own ``state_dict()`` (copied: the dataset goes on changing), or None if it keeps no state; for a
-    DataLoader, its generators' states (a tf.data.Dataset keeps none)."""
-    if framework_kind(dataset) is not None:
-        states = rng_state(dataset)
-        return None if states is None else {"rng": states}
-    state_dict = getattr(dataset, "state_dict", None)
-    return copy.deepcopy(state_dict()) if callable(state_dict) else None
-
-
-def _batched(data: Any) -> bool:
-    """Whether every dataset ``data`` may be (one, or a Scheduler's) sizes its own batches: gives whole batches
-    (``fe_batched``), or is an InterleaveDataset whose batch sizes were set."""
-    values = data.get_all_values() if isinstance(data, Scheduler) else [data]
-    return all(getattr(value, "fe_batched", False) or _sized_interleave(value) or framework_kind(value) is not None
-               for value in values if value is not None)
-
-
-def _sized_interleave(dataset: Any) -> bool:
-    interleave = interleaved(dataset)
-    return interleave is not None and interleave.explicit_batch_sizes is not None

@@ -8,8 +8,10 @@ from typing import Any
 
 import numpy as np
 
+from fe_ray.pipeline.batching import self_batching, sized_modes
 from fe_ray.pipeline.framework_data import framework_kind
 from fe_ray.schedule import Scheduler, get_current_items
+from fe_ray.util import check_mode
 
 
 def normalize_data(given: Any, mode: str) -> dict[str, Any]:
@@ -59,6 +61,33 @@ def check_dataset(dataset: Any, where: str) -> None:
                         f"datasets; got {type(dataset).__name__}.")
     if len(dataset) == 0:
         raise ValueError(f"{where} is an empty dataset ({type(dataset).__name__} of length 0).")
+
+
+def check_batch_sizes(batch_size: Any, data: Mapping[str, Mapping[str, Any]], ops: list[Any]) -> None:
+    """Check a Pipeline's ``batch_size`` against its data: every mode with data needs one, unless all its datasets
+    size their own batches or a Batch op with a ``batch_size`` may run in it (whether one covers every epoch and
+    ds_id is checked when the loader opens).
+
+    Raises:
+        ValueError: If a mode lacks a batch size, the dict names an unknown mode, or a size is not positive.
+    """
+    sized = sized_modes(ops)
+    needs = [mode for mode, by_id in data.items()
+             if mode not in sized and not all(self_batching(value) for value in by_id.values())]
+    if batch_size is None and needs:
+        raise ValueError(f"Pipeline has data for modes {sorted(data)} but no batch_size for {needs}; pass an int, a "
+                         "Scheduler of ints, a {mode: batch_size} dict, or a Batch(batch_size=...) op in ops.")
+    if isinstance(batch_size, Mapping):
+        for mode in batch_size:
+            check_mode(mode)
+        missing = [mode for mode in needs if mode not in batch_size]
+        if missing:
+            raise ValueError(f"batch_size dict {dict(batch_size)} has no entry for mode(s) {missing}, which have "
+                             "data; add them, or give those modes a Batch(batch_size=...) op.")
+        for value in batch_size.values():
+            check_batch_size(value)
+    elif batch_size is not None:
+        check_batch_size(batch_size)
 
 
 def check_batch_size(value: Any) -> None:

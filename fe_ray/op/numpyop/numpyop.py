@@ -80,6 +80,74 @@ class LambdaOp(NumpyOp):
         return self.fn(*data)
 
 
+class Batch(NumpyOp):
+    """Mark where a Pipeline's per-sample ops end and its batched ops begin, with the batching settings to use there.
+
+    Ops listed before it in ``Pipeline(ops=...)`` run on one sample at a time; the samples are then collated into a
+    batch, and ops listed after it run on that whole batch (their :meth:`NumpyOp.forward_batch`, e.g. to mix samples
+    or to normalize with batch statistics). At most one Batch op may be active for a given mode, epoch and ds_id;
+    filter or schedule several (``mode=``, ``ds_id=``, an EpochScheduler) to vary batching by context.
+
+    Args:
+        batch_size: Samples per batch where this op runs; overrides the Pipeline's ``batch_size`` (per mode or ds_id
+            this way). None keeps the Pipeline's. A dataset that makes its own batches (BatchDataset) ignores it.
+        drop_last: Drop the last, partial batch of each pass over the data. True turns dropping on where this op
+            runs; False (the default) leaves the Pipeline's ``drop_last`` as it is. No effect on a BatchDataset.
+        pad_value: Pad samples of one key that differ in shape with this value (at the end of each axis) up to the
+            batch's largest shape. Exclusive with ``collate_fn``.
+        collate_fn: Make each batch from the list of its sample dicts (returning one dict of batched values).
+            Exclusive with ``pad_value``. Given either, the op's collation replaces the Pipeline's ``pad_value`` /
+            ``collate_fn``; given neither, the Pipeline's apply.
+        mode: Mode(s) in which this op applies; None for all, "!mode" to exclude one.
+        ds_id: Dataset id(s) in which this op applies; None for all, "!id" to exclude one.
+
+    Differences from FastEstimator: ``batch_size`` must be positive (FastEstimator accepts 0); ``collate_fn`` stays
+    None when not given (FastEstimator fills in torch's default_collate), since fe_ray stacks numpy arrays itself;
+    and fe_ray's Pipeline has its own ``drop_last`` / ``pad_value`` / ``collate_fn``, combined with the op's as
+    described above.
+
+    Raises:
+        ValueError: If ``batch_size`` is not a positive int, or both ``pad_value`` and ``collate_fn`` are given.
+        TypeError: If ``drop_last`` is not a bool, ``pad_value`` not a number or ``collate_fn`` not callable.
+    """
+
+    def __init__(self, batch_size: int | None = None, drop_last: bool = False, pad_value: int | float | None = None,
+                 collate_fn: Callable[[list[dict[str, Any]]], dict[str, Any]] | None = None,
+                 mode: None | str | Iterable[str] = None, ds_id: None | str | Iterable[str] = None) -> None:
+        super().__init__(mode=mode, ds_id=ds_id)
+        if batch_size is not None and (not isinstance(batch_size, (int, np.integer)) or isinstance(batch_size, bool)
+                                       or batch_size < 1):
+            raise ValueError(f"Batch batch_size must be a positive int, or None to keep the Pipeline's, got "
+                             f"{batch_size!r}.")
+        if not isinstance(drop_last, (bool, np.bool_)):
+            raise TypeError(f"Batch drop_last must be a bool, got {drop_last!r}.")
+        numeric = isinstance(pad_value, (int, float, np.number)) and not isinstance(pad_value, bool)
+        if pad_value is not None and not numeric:
+            raise TypeError(f"Batch pad_value must be a number (the fill of samples padded to one shape) or None, got "
+                            f"{pad_value!r}.")
+        if collate_fn is not None and not callable(collate_fn):
+            raise TypeError(f"Batch collate_fn must be callable (a list of sample dicts -> one batch dict) or None, "
+                            f"got {type(collate_fn).__name__}.")
+        if pad_value is not None and collate_fn is not None:
+            raise ValueError(f"Batch got both pad_value={pad_value!r} and a collate_fn; give one of them (pad inside "
+                             "your collate_fn if it needs padding).")
+        self.batch_size = None if batch_size is None else int(batch_size)
+        self.drop_last = bool(drop_last)
+        self.pad_value = pad_value
+        self.collate_fn = collate_fn
+
+    def forward(self, data: Any, state: dict[str, Any]) -> Any:
+        return data  # a marker: the Pipeline does the batching, the op itself reads and writes nothing
+
+    def forward_batch(self, data: Any, state: dict[str, Any]) -> Any:
+        return data
+
+    def __repr__(self) -> str:
+        return (f"Batch(batch_size={self.batch_size}, drop_last={self.drop_last}, pad_value={self.pad_value!r}, "
+                f"collate_fn={getattr(self.collate_fn, '__name__', self.collate_fn)!r}, mode={self.mode}, "
+                f"ds_id={self.ds_id})")
+
+
 class Delete(NumpyOp):
     """Remove key(s) from the data dictionary."""
 
