@@ -462,3 +462,15 @@ def test_tensorflow_models_channel_last() -> None:
     expected = SaliencyNet(model=model, model_inputs="x", model_outputs="y_pred").get_masks({"x": data["x"][16:19]})
     np.testing.assert_allclose(_column(saliency, "saliency"), np.asarray(expected["saliency"])[..., 0], rtol=1e-5,
                                atol=1e-6)
+
+
+def test_image_saver_draws_the_trackers_summaries(tmp_path: Any) -> None:
+    from PIL import Image
+
+    tracker = LabelTracker(label="y", metric="sample_ce", label_mapping={"zero": 0, "two": 2})
+    saver = ImageSaver(inputs="sample_ce_by_y", save_dir=str(tmp_path), mode="eval", dpi=50)
+    _estimator(_model(), [tracker, saver]).fit()
+    files = sorted(p.name for p in tmp_path.iterdir())
+    assert len(files) == 1 and files[0].startswith("sample_ce_by_y_") and files[0].endswith(".png")
+    with Image.open(tmp_path / files[0]) as image:
+        assert image.size[0] > 50 and image.size[1] > 50

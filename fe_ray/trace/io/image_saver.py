@@ -6,22 +6,35 @@ import os
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from fe_ray.summary.summary import Summary
 from fe_ray.trace.trace import Data, Trace
-from fe_ray.util.img_data import Display, ImageDisplay, check_matplotlib
+from fe_ray.util.img_data import Display, ImageDisplay, check_matplotlib, save_figure
 
 PREFIX = "FastEstimator-ImageSaver"
 
 
-def image_items(key: str, value: Any, what: str) -> Iterator[tuple[str, Display]]:
-    """The figures to draw for ``value`` found under ``key``: ('', the display) for a display, else one
-    ('_elem_<i>', ImageDisplay) per element of an image batch (torch tensors keep their type for the channel-first
-    rule).
+def is_figure(item: Any) -> bool:
+    """Whether ``item`` is a matplotlib Figure (checked by name: matplotlib is imported only to draw)."""
+    return type(item).__name__ == "Figure" and type(item).__module__.startswith("matplotlib")
+
+
+def image_items(key: str, value: Any, what: str) -> Iterator[tuple[str, Any]]:
+    """The figures to draw for ``value`` found under ``key``: ('', the display) for a display, ('', the matplotlib
+    Figure of :func:`~fe_ray.summary.logs.plot_logs`) for a Summary or a list of them (what LabelTracker and
+    InstanceTracker write), else one ('_elem_<i>', image) per element of an image batch (torch tensors keep their
+    type for the channel-first rule).
 
     Raises:
-        TypeError: If ``value`` is neither a display nor a batch of images.
+        TypeError: If ``value`` is neither a display, Summaries nor a batch of images.
     """
     if isinstance(value, Display):
         yield "", value
+        return
+    summaries = [value] if isinstance(value, Summary) else value if isinstance(value, (list, tuple)) else []
+    if summaries and all(isinstance(item, Summary) for item in summaries):
+        from fe_ray.summary.logs import plot_logs
+
+        yield "", plot_logs(list(summaries))
         return
     from fe_ray.backend import get_framework, to_number
 
@@ -49,8 +62,10 @@ class ImageSaver(Trace):
 
     Differences from FastEstimator 1.7: the figures are drawn with matplotlib (see :mod:`fe_ray.util.img_data`),
     and ``dpi`` sets the files' resolution: a figure laid out W x H pixels is written W * dpi / 100 x H * dpi / 100
-    pixels. Summaries (FastEstimator draws them with ``visualize_logs``) are not supported: a value that is neither
-    a display nor an image batch raises TypeError. ``save_dir`` is created when the first file is written.
+    pixels. A Summary or a list of them (LabelTracker, InstanceTracker) is drawn with
+    :func:`~fe_ray.summary.logs.plot_logs`, as FastEstimator draws them with ``visualize_logs``; any other value
+    that is neither a display nor an image batch raises TypeError. ``save_dir`` is created when the first file is
+    written.
 
     Args:
         inputs: Key(s) of the displays or image batches to save.
@@ -93,8 +108,12 @@ class ImageSaver(Trace):
                 continue
             stem = f"{key}_{self.system.mode}_epoch_{self.system.epoch_idx}"
             for suffix, item in image_items(key, value, "ImageSaver"):
-                display = item if isinstance(item, Display) else ImageDisplay(image=item, title=key)
-                path = display.save(os.path.join(self.save_dir, f"{stem}{suffix}.png"), dpi=self.dpi)
+                path = os.path.join(self.save_dir, f"{stem}{suffix}.png")
+                if is_figure(item):  # Summaries, drawn by plot_logs
+                    path = save_figure(item, path, dpi=self.dpi, verbose=False)
+                else:
+                    display = item if isinstance(item, Display) else ImageDisplay(image=item, title=key)
+                    path = display.save(path, dpi=self.dpi)
                 print(f"{PREFIX}: saved image to {path}", flush=True)
                 written.append(path)
         return written

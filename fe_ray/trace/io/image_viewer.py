@@ -6,7 +6,7 @@ import os
 import tempfile
 from collections.abc import Iterable
 
-from fe_ray.trace.io.image_saver import image_items
+from fe_ray.trace.io.image_saver import image_items, is_figure
 from fe_ray.trace.trace import Data, Trace
 from fe_ray.util.environment import in_notebook
 from fe_ray.util.img_data import Display, ImageDisplay, check_matplotlib, present_figure
@@ -28,7 +28,7 @@ class ImageViewer(Trace):
 
     Differences from FastEstimator 1.7: matplotlib instead of plotly (see :mod:`fe_ray.util.img_data`), hence no
     interactive figures: ``interactive`` is accepted (True, False or 'auto') and only checked; the files outside a
-    notebook replace plotly's browser window; Summaries are not supported (TypeError).
+    notebook replace plotly's browser window; Summaries are drawn with :func:`~fe_ray.summary.logs.plot_logs`.
 
     Args:
         inputs: Key(s) of the displays or image batches to show.
@@ -70,14 +70,16 @@ class ImageViewer(Trace):
                 continue
             stem = f"{key}_{self.system.mode}_epoch_{self.system.epoch_idx}"
             for suffix, item in image_items(key, value, "ImageViewer"):
-                if isinstance(item, Display):
-                    display, title = item, item.title or key
+                if is_figure(item):  # Summaries, drawn by plot_logs
+                    figure, title = item, key
+                elif isinstance(item, Display):
+                    figure, title = item.prepare(), item.title or key
                 else:
                     title = f"{key}_{suffix.rsplit('_', 1)[-1]}"
-                    display = ImageDisplay(image=item, title=title)
+                    figure = ImageDisplay(image=item, title=title).prepare()
                 folder = None if in_notebook() else self._folder()  # inline figures need no folder
-                shown.append(present_figure(display.prepare(), title, folder=folder,
-                                            file_name=f"{stem}{suffix}.png", prefix=PREFIX))
+                shown.append(present_figure(figure, title, folder=folder, file_name=f"{stem}{suffix}.png",
+                                            prefix=PREFIX))
         return shown
 
     def _folder(self) -> str:

@@ -28,8 +28,7 @@ class InstanceTracker(Trace):
     Differences from FastEstimator 1.7: a metric or index with more than one value per sample raises ValueError
     naming the key (the metric must be per sample, e.g. ``CrossEntropy(..., average_loss=False)``); with ``mode``
     None the modes the trace ran in are reported; the state (histories and the current epoch's values) is saved by
-    ``state_dict`` for checkpoints. fe_ray's ImageSaver / ImageViewer draw displays and image batches, not
-    Summaries: draw the written list with ``fe.summary.logs.visualize_logs`` (or ``plot_logs``) instead.
+    ``state_dict`` for checkpoints.
 
     Args:
         index: The key of the sample indices (e.g. from a dataset's index op).

@@ -56,9 +56,7 @@ class LabelTracker(Trace):
 
     Differences from FastEstimator 1.7: a metric or label with more than one value per sample raises ValueError
     naming the key (the metric must be per sample, e.g. ``CrossEntropy(..., average_loss=False)``); the state
-    (per-class histories and the current epoch's values) is saved by ``state_dict`` for checkpoints. fe_ray's
-    ImageSaver / ImageViewer draw displays and image batches, not Summaries: draw the written list with
-    ``fe.summary.logs.visualize_logs`` (or ``plot_logs``) instead.
+    (per-class histories and the current epoch's values) is saved by ``state_dict`` for checkpoints.
 
     Args:
         label: The key of the labels (class values) to group by.
