@@ -6,8 +6,7 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
-import numpy as np
-
+from fe_ray.op.numpyop.file_paths import sample_file_path
 from fe_ray.op.numpyop.numpyop import NumpyOp
 from fe_ray.util import to_list
 
@@ -55,14 +54,7 @@ class ReadMat(NumpyOp):
         self.out_list = True
 
     def _path(self, path: Any) -> str:
-        if isinstance(path, np.ndarray) and path.ndim == 0:
-            path = path.item()  # a path as a Network pop sees it, one element of a batch array
-        if isinstance(path, bytes):
-            path = path.decode()
-        if not isinstance(path, (str, os.PathLike)):
-            raise TypeError(f"ReadMat {self.inputs} must hold file paths (str), got {type(path).__name__}: "
-                            f"{path!r:.100}.")
-        return os.path.normpath(os.path.join(self.parent_path, os.fspath(path)))
+        return sample_file_path(path, self.parent_path, f"ReadMat {self.inputs}")
 
     def forward(self, data: Any, state: dict[str, Any]) -> list[Any]:
         from scipy.io import loadmat  # imported on first use, so the op can be built without scipy

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from fe_ray.op.numpyop.file_paths import sample_file_path
 from fe_ray.op.numpyop.numpyop import NumpyOp
 
 # OpenCV's imread flags that FastEstimator's color_flag accepts and fe_ray reproduces (OpenCV itself is not needed).
@@ -80,14 +81,7 @@ class ReadImage(NumpyOp):
         return [self._read(path) for path in data]
 
     def _path(self, path: Any) -> str:
-        if isinstance(path, np.ndarray) and path.ndim == 0:
-            path = path.item()  # a path as a Network pop sees it, one element of a batch array
-        if isinstance(path, bytes):
-            path = path.decode()
-        if not isinstance(path, (str, os.PathLike)):
-            raise TypeError(f"ReadImage {self.inputs} must hold file paths (str), got {type(path).__name__}: "
-                            f"{path!r:.100}.")
-        return os.path.normpath(os.path.join(self.parent_path, os.fspath(path)))
+        return sample_file_path(path, self.parent_path, f"ReadImage {self.inputs}")
 
     def _read(self, raw_path: Any) -> np.ndarray:
         path = self._path(raw_path)
