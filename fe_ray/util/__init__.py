@@ -13,9 +13,11 @@ or TensorFlow at import time. One concept per module:
 * :mod:`fe_ray.util.img_data`: ``ImageDisplay``, ``BatchDisplay``, ``GridDisplay``, drawn with matplotlib (loaded on
   first use; matplotlib is optional).
 
+* :mod:`fe_ray.util.compat`: ``traceable``, ``warn``, ``get_colors``, ``is_valid_file``.
+
 ``fe.util.Data`` is the Trace event's :class:`fe_ray.trace.trace.Data`, loaded on first use (the trace package
-itself imports this one). FastEstimator's other plotting and report helpers (``get_colors``, the LaTeX and
-traceability helpers) and its download progress bars are not ported.
+itself imports this one). FastEstimator's LaTeX and traceability-report helpers and its download progress bars are
+not ported (``traceable`` is accepted and records its lists only).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from fe_ray.util.base import (
     to_list,
     to_set,
 )
+from fe_ray.util.compat import get_colors, is_valid_file, traceable, warn
 from fe_ray.util.devices import cpu_count, get_device, get_gpu_info, get_num_devices, get_num_gpus
 from fe_ray.util.environment import LogSplicer, Suppressor, Timer, draw, in_notebook, list_files
 from fe_ray.util.structures import FEID, DefaultKeyDict, Flag, param_to_range
@@ -76,7 +79,8 @@ __all__ = [
     "check_io_names", "cpu_count", "detach_tensors", "draw", "filter_nones", "get_batch_size", "get_device",
     "get_num_devices", "get_num_gpus", "get_shape", "get_type", "in_notebook", "is_number", "list_files",
     "move_tensors_to_device", "pad_batch", "pad_data", "param_to_range", "parse_modes", "parse_string_to_python",
-    "prettify_metric_name", "strip_prefix", "strip_suffix", "to_list", "to_number", "to_set",
+    "prettify_metric_name", "strip_prefix", "strip_suffix", "to_list", "to_number", "to_set", "get_colors",
+    "is_valid_file", "traceable", "warn",
     # fe_ray's additions and internal helpers
     "MODES", "accepts_positional", "check_count", "check_epoch", "check_mode", "get_gpu_info", "lower_priority",
     "map_nested", "parse_ds_ids",
