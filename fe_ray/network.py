@@ -13,8 +13,8 @@ from typing import Any
 
 from fe_ray.allocator import tune_process_malloc
 from fe_ray.backend import BACKEND_CACHE_KEY, get_backend, get_framework
+from fe_ray.op.numpyop.numpyop import Batch, NumpyOp, check_numpy_ops, forward_numpyop
 from fe_ray.op.numpyop.numpyop import Delete as NumpyDelete
-from fe_ray.op.numpyop.numpyop import NumpyOp, check_numpy_ops, forward_numpyop
 from fe_ray.op.tensorop.tensorop import Delete as TensorDelete
 from fe_ray.op.tensorop.tensorop import TensorOp
 from fe_ray.schedule import Scheduler, get_current_items
@@ -80,6 +80,9 @@ class BaseNetwork:
                 raise TypeError(f"Network ops must be TensorOps, but op #{pos} is a {type(op).__name__}. NumpyOps "
                                 "belong in Pipeline(ops=...) or Network(pops=...).")
         check_numpy_ops(get_current_items(self.postprocessing), "Network pops")
+        if any(isinstance(op, Batch) for op in get_current_items(self.postprocessing)):
+            raise TypeError("Network pops got a Batch op, which only marks where a Pipeline batches samples (pops "
+                            "already see whole batches): put it in Pipeline(ops=...).")
         for slicer in get_current_items(self.slicers):
             if not isinstance(slicer, Slicer):
                 raise TypeError(f"Network slicers must be Slicers, got {type(slicer).__name__}.")

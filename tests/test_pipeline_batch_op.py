@@ -374,3 +374,10 @@ def test_loader_finish_without_an_index_draws_anew() -> None:
     assert first.shape == (2, 1) and np.all((first > 0) & (first < 1)) and not np.array_equal(first, second)
     np.testing.assert_array_equal(seeded, op_generator(batch_entropy(loader.seed, "eval", "", 1, 0), 0)
                                   .random((2, 1)))
+
+
+def test_a_batch_op_among_the_network_pops_is_refused() -> None:
+    from fe_ray.op.tensorop import LambdaOp
+
+    with pytest.raises(TypeError, match="Network pops got a Batch op.*Pipeline\\(ops=...\\)"):
+        fe.Network(ops=[LambdaOp(fn=lambda x: x, inputs="x", outputs="y")], pops=[Batch(batch_size=2)])
