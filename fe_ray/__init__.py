@@ -22,8 +22,8 @@ _LAZY = {
 
 
 # Subpackages reachable as attributes (``fe.trace.Accuracy``) without importing them all up front.
-_SUBPACKAGES = ("architecture", "backend", "dataset", "io", "op", "pipeline", "schedule", "search", "slicer", "summary",
-               "trace", "util", "xai")
+_SUBPACKAGES = ("architecture", "backend", "dataset", "io", "layers", "op", "pipeline", "schedule", "search", "slicer",
+               "summary", "trace", "util", "xai")
 
 
 def __getattr__(name: str) -> Any:
