@@ -5,6 +5,11 @@ FastEstimator's ``fastestimator train`` / ``fastestimator test`` convention, for
     fe-ray train examples/mnist_torch.py --epochs 2 --replicas 2
     fe-ray test my_script.py --hyperparameters hp.json --batch-size 64
 
+``fe-ray logs LOG_DIR`` plots the metrics of the log files in a folder, as ``fastestimator logs`` does (see
+:func:`fe_ray.summary.logs.parse_log_dir`): ``--extension``, ``--recursive``, ``--ignore`` / ``--include``,
+``--smooth``, ``--pretty_names``, ``--group_by REGEX`` (``_n`` groups ``<name>_<number><extension>`` files) and
+``--save [DIR]`` (else the figure is shown: a temporary PNG outside notebooks).
+
 The script is imported (its ``if __name__ == "__main__":`` block does not run) and its ``get_estimator`` is called
 with the hyperparameters: those of ``--hyperparameters FILE`` (a JSON object), overridden by every further
 ``--name value`` pair (``--batch-size`` and ``--batch_size`` both name ``batch_size``; values are Python literals
@@ -21,6 +26,7 @@ import ast
 import importlib.util
 import inspect
 import json
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -126,7 +132,41 @@ def _parser() -> argparse.ArgumentParser:
         if name == "train":
             sub.add_argument("--no-warmup", dest="warmup", action="store_false",
                              help="skip the warm-up pass over every mode before training")
+    _add_logs_parser(commands)
     return parser
+
+
+def _add_logs_parser(commands: Any) -> None:
+    """``fe-ray logs``: FastEstimator's ``logs`` command and arguments."""
+    logs = commands.add_parser("logs", help="plot the metrics of the log files in a folder", allow_abbrev=False,
+                               description="Plot the metrics of one or more log files (the lines fe_ray's Logger "
+                                           "prints) side by side, one panel per metric.")
+    logs.add_argument("log_dir", help="the folder holding the log files")
+    logs.add_argument("--extension", default=".txt", help="the log files' extension (default: .txt)")
+    logs.add_argument("--recursive", action="store_true", help="also read the log files of subfolders")
+    which = logs.add_mutually_exclusive_group()
+    which.add_argument("--ignore", nargs="+", metavar="METRIC", help="metrics not to plot")
+    which.add_argument("--include", nargs="+", metavar="METRIC", help="the only metrics to plot")
+    logs.add_argument("--smooth", type=float, default=0.0, help="gaussian smoothing of the curves (0: none)")
+    logs.add_argument("--pretty_names", action="store_true", help="turn metric names into titles")
+    logs.add_argument("--group_by", metavar="REGEX",
+                      help=r"group files into one mean +- std curve by this regex, e.g. '(.*)_[\d]+\.txt'; '_n' "
+                           "groups <name>_<number><extension> files")
+    output = logs.add_mutually_exclusive_group()
+    output.add_argument("--save", nargs="?", const="", default=None, metavar="DIR",
+                        help="save the figure (into DIR, default the log folder) instead of showing it")
+    output.add_argument("--display", action="store_true", help="show the figure (the default)")
+
+
+def _run_logs(args: argparse.Namespace) -> None:
+    from fe_ray.summary.logs import parse_log_dir
+
+    group_by = args.group_by
+    if group_by == "_n":
+        group_by = r"(.*)_[\d]+" + re.escape(args.extension)
+    save = args.save is not None
+    parse_log_dir(args.log_dir, args.extension, args.recursive, args.smooth, save, args.save or None, args.ignore,
+                  args.include, args.pretty_names, group_by)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -136,13 +176,22 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def run(argv: Sequence[str] | None = None) -> Any:
-    """Run the command given by ``argv`` (default ``sys.argv[1:]``) and return the Estimator's Summary.
+    """Run the command given by ``argv`` (default ``sys.argv[1:]``) and return the Estimator's Summary (None for
+    ``logs``).
 
     Raises:
         SystemExit: Status 2 with a message naming the bad input (as argparse does for its own errors).
     """
     parser = _parser()
     args, rest = parser.parse_known_args(argv)
+    if args.command == "logs":
+        if rest:
+            parser.error(f"unrecognized arguments: {' '.join(rest)}")
+        try:
+            _run_logs(args)
+        except (ValueError, FileNotFoundError) as err:
+            parser.error(str(err))
+        return None
     try:
         hyperparameters: dict[str, Any] = {}
         if args.hyperparameters:

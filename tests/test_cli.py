@@ -163,3 +163,25 @@ def test_console_command_trains_and_exits_0(script: Path) -> None:
                           capture_output=True, text=True, timeout=280)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "must not run" not in proc.stderr
+
+
+def test_logs_command_plots_a_folder_of_logs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("matplotlib")
+    from PIL import Image
+
+    for name, scale in (("run_1", 1.0), ("run_2", 2.0)):
+        lines = [f"FastEstimator-Train: step: {step}; ce: {scale / step};" for step in range(1, 6)]
+        lines.append(f"FastEstimator-Eval: step: 5; epoch: 1; ce: {scale / 4};")
+        (tmp_path / f"{name}.txt").write_text("\n".join(lines) + "\n")
+    out = tmp_path / "plots"
+    out.mkdir()
+    assert cli.run(["logs", str(tmp_path), "--group_by", "_n", "--smooth", "0.5", "--save", str(out)]) is None
+    with Image.open(out / "parse_logs.png") as image:
+        assert image.size[0] > 100
+    assert "Saving to" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exit_info:
+        cli.run(["logs", str(tmp_path), "--extension", ".log"])
+    assert exit_info.value.code == 2
+    assert "no files ending with '.log'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli.run(["logs", str(tmp_path), "--unknown", "1"])

@@ -136,9 +136,9 @@ def parse_log_files(file_paths: Iterable[str],
                     save_path: str | None = None,
                     ignore_metrics: Iterable[str] | None = None,
                     include_metrics: Iterable[str] | None = None,
-                    share_legend: bool = True,
                     pretty_names: bool = False,
-                    group_by: str | None = None) -> None:
+                    group_by: str | None = None,
+                    share_legend: bool = True) -> None:
     """Parse log files and plot their metrics side by side, one panel per metric (see :func:`visualize_logs`).
 
     Args:
@@ -150,12 +150,13 @@ def parse_log_files(file_paths: Iterable[str],
             ``save_path``, the folder of the first log file. A ``save_path`` is written even without ``save``.
         ignore_metrics: Keys not to plot.
         include_metrics: The only keys to plot (None: all).
-        share_legend: One legend for the whole figure (True) or one per panel (False).
         pretty_names: Turn keys into titles (``"model_lr"`` -> ``"Model Lr"``) for the panel titles.
         group_by: A regex grouping several files into one experiment plotted as its mean +- standard deviation
             (:func:`fe_ray.summary.summary.average_summaries`); the group is the pattern's capture group(s) in the
             file name (the whole match if it has none). For example ``r'(.*)_[\\d]+\\.txt'`` groups ``a_1.txt`` and
             ``a_2.txt`` as ``a``. None plots every file on its own.
+        share_legend: One legend for the whole figure (True) or one per panel (False); fe_ray's addition, after
+            FastEstimator 1.7's arguments.
 
     Raises:
         ValueError: If ``file_paths`` is empty, ``group_by`` is not a valid regex, or a file name does not match it.
@@ -187,14 +188,14 @@ def parse_log_files(file_paths: Iterable[str],
 def parse_log_dir(dir_path: str,
                   log_extension: str = ".txt",
                   recursive_search: bool = False,
-                  smooth_factor: float = 1,
+                  smooth_factor: float = 0,
                   save: bool = False,
                   save_path: str | None = None,
                   ignore_metrics: Iterable[str] | None = None,
                   include_metrics: Iterable[str] | None = None,
-                  share_legend: bool = True,
                   pretty_names: bool = False,
-                  group_by: str | None = None) -> None:
+                  group_by: str | None = None,
+                  share_legend: bool = True) -> None:
     """Parse every log file in a folder and plot their metrics side by side (see :func:`parse_log_files`).
 
     Args:
@@ -207,10 +208,10 @@ def parse_log_dir(dir_path: str,
             ``save_path``, ``dir_path``.
         ignore_metrics: Keys not to plot.
         include_metrics: The only keys to plot (None: all).
-        share_legend: One legend for the whole figure (True) or one per panel (False).
         pretty_names: Turn keys into titles for the panel titles.
         group_by: A regex grouping files into experiments plotted as mean +- standard deviation (see
             :func:`parse_log_files`).
+        share_legend: One legend for the whole figure (True) or one per panel (False); fe_ray's addition.
 
     Raises:
         FileNotFoundError: If ``dir_path`` does not exist.
@@ -223,4 +224,4 @@ def parse_log_dir(dir_path: str,
     if save and save_path is None:
         save_path = os.fspath(dir_path)
     parse_log_files(file_paths, log_extension, smooth_factor, save, save_path, ignore_metrics, include_metrics,
-                    share_legend, pretty_names, group_by)
+                    pretty_names, group_by, share_legend)
