@@ -8,7 +8,9 @@ FastEstimator's ``fastestimator train`` / ``fastestimator test`` convention, for
 ``fe-ray logs LOG_DIR`` plots the metrics of the log files in a folder, as ``fastestimator logs`` does (see
 :func:`fe_ray.summary.logs.parse_log_dir`): ``--extension``, ``--recursive``, ``--ignore`` / ``--include``,
 ``--smooth``, ``--pretty_names``, ``--group_by REGEX`` (``_n`` groups ``<name>_<number><extension>`` files) and
-``--save [DIR]`` (else the figure is shown: a temporary PNG outside notebooks).
+``--save [DIR]`` (else the figure is shown: a temporary PNG outside notebooks). ``fe-ray plot SEARCH.json`` draws a
+saved search, as ``fastestimator plot`` does (see :mod:`fe_ray.search.visualize`): ``--draw cartesian|heatmap|
+parallel``, ``--title``, ``--ignore``, ``--color_by``, ``-G/--group``, ``--save [DIR]``.
 
 The script is imported (its ``if __name__ == "__main__":`` block does not run) and its ``get_estimator`` is called
 with the hyperparameters: those of ``--hyperparameters FILE`` (a JSON object), overridden by every further
@@ -26,6 +28,7 @@ import ast
 import importlib.util
 import inspect
 import json
+import os
 import re
 import sys
 from collections.abc import Sequence
@@ -133,6 +136,7 @@ def _parser() -> argparse.ArgumentParser:
             sub.add_argument("--no-warmup", dest="warmup", action="store_false",
                              help="skip the warm-up pass over every mode before training")
     _add_logs_parser(commands)
+    _add_plot_parser(commands)
     return parser
 
 
@@ -158,6 +162,40 @@ def _add_logs_parser(commands: Any) -> None:
     output.add_argument("--display", action="store_true", help="show the figure (the default)")
 
 
+def _add_plot_parser(commands: Any) -> None:
+    """``fe-ray plot``: FastEstimator's ``plot`` command (a saved search's results) and arguments."""
+    plot = commands.add_parser("plot", help="plot the results of a saved search (its JSON file)", allow_abbrev=False,
+                               description="Plot a saved search's results: line plots, heatmaps or parallel "
+                                           "coordinates, chosen from the number of parameters unless --draw says.")
+    plot.add_argument("search_path", help="the JSON file a search saved")
+    plot.add_argument("--ignore", nargs="+", metavar="KEY", help="parameters or results to leave out")
+    plot.add_argument("--title", default=None, help="the figure's title (default: the search's name)")
+    plot.add_argument("--draw", choices=("cartesian", "heatmap", "parallel"), default=None,
+                      help="the kind of plot (default: chosen from the number of parameters)")
+    plot.add_argument("--color_by", default=None, help="the key colouring a parallel-coordinates plot")
+    plot.add_argument("-G", "--group", action="append", nargs="+", metavar="RESULT",
+                      help="results to draw on one line plot (repeat for several groups)")
+    output = plot.add_mutually_exclusive_group()
+    output.add_argument("--save", nargs="?", const="", default=None, metavar="DIR",
+                        help="save the figure (into DIR, default the search file's folder) instead of showing it")
+    output.add_argument("--display", action="store_true", help="show the figure (the default)")
+
+
+def _run_plot(args: argparse.Namespace) -> None:
+    from fe_ray.search import visualize
+
+    functions = {"cartesian": visualize.visualize_cartesian, "heatmap": visualize.visualize_heatmap,
+                 "parallel": visualize.visualize_parallel_coordinates, None: visualize.visualize_search}
+    kwargs: dict[str, Any] = {"search": args.search_path, "title": args.title, "ignore_keys": args.ignore}
+    if args.save is not None:  # a folder, as in FastEstimator (the separator keeps a new one from naming a file)
+        kwargs["save_path"] = os.path.join(args.save or os.path.dirname(os.path.abspath(args.search_path)), "")
+    if args.color_by:
+        kwargs["color_by"] = args.color_by
+    if args.group:
+        kwargs["groups"] = args.group
+    functions[args.draw](**kwargs)
+
+
 def _run_logs(args: argparse.Namespace) -> None:
     from fe_ray.summary.logs import parse_log_dir
 
@@ -165,7 +203,8 @@ def _run_logs(args: argparse.Namespace) -> None:
     if group_by == "_n":
         group_by = r"(.*)_[\d]+" + re.escape(args.extension)
     save = args.save is not None
-    parse_log_dir(args.log_dir, args.extension, args.recursive, args.smooth, save, args.save or None, args.ignore,
+    save_dir = os.path.join(args.save, "") if args.save else None  # a folder, even one that does not exist yet
+    parse_log_dir(args.log_dir, args.extension, args.recursive, args.smooth, save, save_dir, args.ignore,
                   args.include, args.pretty_names, group_by)
 
 
@@ -177,19 +216,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def run(argv: Sequence[str] | None = None) -> Any:
     """Run the command given by ``argv`` (default ``sys.argv[1:]``) and return the Estimator's Summary (None for
-    ``logs``).
+    ``logs`` and ``plot``).
 
     Raises:
         SystemExit: Status 2 with a message naming the bad input (as argparse does for its own errors).
     """
     parser = _parser()
     args, rest = parser.parse_known_args(argv)
-    if args.command == "logs":
+    if args.command in ("logs", "plot"):
         if rest:
             parser.error(f"unrecognized arguments: {' '.join(rest)}")
         try:
-            _run_logs(args)
-        except (ValueError, FileNotFoundError) as err:
+            (_run_logs if args.command == "logs" else _run_plot)(args)
+        except (ValueError, TypeError, FileNotFoundError) as err:
             parser.error(str(err))
         return None
     try:

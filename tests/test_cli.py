@@ -173,8 +173,7 @@ def test_logs_command_plots_a_folder_of_logs(tmp_path: Path, capsys: pytest.Capt
         lines = [f"FastEstimator-Train: step: {step}; ce: {scale / step};" for step in range(1, 6)]
         lines.append(f"FastEstimator-Eval: step: 5; epoch: 1; ce: {scale / 4};")
         (tmp_path / f"{name}.txt").write_text("\n".join(lines) + "\n")
-    out = tmp_path / "plots"
-    out.mkdir()
+    out = tmp_path / "plots"  # created by the command
     assert cli.run(["logs", str(tmp_path), "--group_by", "_n", "--smooth", "0.5", "--save", str(out)]) is None
     with Image.open(out / "parse_logs.png") as image:
         assert image.size[0] > 100
@@ -185,3 +184,26 @@ def test_logs_command_plots_a_folder_of_logs(tmp_path: Path, capsys: pytest.Capt
     assert "no files ending with '.log'" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         cli.run(["logs", str(tmp_path), "--unknown", "1"])
+
+
+def test_plot_command_draws_a_saved_search(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("matplotlib")
+    from PIL import Image
+
+    from fe_ray.search import GridSearch
+
+    search = GridSearch(lambda search_idx, a, b: {"prod": a * b, "sum": a + b}, params={"a": [1, 2], "b": [3, 4]},
+                        name="grid")
+    search.fit()
+    search.save(str(tmp_path))
+    path = str(tmp_path / "grid.json")
+    assert cli.run(["plot", path, "--title", "two params", "--save"]) is None  # into the file's folder
+    with Image.open(tmp_path / "figure.png") as image:
+        assert image.size[0] > 100
+    out = tmp_path / "out"
+    cli.run(["plot", path, "--draw", "parallel", "--color_by", "sum", "--ignore", "prod", "--save", str(out)])
+    assert (out / "figure.png").exists()
+    with pytest.raises(SystemExit) as exit_info:
+        cli.run(["plot", path, "--draw", "cartesian", "--save", str(out)])  # 2 parameters: not a line plot
+    assert exit_info.value.code == 2
+    assert "Cartesian plots need exactly 1 varying parameter" in capsys.readouterr().err
