@@ -512,3 +512,37 @@ def test_torch_device_helpers() -> None:
     model = torch_linear("adam")
     backend.move_model(model, "cpu")
     assert get_backend("tf").get_device() is None
+
+
+def test_torch_feed_forward_sets_the_mode_and_keeps_a_models_own_train_override() -> None:
+    import torch
+
+    backend = get_backend("torch")
+    model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Dropout(0.5), torch.nn.Linear(2, 1))
+    x = torch.ones(4, 2)
+    for training in (True, True, False, False, True):
+        backend.feed_forward(model, x, training=training)
+        assert all(module.training == training for module in model.modules())
+
+    class FrozenNorm(torch.nn.Module):
+        """Keeps its BatchNorm in eval mode whatever mode it is put in (a common detection-model pattern)."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.norm, self.calls = torch.nn.BatchNorm1d(2), 0
+
+        def train(self, mode: bool = True) -> FrozenNorm:
+            super().train(mode)
+            self.norm.eval()
+            self.calls += 1
+            return self
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.norm(x)
+
+    frozen = FrozenNorm()
+    for _ in range(3):
+        backend.feed_forward(frozen, x, training=True)
+    # A model with its own train() gets the call every time (from the first step on, when all its flags still
+    # read True), so the norm stays frozen.
+    assert frozen.calls == 3 and frozen.training and not frozen.norm.training
