@@ -15,13 +15,13 @@ from fe_ray.op.numpyop import NumpyOp
 from fe_ray.op.numpyop.randomness import RNG_KEY
 from fe_ray.op.numpyop.univariate._drawing import (
     add_weighted,
-    cv_blur,
     disk,
     hls_to_rgb,
     line_pixels,
     polygon_mask,
     rgb_to_hls,
 )
+from fe_ray.op.numpyop.univariate.blur import box_blur
 from fe_ray.op.numpyop.univariate.weather import RandomFog, RandomRain, RandomShadow, RandomSnow, RandomSunFlare
 from tests.op.numpyop.pipeline_checks import assert_position_seeded
 
@@ -66,12 +66,12 @@ def test_disk_polygon_and_blend_arithmetic() -> None:
                                   [0, 2, 2])
 
 
-def test_cv_blur_anchor_for_even_sizes() -> None:
+def test_box_blur_anchor_for_even_sizes() -> None:
     image = np.arange(16, dtype=np.uint8).reshape(4, 4)
     # Size 2: the window is the pixel and its upper/left neighbours, mirrored without the edge at the border.
-    np.testing.assert_array_equal(cv_blur(image, 2)[:2], [[3, 3, 4, 5], [3, 3, 4, 5]])
-    np.testing.assert_array_equal(cv_blur(image, 1), image)
-    assert cv_blur(image.astype(np.float32), 2).dtype == np.float32
+    np.testing.assert_array_equal(box_blur(image, 2)[:2], [[3, 3, 4, 5], [3, 3, 4, 5]])
+    np.testing.assert_array_equal(box_blur(image, 1), image)
+    assert box_blur(image.astype(np.float32), 2).dtype == np.float32
 
 
 def test_hls_conversions_match_opencv_conventions() -> None:

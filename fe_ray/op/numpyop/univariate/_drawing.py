@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from fe_ray.op.numpyop.univariate.blur import box_blur
-
 Box = tuple[slice, slice, np.ndarray]
 """A bounding box of the image (row slice, column slice) and the boolean mask of the shape inside it."""
 
@@ -100,28 +98,6 @@ def blend_disk(image: np.ndarray, centre: tuple[int, int], radius: int, colour: 
     region = image[rows, cols]
     painted = np.broadcast_to(np.asarray(colour, dtype=np.uint8), region.shape)
     region[mask] = add_weighted(painted, alpha, region, 1 - alpha)[mask]
-
-
-def cv_blur(image: np.ndarray, size: int) -> np.ndarray:
-    """``cv2.blur(image, (size, size))`` for any ``size >= 1``, uint8 means rounded half up.
-
-    Odd sizes use the project's exact box filter; even sizes put the anchor at ``size // 2`` as OpenCV does, so the
-    window spans ``size // 2`` pixels back and ``size // 2 - 1`` forward (ties of even areas round up, where OpenCV
-    may round them down).
-    """
-    if size % 2:
-        return box_blur(image, size)
-    before, after = size // 2, size // 2 - 1
-    pad = [(before, after), (before, after)] + [(0, 0)] * (image.ndim - 2)
-    wide = image.dtype == np.uint8
-    padded = np.pad(image.astype(np.int64 if wide else np.float64), pad, mode="reflect")
-    height, width = image.shape[:2]
-    rows = sum(padded[i:i + height] for i in range(size))
-    total = sum(rows[:, j:j + width] for j in range(size))
-    area = size * size
-    if wide:
-        return ((2 * total + area) // (2 * area)).astype(np.uint8)
-    return (total / area).astype(image.dtype)
 
 
 # OpenCV's HLS -> RGB sector table: which of (max, min, falling, rising) each of R, G, B takes per 60-degree sector.

@@ -35,21 +35,23 @@ _SMALL_GAUSSIAN = {3: [64, 128, 64], 5: [16, 64, 96, 64, 16], 7: [8, 28, 56, 72,
 
 
 def _windows(image: np.ndarray, size: int, mode: str) -> tuple[np.ndarray, int, int]:
-    """``image`` padded by ``size // 2`` on both spatial axes (numpy pad ``mode``), with its height and width."""
-    radius = size // 2
-    pad = [(radius, radius), (radius, radius)] + [(0, 0)] * (image.ndim - 2)
+    """``image`` padded on both spatial axes (numpy pad ``mode``) for ``size`` x ``size`` windows anchored at
+    ``size // 2`` as OpenCV anchors them (``size // 2`` before, ``(size - 1) // 2`` after: equal for odd sizes), with
+    its height and width."""
+    span = (size // 2, (size - 1) // 2)
+    pad = [span, span] + [(0, 0)] * (image.ndim - 2)
     return np.pad(image, pad, mode=mode), image.shape[0], image.shape[1]  # type: ignore[call-overload]
 
 
 def box_blur(image: np.ndarray, size: int) -> np.ndarray:
-    """``cv2.blur(image, (size, size))`` for an odd ``size``: the window mean, rounded for uint8 images."""
+    """``cv2.blur(image, (size, size))`` for any ``size >= 1``: the window mean, rounded half up for uint8 images (an
+    odd area has no ties; for an even one OpenCV may round a tie down)."""
     wide = image.dtype == np.uint8
     padded, height, width = _windows(image.astype(np.int64 if wide else np.float64), size, "reflect")
     rows = sum(padded[i:i + height] for i in range(size))
     total = sum(rows[:, j:j + width] for j in range(size))
     area = size * size
     if wide:
-        # An odd area never gives a mean ending in exactly .5, so rounding needs no tie rule.
         return ((2 * total + area) // (2 * area)).astype(np.uint8)
     return (total / area).astype(image.dtype)
 

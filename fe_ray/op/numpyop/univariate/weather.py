@@ -21,7 +21,6 @@ from fe_ray.op.numpyop.randomness import get_rng
 from fe_ray.op.numpyop.univariate._drawing import (
     add_weighted,
     blend_disk,
-    cv_blur,
     disk,
     hls_to_rgb,
     line_pixels,
@@ -29,6 +28,7 @@ from fe_ray.op.numpyop.univariate._drawing import (
     rgb_to_hls,
 )
 from fe_ray.op.numpyop.univariate._image import check_channels, check_dtype, is_number
+from fe_ray.op.numpyop.univariate.blur import box_blur
 from fe_ray.op.numpyop.univariate.univariate import UnivariateOp
 
 Roi = tuple[float, float, float, float]
@@ -145,7 +145,7 @@ class RandomFog(UnivariateOp):
         alpha = self.alpha_coef * fog_coef
         for x, y in haze:
             blend_disk(image, (int(x) + hw // 2, int(y) + hw // 2), hw // 2, 255, alpha)
-        return _restore(cv_blur(image, hw // 10), data.dtype)
+        return _restore(box_blur(image, hw // 10), data.dtype)
 
 
 class RandomRain(UnivariateOp):
@@ -228,7 +228,7 @@ class RandomRain(UnivariateOp):
             rows, cols = line_pixels(image.shape, (int(x), int(y)), (int(x) + slant, int(y) + drop_length),
                                      self.drop_width)
             image[rows, cols] = self.drop_color
-        image = cv_blur(image, self.blur_value)
+        image = box_blur(image, self.blur_value)
         image = (image * np.float32(self.brightness_coefficient)).astype(np.uint8)
         return _restore(image, data.dtype)
 
