@@ -11,7 +11,7 @@ import numpy as np
 
 from fe_ray.backend import to_tensor
 from fe_ray.backend.determinism import last_seed
-from fe_ray.op.numpyop.numpyop import NumpyOp, check_numpy_ops, forward_numpyop
+from fe_ray.op.numpyop.numpyop import NumpyOp, check_collation, check_numpy_ops, forward_numpyop
 from fe_ray.pipeline.batching import (
     OpSplit,
     Stage,
@@ -136,13 +136,7 @@ class Pipeline:
         check_batch_ops(self.ops, {**{mode: list(by_id) for mode, by_id in self.data.items()}, "infer": [""]})
         self.num_process = check_count(num_process, "num_process") if num_process is not None else 0
         self.drop_last = bool(drop_last)
-        numeric = isinstance(pad_value, (int, float, np.number)) and not isinstance(pad_value, bool)
-        if pad_value is not None and not numeric:
-            raise TypeError(f"pad_value must be a number (the fill of samples padded to one shape) or None, got "
-                            f"{pad_value!r}.")
-        if collate_fn is not None and not callable(collate_fn):
-            raise TypeError(f"collate_fn must be callable (a list of sample dicts -> one batch dict) or None, got "
-                            f"{type(collate_fn).__name__}.")
+        check_collation(pad_value, collate_fn)
         self.pad_value = pad_value
         self.collate_fn = collate_fn
         if shuffle_seed is None:

@@ -80,6 +80,26 @@ class LambdaOp(NumpyOp):
         return self.fn(*data)
 
 
+def check_collation(pad_value: Any, collate_fn: Any, owner: str = "") -> None:
+    """Check the batching settings a Pipeline or a :class:`Batch` op takes.
+
+    Args:
+        pad_value: None, or a number (the fill of samples padded to one shape).
+        collate_fn: None, or a callable making one batch dict from a list of sample dicts.
+        owner: Prefix of the messages, e.g. ``"Batch "``.
+
+    Raises:
+        TypeError: If ``pad_value`` is not a number or ``collate_fn`` not callable.
+    """
+    numeric = isinstance(pad_value, (int, float, np.number)) and not isinstance(pad_value, bool)
+    if pad_value is not None and not numeric:
+        raise TypeError(f"{owner}pad_value must be a number (the fill of samples padded to one shape) or None, got "
+                        f"{pad_value!r}.")
+    if collate_fn is not None and not callable(collate_fn):
+        raise TypeError(f"{owner}collate_fn must be callable (a list of sample dicts -> one batch dict) or None, got "
+                        f"{type(collate_fn).__name__}.")
+
+
 class Batch(NumpyOp):
     """Mark where a Pipeline's per-sample ops end and its batched ops begin, with the batching settings to use there.
 
@@ -121,13 +141,7 @@ class Batch(NumpyOp):
                              f"{batch_size!r}.")
         if not isinstance(drop_last, (bool, np.bool_)):
             raise TypeError(f"Batch drop_last must be a bool, got {drop_last!r}.")
-        numeric = isinstance(pad_value, (int, float, np.number)) and not isinstance(pad_value, bool)
-        if pad_value is not None and not numeric:
-            raise TypeError(f"Batch pad_value must be a number (the fill of samples padded to one shape) or None, got "
-                            f"{pad_value!r}.")
-        if collate_fn is not None and not callable(collate_fn):
-            raise TypeError(f"Batch collate_fn must be callable (a list of sample dicts -> one batch dict) or None, "
-                            f"got {type(collate_fn).__name__}.")
+        check_collation(pad_value, collate_fn, "Batch ")
         if pad_value is not None and collate_fn is not None:
             raise ValueError(f"Batch got both pad_value={pad_value!r} and a collate_fn; give one of them (pad inside "
                              "your collate_fn if it needs padding).")
