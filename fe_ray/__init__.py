@@ -6,11 +6,9 @@ train on N Ray actors. Heavy submodules (Pipeline, Estimator, the distributed la
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
 from fe_ray.build import build
 from fe_ray.network import Network
+from fe_ray.util.lazy import lazy_attributes
 
 __version__ = "0.1.0"
 
@@ -26,13 +24,9 @@ _SUBPACKAGES = ("architecture", "backend", "dataset", "io", "layers", "op", "pip
                "summary", "trace", "util", "xai")
 
 
-def __getattr__(name: str) -> Any:
-    if name in _SUBPACKAGES:
-        return importlib.import_module(f"fe_ray.{name}")
-    if name in _LAZY:
-        module, attr = _LAZY[name]
-        return getattr(importlib.import_module(module), attr)
-    raise AttributeError(f"module 'fe_ray' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_attributes(__name__, {**{name: f"fe_ray.{name}" for name in _SUBPACKAGES},
+                                                  **{name: f"{module}:{attr}" for name, (module, attr)
+                                                     in _LAZY.items()}})
 
 
 __all__ = ["Estimator", "Network", "Pipeline", "build", "enable_deterministic", "__version__"]

@@ -12,9 +12,6 @@ used: ``errors``, ``collective``, ``serialization``, ``checkpointing`` and ``rep
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
 from fe_ray.distributed.checkpointing import CheckpointWriterError
 from fe_ray.distributed.errors import (
     CollectiveError,
@@ -25,12 +22,9 @@ from fe_ray.distributed.errors import (
     ReplicaTimeoutError,
     SourceMismatchError,
 )
+from fe_ray.util.lazy import lazy_attributes
 
-
-def __getattr__(name: str) -> Any:
-    if name == "RayNetwork":
-        return importlib.import_module("fe_ray.distributed.coordinator").RayNetwork
-    raise AttributeError(f"module 'fe_ray.distributed' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_attributes(__name__, {"RayNetwork": "fe_ray.distributed.coordinator:RayNetwork"})
 
 
 __all__ = ["CheckpointWriterError", "CollectiveError", "DistributedError", "PlacementError", "RayNetwork",

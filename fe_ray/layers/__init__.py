@@ -9,17 +9,7 @@ PyTorch nor TensorFlow.
 
 from __future__ import annotations
 
-import importlib
-from types import ModuleType
+from fe_ray.util.lazy import lazy_attributes
 
-_FRAMEWORKS = ("pytorch", "tensorflow")
-
-
-def __getattr__(name: str) -> ModuleType:
-    if name in _FRAMEWORKS:
-        return importlib.import_module(f"{__name__}.{name}")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_FRAMEWORKS})
+__getattr__, __dir__ = lazy_attributes(__name__, {"pytorch": "fe_ray.layers.pytorch",
+                                                  "tensorflow": "fe_ray.layers.tensorflow"})

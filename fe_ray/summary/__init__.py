@@ -5,17 +5,11 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
 from fe_ray.summary.summary import Summary, ValWithError
 from fe_ray.summary.system import System
+from fe_ray.util.lazy import lazy_attributes
 
-
-def __getattr__(name: str) -> Any:
-    if name == "logs":
-        return importlib.import_module("fe_ray.summary.logs")
-    raise AttributeError(f"module 'fe_ray.summary' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_attributes(__name__, {"logs": "fe_ray.summary.logs"})
 
 
 __all__ = ["Summary", "System", "ValWithError"]

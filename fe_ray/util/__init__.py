@@ -22,9 +22,6 @@ not ported (``traceable`` is accepted and records its lists only).
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
 from fe_ray.util.base import (
     MODES,
     NonContext,
@@ -46,6 +43,7 @@ from fe_ray.util.base import (
 from fe_ray.util.compat import get_colors, is_valid_file, traceable, warn
 from fe_ray.util.devices import cpu_count, get_device, get_gpu_info, get_num_devices, get_num_gpus
 from fe_ray.util.environment import LogSplicer, Suppressor, Timer, draw, in_notebook, list_files
+from fe_ray.util.lazy import lazy_attributes
 from fe_ray.util.structures import FEID, DefaultKeyDict, Flag, param_to_range
 from fe_ray.util.tensors import (
     detach_tensors,
@@ -59,17 +57,10 @@ from fe_ray.util.tensors import (
 from fe_ray.util.text import is_number, parse_string_to_python, prettify_metric_name, strip_prefix, strip_suffix
 
 # Loaded on first access: their modules import fe_ray.util themselves.
-_LAZY = {"Data": ("fe_ray.trace.trace", "Data"),
-         "BatchDisplay": ("fe_ray.util.img_data", "BatchDisplay"),
-         "GridDisplay": ("fe_ray.util.img_data", "GridDisplay"),
-         "ImageDisplay": ("fe_ray.util.img_data", "ImageDisplay")}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        module, attr = _LAZY[name]
-        return getattr(importlib.import_module(module), attr)
-    raise AttributeError(f"module 'fe_ray.util' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_attributes(__name__, {"Data": "fe_ray.trace.trace:Data",
+                                                  "BatchDisplay": "fe_ray.util.img_data:BatchDisplay",
+                                                  "GridDisplay": "fe_ray.util.img_data:GridDisplay",
+                                                  "ImageDisplay": "fe_ray.util.img_data:ImageDisplay"})
 
 
 __all__ = [

@@ -6,8 +6,9 @@ this package alone does not need TensorFlow.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from fe_ray.util.lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from fe_ray.layers.tensorflow.hadamard import HadamardCode
@@ -21,13 +22,5 @@ _CLASSES = {"HadamardCode": "hadamard", "InstanceNormalization": "instance_norm"
 __all__ = ["HadamardCode", "InstanceNormalization", "ReflectionPadding2D"]
 
 
-def __getattr__(name: str) -> Any:
-    if name in _CLASSES:
-        value = getattr(importlib.import_module(f"{__name__}.{_CLASSES[name]}"), name)
-        globals()[name] = value  # later look-ups skip this hook
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_CLASSES})
+__getattr__, __dir__ = lazy_attributes(__name__, {name: f"{__name__}.{module}:{name}"
+                                                  for name, module in _CLASSES.items()})
