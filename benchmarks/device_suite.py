@@ -22,6 +22,8 @@ example             ``examples/mnist_torch.py --replicas 1``: the user's path, d
 throughput_lenet    a, a_sync, b, c, d, e on the GPU (LeNet): the issue's ratios b/a, c/a, d/e where compute is fast
 checkpoint          save / restore of 100M parameters + Adam with the state on the GPU, against torch.save
 throughput_resnet   the same ratios with the compute-bound ResNet-8
+profile_step        cProfile of fe_ray's in-process LeNet step (b0) on the GPU: what b/a's missing 7% is made of
+profile_replica     the same inside replica rank 0 (variant c, ``--replica``): what its extra step time is made of
 cpu_spare_cores     LeNet a, b, c, d, e on the CPU with 2 threads on the GPU machine's 16 cores: the driver has
                     cores of its own (on the 2-core VM it shares the replicas', the cause of c/a's gap there)
 overhead            the per-step breakdown of the distributed path (slicing, transfer, all-reduce, merge, traces)
@@ -132,6 +134,12 @@ def plan(device: str = "cuda", quick: bool = False) -> list[Part]:
         Part("throughput_resnet", ("-m", "benchmarks.throughput", "--model", "resnet", "--variants",
                                    "a,a_sync,b,c,d,e", *resnet_steps, *bench), 180, True,
              "b/a, c/a, d/e on the GPU, ResNet-8"),
+        Part("profile_step", ("-m", "benchmarks.profile_step", "--variant", "b0", "--model", "lenet", "--steps",
+                              "500" if not quick else "20", "--top", "45", "--device", device), 40, False,
+             "cProfile of fe_ray's in-process LeNet step on the GPU: where its time over the plain loop goes"),
+        Part("profile_replica", ("-m", "benchmarks.profile_step", "--variant", "c", "--replica", "--model", "lenet",
+                                 "--steps", "500" if not quick else "20", "--top", "45", "--device", device), 60, True,
+             "cProfile of the same step inside a replica (c/a's replica step is 445 us longer on the H200)"),
         Part("cpu_spare_cores", ("-m", "benchmarks.throughput", "--model", "lenet", "--variants", "a,b,c,d,e",
                                  "--threads", "2", *cpu_steps, "--device", "cpu", "--json-out", "{json}",
                                  *quick_args), 150, True,

@@ -2,9 +2,10 @@
 RESULTS.md's analyses).
 
 Run: ``python -m benchmarks.profile_step --variant b0 [--model lenet|resnet|mlp] [--device cuda] [--steps 200]
-[--top 25]``.
+[--top 25] [--replica]``.
 Variants are those of throughput.py (a, b0, b, c, d, e; TF: a_tf, b0_tf, b_tf). Only the timed ``measure()``
-call is profiled (setup and warm-up are not).
+call is profiled (setup and warm-up are not). ``--replica`` (variants c, d) profiles the steps inside replica rank
+0's process instead of the driver (through :mod:`benchmarks.step_probe`'s setup hook).
 """
 
 from __future__ import annotations
@@ -13,8 +14,10 @@ import cProfile
 import io
 import pstats
 import sys
+import tempfile
+from pathlib import Path
 
-from benchmarks import harness
+from benchmarks import harness, step_probe
 from benchmarks.models import MODELS, PROBE_MODELS, synthetic_data
 from benchmarks.throughput import DEFAULTS
 from benchmarks.variants import WARMUP_STEPS, build_variants
@@ -27,6 +30,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=0)
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--sort", default="tottime", choices=("tottime", "cumulative"))
+    parser.add_argument("--replica", action="store_true",
+                        help="profile rank 0's steps inside its replica process (variants c, d) instead of the driver")
     args = parser.parse_args(argv)
     harness.set_process_malloc(args.glibc_defaults)
     threads = args.threads or harness.available_cores()
@@ -50,17 +55,27 @@ def main(argv: list[str] | None = None) -> int:
         print(f"variant {args.variant} not available: {skipped.get(args.variant, 'unknown key')}")
         return 1
     variant = variants[args.variant]
+    prefix = None
+    if args.replica:
+        if not hasattr(variant, "env_vars") or args.variant.removesuffix("_tf") not in ("c", "d"):
+            print(f"--replica profiles fe_ray replicas on the default transport: variant c or d, not {args.variant}")
+            return 1
+        prefix = str(Path(tempfile.mkdtemp(prefix="fe_ray_profile_")) / "steps")
+        variant.env_vars = {**(variant.env_vars or {}), step_probe.PROFILE_ENV: prefix}
     variant.prepare()
     variant.measure()  # one more unprofiled pass
     profiler = cProfile.Profile()
-    profiler.enable()
+    if prefix is None:
+        profiler.enable()
     rate = variant.measure()
     profiler.disable()
     variant.close()
+    where = "in replica rank 0" if prefix else "in the driver"
     print(f"{args.variant} {args.model} batch={batch_size} steps={steps} device={device}: {rate:,.0f} samples/s "
-          f"under the profiler ({1e3 * batch_size / rate:.2f} ms/step)")
+          f"with the profiler {where} ({1e3 * batch_size / rate:.2f} ms/step)")
     out = io.StringIO()
-    pstats.Stats(profiler, stream=out).sort_stats(args.sort).print_stats(args.top)
+    stats = pstats.Stats(f"{prefix}.rank0", stream=out) if prefix else pstats.Stats(profiler, stream=out)
+    stats.sort_stats(args.sort).print_stats(args.top)
     print(out.getvalue())
     return 0
 

@@ -29,6 +29,7 @@ the replicas' own runtime environment, whose variables Ray adds to the job's. If
 
 from __future__ import annotations
 
+import cProfile
 import os
 import resource
 import statistics
@@ -39,6 +40,9 @@ from pathlib import Path
 from typing import Any
 
 LOG_ENV = "FE_RAY_BENCH_STEP_LOG"
+#: With this variable also set (a path prefix), each replica runs its steps under cProfile and writes the profile of
+#: its last context's steps to ``<prefix>.rank<r>`` when the context ends (``benchmarks.profile_step --replica``).
+PROFILE_ENV = "FE_RAY_BENCH_STEP_PROFILE"
 #: The Ray worker setup hook (``runtime_env={"worker_process_setup_hook": ...}`` of ``ray.init``).
 SETUP_HOOK = f"{__name__}.install"
 PHASES = ("to_replicas", "replica", "back", "driver")
@@ -63,12 +67,18 @@ def install() -> None:
 
     step, exit_context = Replica.step, Replica.exit_context
     rows: list[tuple[float, float, float, int]] = []
+    profile_prefix = os.environ.get(PROFILE_ENV)
+    profiler = [cProfile.Profile()] if profile_prefix else []
 
     def stamped_step(self: Replica, args: Any) -> Any:
         start, cpu, faults = time.perf_counter(), time.thread_time(), resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        if profiler and args is not None:
+            profiler[0].enable()
         try:
             return step(self, args)
         finally:
+            if profiler and args is not None:
+                profiler[0].disable()
             if args is not None:  # None is the transport's warm-up call, not a step
                 rows.append((start, time.perf_counter(), time.thread_time() - cpu,
                              resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults))
@@ -77,6 +87,9 @@ def install() -> None:
         result = exit_context(self)
         lines = "".join(f"{self.rank} {start:.9f} {end:.9f} {cpu:.9f} {faults}\n" for start, end, cpu, faults in rows)
         rows.clear()
+        if profiler:  # this context's steps only: a fresh profile for the next one
+            profiler[0].dump_stats(f"{profile_prefix}.rank{self.rank}")
+            profiler[0] = cProfile.Profile()
         with open(path, "a") as log:
             log.write(f"{lines}{self.rank} end\n")
         return result

@@ -26,6 +26,7 @@ from fe_ray.backend.torch_io import (
     state_is_view,
 )
 from fe_ray.backend.torch_losses import cross_entropy, mean_squared_error
+from fe_ray.backend.torch_modules import forget_models, index_models, set_training, trainable_variables
 from fe_ray.backend.torch_optim import (
     get_lr,
     known_lr,
@@ -54,9 +55,14 @@ def _to_tensor_leaf(data: Any) -> Any:
     if isinstance(data, (np.ndarray, np.generic)):
         if data.dtype.kind in "OUS":
             return data
-        # as_tensor shares memory where it can; ascontiguousarray fixes negative strides that torch rejects, but
-        # turns a 0-d value into shape (1,), so scalars (a replica's loss) keep their shape through asarray.
-        return torch.as_tensor(np.ascontiguousarray(data) if np.ndim(data) else np.asarray(data))
+        # Both share the array's memory. ascontiguousarray fixes negative strides that torch rejects, but turns a
+        # 0-d value into shape (1,), so scalars (a replica's loss) keep their shape through asarray. from_numpy
+        # is a third of as_tensor's cost (0.6 against 1.6 us), which every key of every batch pays.
+        data = np.ascontiguousarray(data) if data.ndim else np.asarray(data)
+        try:
+            return torch.from_numpy(data)
+        except TypeError:  # a dtype from_numpy does not take
+            return torch.as_tensor(data)
     return data
 
 
@@ -139,7 +145,9 @@ def _move_nested(data: Any, device: Any) -> None:
 
 
 def enter_context(models: Sequence[torch.nn.Module], mode: str, device: Any) -> None:
-    """Network hook at the start of a context: put models (and, in training, optimizer state) on the device."""
+    """Network hook at the start of a context: index the models' module trees for the steps (see
+    :mod:`fe_ray.backend.torch_modules`) and put models (and, in training, optimizer state) on the device."""
+    index_models(models)
     if device is None or torch.device(device).type == "cpu":
         return
     for model in models:
@@ -149,7 +157,9 @@ def enter_context(models: Sequence[torch.nn.Module], mode: str, device: Any) -> 
 
 
 def exit_context(models: Sequence[torch.nn.Module], mode: str, device: Any) -> None:
-    """Network hook at the end of a context: bring models back to the CPU to free accelerator memory."""
+    """Network hook at the end of a context: drop the models' indexes and bring models back to the CPU to free
+    accelerator memory."""
+    forget_models(models)
     if device is None or torch.device(device).type == "cpu":
         return
     for model in models:
@@ -157,27 +167,6 @@ def exit_context(models: Sequence[torch.nn.Module], mode: str, device: Any) -> N
 
 
 # ---------------------------------------------------------------------------------------------------- models
-_MODULE_TRAIN = torch.nn.Module.train
-def trainable_variables(model: torch.nn.Module) -> list[torch.nn.Parameter]:
-    """Parameters the optimizer updates, in the order gradients are exchanged."""
-    return [p for p in model.parameters() if p.requires_grad]
-
-
-def set_training(model: torch.nn.Module, training: bool) -> None:
-    """``model.train(training)``, skipped when it could change nothing: every submodule already is in that mode and
-    none overrides ``train``.
-
-    ``Module.train`` sets the flag of every submodule through ``nn.Module.__setattr__`` (78 us a call for
-    ResNet-8's 35 modules, 14 us for LeNet's 6 on the CPU VM), and each step of a context asks for the mode the
-    previous step set; reading the flags costs a quarter of that. A model with its own ``train`` (e.g. one keeping
-    its BatchNorm frozen) gets the call every step, as FastEstimator makes it.
-    """
-    for module in model.modules():
-        if module.training != training or type(module).train is not _MODULE_TRAIN:
-            model.train(mode=training)
-            return
-
-
 def feed_forward(model: torch.nn.Module, x: Any, training: bool = True, spread: bool = True) -> Any:
     """Run ``model`` on ``x`` in train or eval mode; a list is unpacked into positional arguments when ``spread``
     (or when it holds one element), else passed as the model's one argument."""
@@ -212,6 +201,8 @@ def build_model_fn(model: torch.nn.Module, layers: Sequence[str | int]) -> Calla
     spread = takes_several_inputs(model.forward, unknown=True)
 
     def run(x: Any, training: bool) -> list[Any]:
+        if not recorders:  # the usual ModelOp: no hooks to arm, no closure to make every step
+            return [feed_forward(model, x, training, spread)]
         return run_recording(recorders, layers, lambda: feed_forward(model, x, training, spread))
 
     return run
@@ -395,7 +386,9 @@ def run_step(ops: Sequence[Any], batch: dict[str, Any], state: dict[str, Any], g
     """
     from fe_ray.op.tensorop.tensorop import run_ops  # deferred: the op package imports the backend dispatcher
 
-    batch_in = {key: to_tensor(batch[key]) for key in gpu_input_keys if key in batch}
+    # The Network already converted its batch: values that are tensors skip the nested walk.
+    batch_in = {key: value if isinstance(value := batch[key], torch.Tensor) else to_tensor(value)
+                for key in gpu_input_keys if key in batch}
     if device is not None:
         batch_in = {key: _to_device(value, device) for key, value in batch_in.items()}
     state["tape"] = NonContext()

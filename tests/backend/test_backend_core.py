@@ -514,15 +514,21 @@ def test_torch_device_helpers() -> None:
     assert get_backend("tf").get_device() is None
 
 
-def test_torch_feed_forward_sets_the_mode_and_keeps_a_models_own_train_override() -> None:
+@pytest.mark.parametrize("indexed", [False, True], ids=["no_context", "in_context"])
+def test_torch_feed_forward_sets_the_mode_and_keeps_a_models_own_train_override(indexed: bool) -> None:
     import torch
 
     backend = get_backend("torch")
     model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Dropout(0.5), torch.nn.Linear(2, 1))
     x = torch.ones(4, 2)
+    enter = backend.enter_context if indexed else (lambda *args: None)
+    enter([model], "train", None)
     for training in (True, True, False, False, True):
         backend.feed_forward(model, x, training=training)
         assert all(module.training == training for module in model.modules())
+    model[1].eval()  # a submodule switched by user code between steps is put back, as model.train() would
+    backend.feed_forward(model, x, training=True)
+    assert model[1].training
 
     class FrozenNorm(torch.nn.Module):
         """Keeps its BatchNorm in eval mode whatever mode it is put in (a common detection-model pattern)."""
@@ -541,8 +547,36 @@ def test_torch_feed_forward_sets_the_mode_and_keeps_a_models_own_train_override(
             return self.norm(x)
 
     frozen = FrozenNorm()
+    enter([frozen], "train", None)
     for _ in range(3):
         backend.feed_forward(frozen, x, training=True)
     # A model with its own train() gets the call every time (from the first step on, when all its flags still
     # read True), so the norm stays frozen.
     assert frozen.calls == 3 and frozen.training and not frozen.norm.training
+
+
+def test_torch_context_index_keeps_per_step_facts_and_sees_new_modules_from_the_next_context() -> None:
+    import torch
+
+    from fe_ray.backend import torch_modules
+
+    backend = get_backend("torch")
+    model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Linear(2, 1))
+    backend.enter_context([model], "train", None)
+    assert backend.trainable_variables(model) == list(model.parameters())
+    model[0].weight.requires_grad_(False)  # freezing inside an epoch takes effect at the next step
+    assert backend.trainable_variables(model) == [model[0].bias, *model[1].parameters()]
+    model.append(torch.nn.Dropout(0.5))  # structure changes are read when the next context starts
+    model.eval()
+    model[2].train()
+    backend.feed_forward(model, torch.ones(3, 2), training=False)
+    assert model[2].training  # not in this context's index
+    backend.exit_context([model], "train", None)
+    assert model not in torch_modules._TREES  # no index outlives its context
+    backend.feed_forward(model, torch.ones(3, 2), training=False)  # without an index: the full walk
+    assert not model[2].training
+    backend.enter_context([model], "eval", None)
+    model[2].train()
+    backend.feed_forward(model, torch.ones(3, 2), training=False)
+    assert not model[2].training
+    backend.exit_context([model], "eval", None)

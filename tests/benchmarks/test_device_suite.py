@@ -21,11 +21,13 @@ def _part(name: str, code: str, planned_s: float = 5.0) -> Part:
 def test_plan_lists_every_part_once_with_its_json_output() -> None:
     parts = device_suite.plan("cuda")
     names = [part.name for part in parts]
-    assert names == ["cuda_tests", "example", "throughput_lenet", "checkpoint", "throughput_resnet",
-                     "cpu_spare_cores", "overhead"]
+    assert names == ["cuda_tests", "example", "throughput_lenet", "checkpoint", "throughput_resnet", "profile_step",
+                     "profile_replica", "cpu_spare_cores", "overhead"]
     for part in parts:
         command = part.command("python", Path("/out/x.json"))
-        if part.name not in ("cuda_tests", "example"):
+        if part.name.startswith("profile_"):  # console output only (the log), on the GPU
+            assert command[command.index("--device") + 1] == "cuda" and "/out/x.json" not in command
+        elif part.name not in ("cuda_tests", "example"):
             assert "/out/x.json" in command, part.name
             assert command[command.index("--device") + 1] == ("cpu" if part.name == "cpu_spare_cores" else "cuda")
     benchmarks = [part for part in device_suite.plan("cuda", quick=True) if "--json-out" in part.args]

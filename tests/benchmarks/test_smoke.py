@@ -259,6 +259,34 @@ def test_step_probe_hook_stamps_replica_steps_and_writes_them_per_epoch(tmp_path
         step_probe.collect(log, replicas=1, timeout_s=0.05)
 
 
+def test_step_probe_hook_profiles_each_contexts_steps_when_asked(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    import pstats
+
+    from benchmarks import step_probe
+    from fe_ray.distributed.replica import Replica
+
+    def busy_step(self: Replica, args: object) -> object:
+        return sum(range(1000)) if args is not None else None
+
+    monkeypatch.setattr(Replica, "step", busy_step)
+    monkeypatch.setattr(Replica, "exit_context", lambda self: True)
+    monkeypatch.setenv(step_probe.LOG_ENV, str(tmp_path / "steps.log"))
+    monkeypatch.setenv(step_probe.PROFILE_ENV, str(tmp_path / "prof"))
+    step_probe.install()
+
+    class FakeReplica:
+        rank = 1
+
+    replica = FakeReplica()
+    for context_steps in (3, 2):
+        Replica.step(replica, None)  # the transport's warm-up is not profiled
+        for _ in range(context_steps):
+            Replica.step(replica, ("batch",))
+        Replica.exit_context(replica)
+        calls = {name: count for (_, _, name), (count, *_) in pstats.Stats(str(tmp_path / "prof.rank1")).stats.items()}
+        assert calls["busy_step"] == context_steps  # this context's steps only
+
+
 def test_build_variants_names_why_a_variant_cannot_run(monkeypatch) -> None:  # noqa: ANN001
     """Without Ray the Ray variants are skipped with the reason and the in-process ones still run; fe_ray's TF
     replica variants are left out on request."""
