@@ -19,7 +19,8 @@ Parts (``--parts`` picks some, e.g. to rerun the ones a cut run skipped):
 ==================  ==============================================================================================
 cuda_tests          the CUDA tests CI always skips (backend on a GPU; two replicas on one GPU, gloo on CUDA)
 example             ``examples/mnist_torch.py --replicas 1``: the user's path, default resources ``{"GPU": 1}``
-throughput_lenet    a, a_sync, b, c, d, e on the GPU (LeNet): the issue's ratios b/a, c/a, d/e where compute is fast
+throughput_lenet    a, a_sync, a_malloc, b0, b, c, d, e on the GPU (LeNet): the issue's ratios b/a, c/a, d/e where
+                    compute is fast, and what splits them (the Network alone, the plain loop in a replica's process)
 checkpoint          save / restore of 100M parameters + Adam with the state on the GPU, against torch.save
 throughput_resnet   the same ratios with the compute-bound ResNet-8
 profile_step        cProfile of fe_ray's in-process LeNet step (b0) on the GPU: what b/a's missing 7% is made of
@@ -126,8 +127,9 @@ def plan(device: str = "cuda", quick: bool = False) -> list[Part]:
         Part("example", ("examples/mnist_torch.py", "--epochs", "1", "--replicas", "1"), 45, True,
              "the MNIST example on one GPU replica, default resources"),
         Part("throughput_lenet", ("-m", "benchmarks.throughput", "--model", "lenet", "--variants",
-                                  "a,a_sync,b,c,d,e", *lenet_steps, *bench), 180, True,
-             "b/a, c/a, d/e on the GPU, LeNet"),
+                                  "a,a_sync,a_malloc,b0,b,c,d,e", *lenet_steps, *bench), 210, True,
+             "b/a, c/a, d/e on the GPU, LeNet; b0 (the Network alone) and a_malloc (the plain loop in an actor) "
+             "split fe_ray's extra time"),
         Part("checkpoint", ("-m", "benchmarks.checkpoint", "--repeats", "2", "--paired-repeats", "3", *bench), 180,
              True,
              "checkpoint save/restore/stall of 100M params + Adam from the GPU"),

@@ -177,10 +177,11 @@ def _assign_optimizer(model: Any, arrays: list[np.ndarray]) -> None:
     model.current_optimizer.__dict__.pop(KNOWN_LR_ATTR, None)
 
 
-def get_state(model: keras.Model, copy: bool = True) -> dict[str, Any]:
+def get_state(model: keras.Model, copy: bool = True, deferred: bool = False) -> dict[str, Any]:
     """An in-memory, picklable (numpy-only) snapshot of all weights and the current optimizer's variables.
 
-    ``copy`` is accepted for interface parity with torch; reading a TF variable always yields a new array.
+    ``copy`` and ``deferred`` are accepted for interface parity with torch; reading a TF variable always yields a
+    new host array.
     """
     optimizer = getattr(model, "current_optimizer", None)
     if optimizer is not None:

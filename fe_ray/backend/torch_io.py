@@ -9,6 +9,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from fe_ray.io.snapshot import DeferredCopy
+
 #: Key under which :func:`save_model` stores a GradScaler's state inside the optimizer's own state dict; torch's
 #: ``Optimizer.load_state_dict`` ignores keys it does not know, so FastEstimator still reads the file.
 _SCALER_KEY = "fe_ray_grad_scaler"
@@ -131,7 +133,7 @@ def _load_optimizer_payload(optimizer: torch.optim.Optimizer, payload: dict[str,
         scaler.load_state_dict(payload["scaler"])
 
 
-def get_state(model: torch.nn.Module, copy: bool = True) -> dict[str, Any]:
+def get_state(model: torch.nn.Module, copy: bool = True, deferred: bool = False) -> dict[str, Any]:
     """An in-memory, picklable (numpy-only) snapshot of the weights and the current optimizer's state.
 
     Used for weight sync between replicas and fast checkpoints; :func:`set_state` restores it exactly.
@@ -140,10 +142,14 @@ def get_state(model: torch.nn.Module, copy: bool = True) -> dict[str, Any]:
         model: The model.
         copy: False returns views of CPU tensors instead of copies: only for a consumer that is done with the
             snapshot before the model changes again (a synchronous checkpoint write, ``ray.put``).
+        deferred: Tensors on an accelerator come back as :class:`~fe_ray.io.snapshot.DeferredCopy` leaves instead
+            of fresh host arrays, for :class:`~fe_ray.io.snapshot.SnapshotBuffers` to copy into kept host buffers
+            (not picklable: copy them before anything else).
     """
     optimizer = getattr(model, "current_optimizer", None)
-    return {"model": {key: _to_numpy(value, copy) for key, value in model.state_dict().items()},
-            "optimizer": _nested_to_numpy(_optimizer_payload(optimizer), copy) if optimizer is not None else None}
+    return {"model": {key: _to_numpy(value, copy, deferred) for key, value in model.state_dict().items()},
+            "optimizer": _nested_to_numpy(_optimizer_payload(optimizer), copy, deferred) if optimizer is not None
+            else None}
 
 
 def get_buffers(model: torch.nn.Module) -> dict[str, np.ndarray]:
@@ -252,8 +258,25 @@ def _load_optimizer_in_place(optimizer: torch.optim.Optimizer, payload: dict[str
     return True
 
 
-def _to_numpy(tensor: torch.Tensor, copy: bool = True) -> np.ndarray:
+class _DeviceTensor(DeferredCopy):
+    """A tensor on an accelerator, to be copied into a host buffer (bfloat16 as float32, exactly, as
+    :func:`_to_numpy` converts it)."""
+
+    def __init__(self, tensor: torch.Tensor) -> None:
+        self.tensor = tensor.detach()
+        self.shape = tuple(tensor.shape)
+        host = torch.float32 if tensor.dtype == torch.bfloat16 else tensor.dtype
+        self.dtype = torch.empty(0, dtype=host).numpy().dtype
+
+    def copy_to(self, out: np.ndarray) -> None:
+        # A blocking copy: when it returns the host buffer holds the value, and the device tensor may change.
+        torch.from_numpy(out).copy_(self.tensor)
+
+
+def _to_numpy(tensor: torch.Tensor, copy: bool = True, deferred: bool = False) -> np.ndarray | _DeviceTensor:
     on_cpu = tensor.device.type == "cpu"
+    if deferred and not on_cpu:
+        return _DeviceTensor(tensor)
     tensor = tensor.detach().cpu()
     if tensor.dtype == torch.bfloat16:
         tensor = tensor.float()  # exact; load_state_dict casts back to the parameter dtype
@@ -262,13 +285,13 @@ def _to_numpy(tensor: torch.Tensor, copy: bool = True) -> np.ndarray:
     return tensor.numpy().copy() if on_cpu and copy else tensor.numpy()
 
 
-def _nested_to_numpy(data: Any, copy: bool = True) -> Any:
+def _nested_to_numpy(data: Any, copy: bool = True, deferred: bool = False) -> Any:
     if isinstance(data, torch.Tensor):
-        return _to_numpy(data, copy)
+        return _to_numpy(data, copy, deferred)
     if isinstance(data, dict):
-        return {key: _nested_to_numpy(value, copy) for key, value in data.items()}
+        return {key: _nested_to_numpy(value, copy, deferred) for key, value in data.items()}
     if isinstance(data, (list, tuple)):
-        return type(data)(_nested_to_numpy(value, copy) for value in data)
+        return type(data)(_nested_to_numpy(value, copy, deferred) for value in data)
     return data
 
 

@@ -25,18 +25,21 @@ _MODULE_TRAIN = torch.nn.Module.train
 
 
 class _ModelTree:
-    """A model's modules and parameters as they were when the context started."""
+    """A model's submodules (the model itself left out, so that the index never keeps it alive) and parameters as
+    they were when the context started."""
 
-    __slots__ = ("modules", "parameters", "plain_train")
+    __slots__ = ("submodules", "parameters", "plain_train")
 
     def __init__(self, model: torch.nn.Module) -> None:
-        self.modules = tuple(model.modules())
+        modules = list(model.modules())
+        self.submodules = tuple(module for module in modules if module is not model)
         self.parameters = tuple(model.parameters())  # deduplicated (shared weights once), as model.parameters()
         # A module that overrides train (e.g. to keep its BatchNorm frozen) must get the call every step.
-        self.plain_train = all(type(module).train is _MODULE_TRAIN for module in self.modules)
+        self.plain_train = all(type(module).train is _MODULE_TRAIN for module in modules)
 
 
-# Weak keys: an index never keeps a model alive; models hash by identity (nn.Module defines no __eq__).
+# Weak keys: a context that never ended (it failed to start) leaves an entry that goes away with its model. Modules
+# hash by identity (torch's own module walks need them hashable).
 _TREES: weakref.WeakKeyDictionary[torch.nn.Module, _ModelTree] = weakref.WeakKeyDictionary()
 
 
@@ -74,10 +77,10 @@ def set_training(model: torch.nn.Module, training: bool) -> None:
                 model.train(mode=training)
                 return
         return
-    if not tree.plain_train:
+    if not tree.plain_train or model.training != training:
         model.train(mode=training)
         return
-    for module in tree.modules:
+    for module in tree.submodules:
         if module.training != training:
             model.train(mode=training)
             return

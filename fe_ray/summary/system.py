@@ -40,11 +40,11 @@ from typing import Any
 
 from fe_ray.backend import get_backend
 from fe_ray.backend.determinism import get_rng_state, set_rng_state
-from fe_ray.io.snapshot import SnapshotBuffers
+from fe_ray.io.snapshot import DeferredCopy, SnapshotBuffers
 from fe_ray.io.state_files import CheckpointError, read_checkpoint, write_checkpoint
 from fe_ray.schedule import get_current_items
 from fe_ray.summary.summary import Summary
-from fe_ray.util import to_list
+from fe_ray.util import map_nested, to_list
 
 #: Counters restored from a checkpoint (the run position).
 RESTORED_COUNTERS = ("mode", "ds_id", "exp_id", "global_step", "epoch_idx", "batch_idx", "stop_training",
@@ -320,17 +320,25 @@ def snapshot_models(models: Sequence[Any], copy: bool = True,
     Args:
         models: The models (built with :func:`fe_ray.build`).
         copy: False returns views of live CPU tensors where the backend can (see ``get_state``).
-        buffers: With ``copy``, copy the states that would otherwise be views into these reused buffers (one
-            parallel copy of all models together); states that are host arrays of their own already (TF, GPU
-            models) are taken as they are.
+        buffers: With ``copy``, copy the states that would otherwise be views, and those on an accelerator, into
+            these reused buffers (one parallel copy of all models together, device tensors straight into warm
+            host memory); states that are host arrays of their own already (TF models) are taken as they are.
     """
-    states = {_model_name(model): get_backend(model).get_state(model, copy=copy and buffers is None)
+    into_buffers = copy and buffers is not None
+    states = {_model_name(model): get_backend(model).get_state(model, copy=copy and buffers is None,
+                                                               deferred=into_buffers)
               for model in models}
-    if copy and buffers is not None:
-        views = {_model_name(model): states[_model_name(model)] for model in models
-                 if get_backend(model).state_is_view(model)}
-        states.update(buffers.copy(views))
+    if into_buffers:
+        live = {_model_name(model): states[_model_name(model)] for model in models
+                if get_backend(model).state_is_view(model) or _has_deferred(states[_model_name(model)])}
+        states.update(buffers.copy(live))  # type: ignore[union-attr]
     return states
+
+
+def _has_deferred(state: Any) -> bool:
+    found: list[bool] = []
+    map_nested(lambda leaf: found.append(True) if isinstance(leaf, DeferredCopy) else None, state)
+    return bool(found)
 
 
 def _model_name(model: Any) -> str:

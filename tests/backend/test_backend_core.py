@@ -580,3 +580,42 @@ def test_torch_context_index_keeps_per_step_facts_and_sees_new_modules_from_the_
     backend.feed_forward(model, torch.ones(3, 2), training=False)
     assert not model[2].training
     backend.exit_context([model], "eval", None)
+
+
+def test_torch_deferred_device_tensor_copies_into_a_host_buffer_exactly() -> None:
+    import torch
+
+    from fe_ray.backend import torch_io
+    from fe_ray.io.snapshot import SnapshotBuffers
+
+    # Built directly over CPU tensors (the class is what get_state(deferred=True) returns for accelerator tensors).
+    half = torch_io._DeviceTensor(torch.tensor([[1.5, -2.25]], dtype=torch.bfloat16))
+    assert half.shape == (1, 2) and half.dtype == np.float32 and half.nbytes == 8  # bfloat16 travels as float32
+    full = torch_io._DeviceTensor(torch.arange(6, dtype=torch.int64))
+    copied = SnapshotBuffers(1).copy({"a": half, "b": [full]})
+    np.testing.assert_array_equal(copied["a"], [[1.5, -2.25]])
+    np.testing.assert_array_equal(copied["b"][0], np.arange(6))
+    assert copied["b"][0].dtype == np.int64
+    # On the CPU nothing is deferred: the snapshot is the same as without the flag.
+    model = torch.nn.Linear(2, 1)
+    state = get_backend("torch").get_state(model, copy=False, deferred=True)
+    assert all(isinstance(value, np.ndarray) for value in state["model"].values())
+
+
+def test_torch_context_index_never_keeps_a_model_alive() -> None:
+    import gc
+    import weakref
+
+    import torch
+
+    from fe_ray.backend import torch_modules
+
+    backend = get_backend("torch")
+    model = torch.nn.Sequential(torch.nn.Linear(2, 2))
+    before = len(torch_modules._TREES)
+    backend.enter_context([model], "train", None)  # a context that never ends (it failed to start)
+    assert len(torch_modules._TREES) == before + 1
+    alive = weakref.ref(model)
+    del model
+    gc.collect()
+    assert alive() is None and len(torch_modules._TREES) == before

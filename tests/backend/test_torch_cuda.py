@@ -111,3 +111,22 @@ def test_outputs_are_complete_when_returned() -> None:
     got = out["y"].numpy().copy()  # read at once, as a trace would
     expected = chained(torch.from_numpy(x).to(DEVICE)).cpu().numpy()
     np.testing.assert_allclose(got, expected, rtol=1e-3, atol=1e-3)
+
+
+def test_snapshot_into_kept_buffers_copies_device_state_straight_into_warm_host_memory() -> None:
+    from fe_ray.io.snapshot import SnapshotBuffers
+    from fe_ray.summary.system import snapshot_models
+
+    model = torch_linear("adam")
+    model.to(DEVICE)
+    BACKEND.update_model(model, [torch.ones(1, 3, device=DEVICE)])
+    buffers = SnapshotBuffers(2)
+    first = snapshot_models([model], buffers=buffers)[model.model_name]
+    expected = BACKEND.get_state(model)
+    np.testing.assert_array_equal(first["model"]["weight"], expected["model"]["weight"])
+    BACKEND.update_model(model, [torch.ones(1, 3, device=DEVICE)])
+    second = snapshot_models([model], buffers=buffers)[model.model_name]
+    assert np.shares_memory(first["model"]["weight"], second["model"]["weight"])  # the kept buffer, refilled
+    other = torch_linear("adam", weights=(0.0, 0.0, 0.0))
+    BACKEND.set_state(other, second)
+    np.testing.assert_array_equal(weights(other), weights(model))

@@ -135,3 +135,37 @@ def test_available_memory_is_read_from_the_kernel() -> None:
         assert available is None
     else:
         assert isinstance(available, int) and available > 0
+
+
+class _Deferred(snapshot.DeferredCopy):
+    """A stand-in for a device tensor: copies its value into the host buffer it is given, and counts the calls."""
+
+    def __init__(self, value: np.ndarray) -> None:
+        self.value, self.shape, self.dtype, self.copies = value, value.shape, value.dtype, 0
+
+    def copy_to(self, out: np.ndarray) -> None:
+        assert out.shape == self.shape and out.dtype == self.dtype and out.flags.c_contiguous
+        out[...] = self.value
+        self.copies += 1
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_deferred_copies_land_in_kept_buffers_reused_by_the_next_snapshot(threads: int) -> None:
+    buffers = SnapshotBuffers(threads)
+    big = _Deferred(np.arange(3 * snapshot.CHUNK_BYTES // 4, dtype=np.float32))  # several chunks: still one copy
+    state = {"model": {"w": _Deferred(np.ones((2, 3), np.float32)), "big": big}, "plain": np.zeros(4), "lr": 0.1}
+    first = buffers.copy(state)
+    assert isinstance(first["model"]["w"], np.ndarray) and big.copies == 1
+    np.testing.assert_array_equal(first["model"]["w"], np.ones((2, 3)))
+    np.testing.assert_array_equal(first["model"]["big"], big.value)
+    assert first["lr"] == 0.1 and buffers.nbytes == 24 + big.nbytes + 32
+    state["model"]["w"].value = np.full((2, 3), 7, np.float32)  # the device value changed: the next snapshot
+    second = buffers.copy(state)
+    assert np.shares_memory(first["model"]["w"], second["model"]["w"])  # warm memory, no fresh pages
+    np.testing.assert_array_equal(second["model"]["w"], np.full((2, 3), 7))
+
+
+def test_deferred_copies_count_against_available_memory(monkeypatch) -> None:
+    monkeypatch.setattr(snapshot, "available_memory", lambda: 100)
+    with pytest.raises(snapshot.SnapshotTooLargeError):
+        SnapshotBuffers(1).copy({"w": _Deferred(np.zeros(64, np.float32))})  # 256 bytes > half of 100
