@@ -14,7 +14,7 @@ from fe_ray.summary.summary import Summary
 from fe_ray.summary.system import System
 from fe_ray.trace.essential import EvalEssential, TestEssential, TrainEssential
 from fe_ray.trace.logger import Logger
-from fe_ray.trace.trace import Data, Trace, may_change_batches, sort_traces, trace_outputs
+from fe_ray.trace.trace import Data, PerDSTrace, Trace, may_change_batches, sort_traces, trace_outputs
 from fe_ray.util import filter_nones, to_list, to_set
 
 logger = logging.getLogger(__name__)
@@ -295,27 +295,33 @@ class Estimator:
             system.batch_idx = None
             system.mode_finished = False
             self._run_event("on_epoch_begin", epoch_traces)
+        # As FastEstimator: what PerDSTraces write in on_ds_end reaches on_epoch_end's Data too (Logger prints it).
+        epoch_data = self._data()
         for pos, ds_id in enumerate(ds_ids[start:]):
-            if pos > 0 or not resume:
+            resumed = resume and pos == 0  # the dataset a checkpoint was taken in: its on_ds_begin already ran
+            if not resumed:
                 system.batch_idx = None
             system.ds_id = ds_id
-            self._run_dataset(eager, ds_id)
+            self._run_dataset(eager, ds_id, epoch_data, begin=not resumed)
         system.mode_finished = True
         system.write_summary("epoch", epoch)
-        self._run_event("on_epoch_end", epoch_traces)
+        self._run_event("on_epoch_end", epoch_traces, data=epoch_data)
 
-    def _run_dataset(self, eager: bool, ds_id: str) -> None:
+    def _run_dataset(self, eager: bool, ds_id: str, epoch_data: Data, begin: bool = True) -> None:
         system = self.system
         mode, epoch = system.mode or "train", system.epoch_idx
         traces = self._traces(mode, epoch, ds_id)
+        per_ds = [trace for trace in traces if isinstance(trace, PerDSTrace)]
+        if begin:
+            self._run_event("on_ds_begin", per_ds, data=Data())  # FastEstimator logs nothing written here
         steps = system.steps_per_epoch
         with self.pipeline(mode=mode, epoch=epoch, ds_id=ds_id, steps_per_epoch=steps) as loader:
             length = steps if steps is not None else _safe_len(loader)
-            if length is not None and (system.batch_idx or 0) >= length:
-                # Resumed from a checkpoint taken after this epoch's last batch (before on_epoch_end): the Pipeline
-                # has no position left for it, so running the loader would start the epoch over.
-                return
-            self._run_batches(eager, ds_id, loader, length, traces)
+            # Resumed from a checkpoint taken after this dataset's last batch (before on_epoch_end): the Pipeline
+            # has no position left for it, so running the loader would start the epoch over.
+            if length is None or (system.batch_idx or 0) < length:
+                self._run_batches(eager, ds_id, loader, length, traces)
+        self._run_event("on_ds_end", per_ds, data=epoch_data)
 
     def _run_batches(self, eager: bool, ds_id: str, loader: Any, length: int | None, traces: list[Trace]) -> None:
         system = self.system
@@ -348,8 +354,9 @@ class Estimator:
             except Exception as err:  # noqa: BLE001 - the original error is the one to raise
                 logger.warning("fe_ray: %s.on_abort failed: %s", type(trace).__name__, err)
 
-    def _run_event(self, event: str, traces: Sequence[Trace], batch: Any = None) -> None:
-        data = self._data(batch)
+    def _run_event(self, event: str, traces: Sequence[Trace], batch: Any = None, data: Data | None = None) -> None:
+        if data is None:
+            data = self._data(batch)
         for trace in traces:
             getattr(trace, event)(data)
         if self.system.stop_training and event != "on_end":

@@ -374,3 +374,83 @@ def test_a_pipeline_or_network_of_the_wrong_kind_is_a_type_error() -> None:
         fe.Estimator(None, network, epochs=1)
     with pytest.raises(TypeError, match=f"network must be an fe.Network.*got {type(model).__name__}"):
         fe.Estimator(pipeline, model, epochs=1)  # a bare model
+
+
+class _CountPerDataset(fe.trace.PerDSTrace):
+    """Counts each dataset's samples; writes ``count|<ds_id>`` when the dataset ends; records its events."""
+
+    def __init__(self, events: list[str], mode: str) -> None:
+        super().__init__(inputs="y", outputs="count", mode=mode)
+        self.events, self.count = events, 0
+
+    def on_ds_begin(self, data: Any) -> None:
+        self.events.append(f"begin {self.system.ds_id}")
+        self.count = 0
+        data["not_logged"] = 1
+
+    def on_batch_end(self, data: Any) -> None:
+        self.count += len(data["y"])
+
+    def on_ds_end(self, data: Any) -> None:
+        self.events.append(f"end {self.system.ds_id}")
+        data[f"count|{self.system.ds_id}"] = self.count
+
+    def on_epoch_end(self, data: Any) -> None:
+        self.events.append(f"epoch end sees {sorted(key for key in data.read_logs() if key.startswith('count'))}")
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"count": self.count}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.count = state["count"]
+
+
+def _two_dataset_pipeline(mode: str) -> Any:
+    from fe_ray.dataset.data import digits
+    from fe_ray.op.numpyop.univariate import ExpandDims
+
+    train, evaluation = digits.load_data()
+    datasets = {"a": evaluation.subset(np.arange(16)), "b": evaluation.subset(np.arange(16, 40))}
+    if mode == "eval":
+        return fe.Pipeline(train_data=train.subset(np.arange(16)), eval_data=datasets, batch_size=8,
+                           ops=[ExpandDims("x", "x", axis=0)])
+    return fe.Pipeline(train_data=datasets, batch_size=8, ops=[ExpandDims("x", "x", axis=0)])
+
+
+def test_per_ds_trace_hears_each_dataset_and_its_results_reach_the_epoch_end(capsys) -> None:
+    events: list[str] = []
+    estimator = fe.Estimator(_two_dataset_pipeline("eval"), classifier_network(torch_mlp()), epochs=1,
+                             traces=[_CountPerDataset(events, mode="eval")], log_steps=0)
+    summary = estimator.fit()
+    assert events == ["begin a", "end a", "begin b", "end b", "epoch end sees ['count|a', 'count|b']"]
+    assert summary.history["eval"]["count|a"] == {2: 16} and summary.history["eval"]["count|b"] == {2: 24}
+    assert "not_logged" not in summary.history["eval"]  # FastEstimator logs nothing written in on_ds_begin
+    assert "count|a: 16; count|b: 24" in capsys.readouterr().out  # printed with the epoch's results
+
+
+def test_per_ds_trace_is_not_restarted_in_the_dataset_a_resumed_run_continues(tmp_path) -> None:
+    class Crash(Trace):
+        def __init__(self, armed: bool) -> None:
+            super().__init__()
+            self.armed = armed
+
+        def on_batch_end(self, data: Any) -> None:
+            if self.armed and self.system.ds_id == "b" and self.system.batch_idx == 2:
+                raise RuntimeError("simulated crash")
+
+    def run(crash: bool) -> tuple[list[str], Any]:
+        events: list[str] = []
+        traces = [_CountPerDataset(events, mode="train"), RestoreWizard(str(tmp_path), steps=1), Crash(crash)]
+        estimator = fe.Estimator(_two_dataset_pipeline("train"), classifier_network(torch_mlp()), epochs=1,
+                                 traces=traces, log_steps=None)
+        if crash:
+            with pytest.raises(RuntimeError, match="simulated crash"):
+                estimator.fit()
+            return events, None
+        return events, estimator.fit()
+
+    first, _ = run(crash=True)
+    assert first == ["begin a", "end a", "begin b"]
+    resumed, summary = run(crash=False)
+    assert resumed[:1] == ["end b"]  # no "begin b": the count of b's first two batches came from the checkpoint
+    assert summary.history["train"]["count|b"] == {5: 24}

@@ -6,8 +6,8 @@ from fe_ray.trace.essential import EvalEssential, TestEssential, TrainEssential
 from fe_ray.trace.io import BestModelSaver, ModelSaver, RestoreWizard
 from fe_ray.trace.logger import Logger, ProgressBar
 from fe_ray.trace.metric import Accuracy
-from fe_ray.trace.trace import Data, Trace, sort_traces
+from fe_ray.trace.trace import Data, PerDSTrace, Trace, sort_traces
 
 __all__ = ["Accuracy", "BestModelSaver", "Data", "EarlyStopping", "EvalEssential", "LRScheduler", "Logger",
-           "ModelSaver", "ProgressBar", "RestoreWizard", "TestEssential", "Trace", "TrainEssential", "adapt", "io",
-           "metric", "sort_traces", "xai"]
+           "ModelSaver", "PerDSTrace", "ProgressBar", "RestoreWizard", "TestEssential", "Trace", "TrainEssential",
+           "adapt", "io", "metric", "sort_traces", "xai"]

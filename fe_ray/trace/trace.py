@@ -167,6 +167,26 @@ class Trace:
         return f"{type(self).__name__}(inputs={self.inputs}, outputs={self.outputs}, mode={self.mode})"
 
 
+class PerDSTrace(Trace):
+    """A Trace that also hears when each dataset of an epoch starts and ends (FastEstimator's ``PerDSTrace``).
+
+    In an epoch whose Pipeline has several datasets (``{"ds1": ..., "ds2": ...}``), the Estimator runs them one
+    after the other; around each it calls :meth:`on_ds_begin` and :meth:`on_ds_end` of the PerDSTraces active for
+    that dataset (``system.ds_id`` names it). Typical use: reset per-dataset accumulators in ``on_ds_begin`` and
+    write ``<key>|<ds_id>`` results in ``on_ds_end``.
+
+    A run resumed from a checkpoint taken inside a dataset does not call ``on_ds_begin`` for that dataset again (its
+    state comes from the checkpoint, through :meth:`~Trace.state_dict`), as ``on_epoch_begin`` is not called again.
+    """
+
+    def on_ds_begin(self, data: Data) -> None:
+        """Runs before the first batch of each dataset. Values written to ``data`` are not logged."""
+
+    def on_ds_end(self, data: Data) -> None:
+        """Runs after the last batch of each dataset. ``data`` is the epoch's: values written here are logged, and
+        ``on_epoch_end`` sees them (the Logger prints them with the epoch's other results)."""
+
+
 def may_change_batches(traces: Iterable[Trace]) -> bool:
     """Whether any of ``traces`` may change a batch in ``on_batch_begin`` (see :attr:`Trace.changes_batch`)."""
     return any(trace.changes_batch if trace.changes_batch is not None
