@@ -4,11 +4,11 @@ from an index built once per Network context.
 Every training step asks which parameters the optimizer updates and puts the model in train mode, as FastEstimator
 does. Both walk ``model.modules()`` recursively: together 6 us a step for a two-layer MLP, 12 us for LeNet and 61 us
 for ResNet-8's 35 modules on the 2-core CPU VM (0.9, 1.4 and 3.9 us with the index), a measurable share of a
-launch-bound GPU step. The tree itself only changes
-when user code changes it, so the torch backend's ``enter_context`` indexes each model of the context here and
-``exit_context`` drops the index; the steps in between read the flat tuples instead. The per-step facts stay per
-step: which parameters ``requires_grad`` and which modules are in which mode are read from the parameters and
-modules every time, so freezing weights or switching a submodule's mode inside an epoch still takes effect.
+launch-bound GPU step. The tree itself only changes when user code changes it, so the torch backend's
+``enter_context`` indexes each model of the context here and ``exit_context`` drops the index; the steps in between
+read the flat tuples instead. The per-step facts stay per step: which parameters ``requires_grad`` and which modules
+are in which mode are read from the parameters and modules every time, so freezing weights or switching a
+submodule's mode inside an epoch still takes effect.
 
 Without an index (no context, or a model no op of the context names) both functions walk the tree as before.
 Modules added to or removed from a model in the middle of a context are seen from the next context on.
