@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import warnings
 from typing import Any
@@ -267,10 +268,14 @@ class _DeviceTensor(DeferredCopy):
         self.shape = tuple(tensor.shape)
         host = torch.float32 if tensor.dtype == torch.bfloat16 else tensor.dtype
         self.dtype = torch.empty(0, dtype=host).numpy().dtype
+        # The copy may run on another thread (SnapshotBuffers' pool), whose current stream is the default one: it
+        # must queue behind the work training queued on this thread's stream (the last optimizer step included).
+        self.stream = torch.cuda.current_stream(tensor.device) if tensor.is_cuda else None
 
     def copy_to(self, out: np.ndarray) -> None:
         # A blocking copy: when it returns the host buffer holds the value, and the device tensor may change.
-        torch.from_numpy(out).copy_(self.tensor)
+        with torch.cuda.stream(self.stream) if self.stream is not None else contextlib.nullcontext():
+            torch.from_numpy(out).copy_(self.tensor)
 
 
 def _to_numpy(tensor: torch.Tensor, copy: bool = True, deferred: bool = False) -> np.ndarray | _DeviceTensor:

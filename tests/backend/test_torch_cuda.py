@@ -130,3 +130,9 @@ def test_snapshot_into_kept_buffers_copies_device_state_straight_into_warm_host_
     other = torch_linear("adam", weights=(0.0, 0.0, 0.0))
     BACKEND.set_state(other, second)
     np.testing.assert_array_equal(weights(other), weights(model))
+    side = torch.cuda.Stream()  # training on a stream of its own: the pool threads' copies queue behind its work
+    with torch.cuda.stream(side):
+        for _ in range(20):
+            BACKEND.update_model(model, [torch.ones(1, 3, device=DEVICE)])
+        third = snapshot_models([model], buffers=buffers)[model.model_name]
+        np.testing.assert_array_equal(third["model"]["weight"], model.weight.detach().cpu().numpy())
