@@ -18,16 +18,16 @@ Parts (``--parts`` picks some, e.g. to rerun the ones a cut run skipped):
 
 ==================  ==============================================================================================
 cuda_tests          the CUDA tests CI always skips (backend on a GPU; two replicas on one GPU, gloo on CUDA)
-example             ``examples/mnist_torch.py --replicas 1``: the user's path, default resources ``{"GPU": 1}``
 throughput_lenet    a, a_sync, a_malloc, b0, b, c, d, e on the GPU (LeNet): the issue's ratios b/a, c/a, d/e where
                     compute is fast, and what splits them (the Network alone, the plain loop in a replica's process)
 checkpoint          save / restore of 100M parameters + Adam with the state on the GPU, against torch.save
-throughput_resnet   the same ratios with the compute-bound ResNet-8
 profile_step        cProfile of fe_ray's in-process LeNet step (b0) on the GPU: what b/a's missing 7% is made of
 profile_replica     the same inside replica rank 0 (variant c, ``--replica``): what its extra step time is made of
+throughput_resnet   the same ratios with the compute-bound ResNet-8
+overhead            the per-step breakdown of the distributed path (slicing, transfer, all-reduce, merge, traces)
+example             ``examples/mnist_torch.py --replicas 1``: the user's path, default resources ``{"GPU": 1}``
 cpu_spare_cores     LeNet a, b, c, d, e on the CPU with 2 threads on the GPU machine's 16 cores: the driver has
                     cores of its own (on the 2-core VM it shares the replicas', the cause of c/a's gap there)
-overhead            the per-step breakdown of the distributed path (slicing, transfer, all-reduce, merge, traces)
 ==================  ==============================================================================================
 
 TensorFlow is not on the GPU image and its wheel is several times the 64 MiB a call may carry, so no TF part.
@@ -105,7 +105,9 @@ class Outcome:
 
 
 def plan(device: str = "cuda", quick: bool = False) -> list[Part]:
-    """The parts in priority order (the most informative first, so a short budget keeps them).
+    """The parts in priority order (the most informative first, so a short budget keeps them): after the CUDA tests,
+    what the open GPU misses need (LeNet ratios, the save stall, then the profiles behind them); the MNIST example
+    and the CPU run with spare cores, which said what they had to say on 2026-11-26, come last.
 
     Args:
         device: ``cuda`` for the GPU parts; ``cpu`` runs the same commands on the CPU (to try the suite itself on
@@ -124,8 +126,6 @@ def plan(device: str = "cuda", quick: bool = False) -> list[Part]:
     return [
         Part("cuda_tests", ("-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", *cuda_tests), 60, False,
              "the CUDA tests CI skips"),
-        Part("example", ("examples/mnist_torch.py", "--epochs", "1", "--replicas", "1"), 45, True,
-             "the MNIST example on one GPU replica, default resources"),
         Part("throughput_lenet", ("-m", "benchmarks.throughput", "--model", "lenet", "--variants",
                                   "a,a_sync,a_malloc,b0,b,c,d,e", *lenet_steps, *bench), 210, True,
              "b/a, c/a, d/e on the GPU, LeNet; b0 (the Network alone) and a_malloc (the plain loop in an actor) "
@@ -133,21 +133,23 @@ def plan(device: str = "cuda", quick: bool = False) -> list[Part]:
         Part("checkpoint", ("-m", "benchmarks.checkpoint", "--repeats", "2", "--paired-repeats", "3", *bench), 180,
              True,
              "checkpoint save/restore/stall of 100M params + Adam from the GPU"),
-        Part("throughput_resnet", ("-m", "benchmarks.throughput", "--model", "resnet", "--variants",
-                                   "a,a_sync,b,c,d,e", *resnet_steps, *bench), 180, True,
-             "b/a, c/a, d/e on the GPU, ResNet-8"),
         Part("profile_step", ("-m", "benchmarks.profile_step", "--variant", "b0", "--model", "lenet", "--steps",
                               "500" if not quick else "20", "--top", "45", "--device", device), 40, False,
              "cProfile of fe_ray's in-process LeNet step on the GPU: where its time over the plain loop goes"),
         Part("profile_replica", ("-m", "benchmarks.profile_step", "--variant", "c", "--replica", "--model", "lenet",
                                  "--steps", "500" if not quick else "20", "--top", "45", "--device", device), 60, True,
              "cProfile of the same step inside a replica (c/a's replica step is 445 us longer on the H200)"),
+        Part("throughput_resnet", ("-m", "benchmarks.throughput", "--model", "resnet", "--variants",
+                                   "a,a_sync,b,c,d,e", *resnet_steps, *bench), 180, True,
+             "b/a, c/a, d/e on the GPU, ResNet-8"),
+        Part("overhead", ("-m", "benchmarks.overhead", "--model", "lenet", *bench), 60, True,
+             "per-step breakdown of the distributed path on the GPU"),
+        Part("example", ("examples/mnist_torch.py", "--epochs", "1", "--replicas", "1"), 45, True,
+             "the MNIST example on one GPU replica, default resources"),
         Part("cpu_spare_cores", ("-m", "benchmarks.throughput", "--model", "lenet", "--variants", "a,b,c,d,e",
                                  "--threads", "2", *cpu_steps, "--device", "cpu", "--json-out", "{json}",
                                  *quick_args), 150, True,
              "CPU LeNet ratios with cores to spare for the driver"),
-        Part("overhead", ("-m", "benchmarks.overhead", "--model", "lenet", *bench), 60, True,
-             "per-step breakdown of the distributed path on the GPU"),
     ]
 
 
