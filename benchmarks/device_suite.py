@@ -18,8 +18,9 @@ Parts (``--parts`` picks some, e.g. to rerun the ones a cut run skipped):
 
 ==================  ==============================================================================================
 cuda_tests          the CUDA tests CI always skips (backend on a GPU; two replicas on one GPU, gloo on CUDA)
-throughput_lenet    a, a_sync, a_malloc, b0, b, c, d, e on the GPU (LeNet): the issue's ratios b/a, c/a, d/e where
-                    compute is fast, and what splits them (the Network alone, the plain loop in a replica's process)
+throughput_lenet    a, a_sync, a_shuffled, a_malloc, b0, b, c, d, e on the GPU (LeNet): the issue's ratios b/a, c/a,
+                    d/e where compute is fast, and what splits them (the data work, the Network alone, the plain
+                    loop in a replica's process)
 checkpoint          save / restore of 100M parameters + Adam with the state on the GPU, against torch.save
 profile_step        cProfile of fe_ray's in-process LeNet step (b0) on the GPU: what b/a's missing 7% is made of
 profile_replica     the same inside replica rank 0 (variant c, ``--replica``): what its extra step time is made of
@@ -127,9 +128,9 @@ def plan(device: str = "cuda", quick: bool = False) -> list[Part]:
         Part("cuda_tests", ("-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", *cuda_tests), 60, False,
              "the CUDA tests CI skips"),
         Part("throughput_lenet", ("-m", "benchmarks.throughput", "--model", "lenet", "--variants",
-                                  "a,a_sync,a_malloc,b0,b,c,d,e", *lenet_steps, *bench), 210, True,
-             "b/a, c/a, d/e on the GPU, LeNet; b0 (the Network alone) and a_malloc (the plain loop in an actor) "
-             "split fe_ray's extra time"),
+                                  "a,a_sync,a_shuffled,a_malloc,b0,b,c,d,e", *lenet_steps, *bench), 225, True,
+             "b/a, c/a, d/e on the GPU, LeNet; a_shuffled (the Pipeline's data work), b0 (the Network alone) and "
+             "a_malloc (the plain loop in an actor) split fe_ray's extra time"),
         Part("checkpoint", ("-m", "benchmarks.checkpoint", "--repeats", "2", "--paired-repeats", "3", *bench), 180,
              True,
              "checkpoint save/restore/stall of 100M params + Adam from the GPU"),

@@ -3,6 +3,9 @@
 Variants (torch):
     a   plain single-process PyTorch loop
     a_twin  (informational) the same plain loop built a second time: a_twin/a is an A/A ratio, this run's noise
+    a_shuffled  (informational) the plain loop gathering each batch's rows of a shuffled epoch from the whole dataset
+        every step, as a real loop (and fe_ray's Pipeline) does; a takes views of pre-cut batches: b/a_shuffled
+        compares fe_ray's Estimator with a loop doing the same data work
     b0  fe_ray in-process ``Network.run_step`` loop (no Pipeline/Estimator): isolates the Network's own cost
     b   fe_ray in-process Network + Pipeline + Estimator.fit
     c   fe_ray ``num_replicas=1`` (Estimator.fit; default ``step_transport="stream"``: one TCP stream per replica
@@ -63,6 +66,7 @@ LABELS = {
     "a": "(a) plain torch loop", "a_twin": "(a_twin) plain torch loop, second copy",
     "a_twin_tf": "(a_twin) plain tf.function loop, second copy",
     "a_sync": "(a_sync) plain loop, loss.item() every step",
+    "a_shuffled": "(a_shuffled) plain loop, shuffled gather",
     "b0": "(b0) fe_ray Network.run_step loop", "b": "(b) fe_ray Network+Estimator",
     "c": "(c) fe_ray num_replicas=1", "d": "(d) fe_ray num_replicas=2", "e": "(e) hand-written gloo DP x2",
     "c_compiled": "(c_compiled) c, compiled graph", "d_compiled": "(d_compiled) d, compiled graph",
@@ -92,6 +96,7 @@ TARGETS = [("b", "a", 0.97), ("c", "a", 0.93), ("d", "e", 0.95),
 EXTRA_RATIOS = [
     ("a_twin/a", "a_twin", "a"), ("a_twin_tf/a_tf", "a_twin_tf", "a_tf"),
     ("b0/a", "b0", "a"), ("b/a_sync", "b", "a_sync"), ("b0/a_sync", "b0", "a_sync"),
+    ("b/a_shuffled", "b", "a_shuffled"), ("a_shuffled/a", "a_shuffled", "a"),
     ("d/c", "d", "c"), ("e/a", "e", "a"), ("e/e_local", "e", "e_local"),
     ("c/a_malloc", "c", "a_malloc"), ("a_malloc/a", "a_malloc", "a"), ("d/e_malloc", "d", "e_malloc"),
     ("e_malloc/e", "e_malloc", "e"), ("c_tf/a_malloc_tf", "c_tf", "a_malloc_tf"),

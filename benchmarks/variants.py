@@ -79,6 +79,31 @@ class PlainTorch(Variant):
         return len(self.batches) * self.cfg["batch_size"] / seconds
 
 
+class PlainShuffled(PlainTorch):
+    """(a_shuffled): the plain loop drawing each batch as a real training loop does, by gathering a shuffled epoch's
+    rows from the whole dataset every step (numpy fancy indexing, as fe_ray's Pipeline gathers a NumpyDataset's
+    batch); a takes views of pre-cut consecutive batches, which costs nothing. b / a_shuffled compares fe_ray's
+    Estimator with a loop doing the same data work."""
+
+    def prepare(self) -> None:
+        import numpy as np
+
+        super().prepare()
+        data, size = self.cfg["data"], self.cfg["batch_size"]
+        order = np.random.default_rng(0).permutation(len(data["y"]))
+        self.indices = [order[i * size:(i + 1) * size] for i in range(len(self.batches))]
+
+    def measure(self) -> float:
+        x, y, trainer = self.cfg["data"]["x"], self.cfg["data"]["y"], self.trainer
+        start = time.perf_counter()
+        loss = None
+        for rows in self.indices:
+            loss = trainer.step(x[rows], y[rows])
+        if loss is not None:
+            float(loss.detach())
+        return len(self.indices) * self.cfg["batch_size"] / (time.perf_counter() - start)
+
+
 class PlainLoopInActor(Variant):
     """(a_malloc, a_malloc_tf): the plain loop in a Ray actor with fe_ray's replica environment (its thread share,
     glibc malloc settings and priority, :func:`fe_ray.distributed.cluster.replica_env`): what the hand-written loop
@@ -443,6 +468,7 @@ def build_variants(cfg: dict[str, Any], framework: str, only: set[str] | None) -
     if framework == "torch":
         add("a", lambda: PlainTorch("a", cfg), needs_ray=False)
         add("a_twin", lambda: PlainTorch("a_twin", cfg), needs_ray=False)
+        add("a_shuffled", lambda: PlainShuffled("a_shuffled", cfg), needs_ray=False)
         if cfg["device"] == "cuda":
             add("a_sync", lambda: PlainTorch("a_sync", cfg, sync_each_step=True), needs_ray=False)
         add("b0", lambda: FeNetworkLoop("b0", cfg, "torch"), needs_ray=False)

@@ -87,11 +87,28 @@ def test_the_process_malloc_is_fixed_before_measuring(monkeypatch) -> None:  # n
 
 def test_throughput_quick_plain_variant(tmp_path, monkeypatch) -> None:  # noqa: ANN001
     monkeypatch.setattr(harness, "RESULTS_DIR", tmp_path)
-    assert throughput.main(["--quick", "--model", "lenet", "--variants", "a", "--device", "cpu",
+    assert throughput.main(["--quick", "--model", "lenet", "--variants", "a,a_shuffled", "--device", "cpu",
                             "--threads", "1"]) == 0
     payload = json.loads((tmp_path / "throughput_quick.json").read_text())
-    series = payload["results"]["lenet"]["series"]["a"]
-    assert series["repeats"] == 2 and series["median"] > 0
+    for key in ("a", "a_shuffled"):
+        series = payload["results"]["lenet"]["series"][key]
+        assert series["repeats"] == 2 and series["median"] > 0
+
+
+def test_shuffled_plain_loop_gathers_each_batch_from_a_permutation_of_the_whole_dataset() -> None:
+    import numpy as np
+
+    from benchmarks.models import synthetic_data
+    from benchmarks.variants import WARMUP_STEPS, PlainShuffled
+
+    cfg = {"model": "mlp", "device": "cpu", "batch_size": 4, "steps": 6,
+           "data": synthetic_data("mlp", 4 * (WARMUP_STEPS + 6))}
+    variant = PlainShuffled("a_shuffled", cfg)
+    variant.prepare()
+    rows = np.concatenate(variant.indices)
+    assert len(variant.indices) == 6 and len(np.unique(rows)) == rows.size  # one epoch's order: no repeats
+    assert not np.array_equal(rows, np.arange(rows.size))  # shuffled, not the consecutive pre-cut batches
+    assert variant.measure() > 0
 
 
 def test_throughput_quick_replica_variant_splits_its_steps_into_phases(tmp_path, monkeypatch) -> None:  # noqa: ANN001
