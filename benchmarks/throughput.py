@@ -44,7 +44,8 @@ Thread budget: ``--threads`` (default: all cores) intra-op threads for in-proces
 gets ``threads // N`` (min 1), for fe_ray replicas and hand-written ranks alike.
 
 Run: ``python -m benchmarks.throughput [--model lenet|resnet|all] [--framework torch|tf] [--quick]``. The variants
-themselves live in benchmarks/variants.py; this script runs them side by side and reports.
+themselves live in benchmarks/variants.py and benchmarks/plain_variants.py; this script runs them side by side and
+reports.
 """
 
 from __future__ import annotations
