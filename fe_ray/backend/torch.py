@@ -59,6 +59,8 @@ def _to_tensor_leaf(data: Any) -> Any:
         # 0-d value into shape (1,), so scalars (a replica's loss) keep their shape through asarray. from_numpy
         # is a third of as_tensor's cost (0.6 against 1.6 us), which every key of every batch pays.
         data = np.ascontiguousarray(data) if data.ndim else np.asarray(data)
+        if not data.dtype.isnative:  # e.g. big-endian arrays read from files: torch takes native byte order only
+            data = data.astype(data.dtype.newbyteorder("="))
         try:
             return torch.from_numpy(data)
         except TypeError:  # a dtype from_numpy does not take

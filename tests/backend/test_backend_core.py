@@ -60,11 +60,16 @@ def test_converters_nested_round_trip(framework: str) -> None:
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_scalars_stay_scalars_and_reversed_views_convert(framework: str) -> None:
     """A 0-d value (a replica's loss) stays 0-d (np.ascontiguousarray made torch's shape (1,)); a view with negative
-    strides, which torch rejects as is, converts with its values."""
+    strides, which torch rejects as is, converts with its values; so does a big-endian array (as read from some
+    files), which torch rejects too."""
     backend = get_backend(framework)
-    converted = backend.to_tensor({"loss": np.float32(2.5), "zero_d": np.array(3.0), "rev": np.arange(4.0)[::-1]})
+    converted = backend.to_tensor({"loss": np.float32(2.5), "zero_d": np.array(3.0), "rev": np.arange(4.0)[::-1],
+                                   "big_endian": np.arange(3, dtype=">f4")})
     assert tuple(converted["loss"].shape) == () and tuple(converted["zero_d"].shape) == ()
     np.testing.assert_array_equal(backend.to_numpy(converted["rev"]), [3.0, 2.0, 1.0, 0.0])
+    big_endian = backend.to_numpy(converted["big_endian"])
+    np.testing.assert_array_equal(big_endian, [0.0, 1.0, 2.0])
+    assert big_endian.dtype == np.float32
 
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)
