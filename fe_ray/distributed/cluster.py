@@ -303,7 +303,7 @@ def start_actor(cls: type, args: tuple[Any, ...], group: PlacementGroup | None, 
     if group is not None:
         options["scheduling_strategy"] = PlacementGroupSchedulingStrategy(
             placement_group=group, placement_group_bundle_index=bundle_index)
-    options["runtime_env"] = replica_env(runtime_env, options["num_cpus"])
+    options["runtime_env"] = replica_env(runtime_env, options["num_cpus"], num_gpus=options["num_gpus"])
     if name:
         options["name"] = name
     return ray.remote(cls).options(**options).remote(*args)
@@ -314,8 +314,19 @@ def start_actor(cls: type, args: tuple[Any, ...], group: PlacementGroup | None, 
 WORKER_NICENESS_VAR = "RAY_worker_niceness"
 
 
-def replica_env(runtime_env: Mapping[str, Any] | None, num_cpus: float) -> dict[str, Any]:
+#: The variable CUDA reads to decide which GPUs a process may open; ``""`` means none.
+VISIBLE_GPUS_VAR = "CUDA_VISIBLE_DEVICES"
+
+
+def replica_env(runtime_env: Mapping[str, Any] | None, num_cpus: float, *, num_gpus: float) -> dict[str, Any]:
     """``runtime_env`` plus the environment variables a replica process runs best with; the user's values win.
+
+    * No GPU in the bundle (``num_gpus == 0``): :data:`VISIBLE_GPUS_VAR` ``=""``, so the replica runs on the CPU
+      as its bundle says. Ray sets that variable only for actors that ask for GPUs (it leaves it alone for the
+      others unless ``RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO`` is set), so on a GPU node a CPU replica would otherwise
+      see every GPU there and use one that Ray may have given to another actor, and N such replicas would all
+      pick GPU 0 (NCCL then fails with "Duplicate GPU detected": seen on a 1-GPU machine on 2026-11-26). To let
+      CPU bundles use GPUs anyway (GPUs managed outside Ray), set the variable in ``runtime_env["env_vars"]``.
 
     * Intra-op thread counts of torch and TF set to the actor's CPU share (CPU bundles of at least one CPU; GPU or
       fractional ones keep Ray's defaults). A worker process inherits the driver's environment, so an
@@ -339,6 +350,8 @@ def replica_env(runtime_env: Mapping[str, Any] | None, num_cpus: float) -> dict[
     if num_cpus >= 1:
         for var in ("OMP_NUM_THREADS", "TF_NUM_INTRAOP_THREADS"):
             env_vars.setdefault(var, str(int(num_cpus)))
+    if num_gpus <= 0:
+        env_vars.setdefault(VISIBLE_GPUS_VAR, "")
     if not malloc_chosen(env_vars):
         env_vars.update(MALLOC_ENV)
     if WORKER_NICENESS_VAR not in os.environ:
@@ -360,6 +373,6 @@ def kill_actor(actor: Any) -> None:
 # Taken at import: a process runs the code it imported, whatever changes on disk afterwards (an edit during a run).
 source_fingerprint()
 
-__all__ = ["MALLOC_ENV", "SOURCE_ROOT", "WORKER_NICENESS_VAR", "actor_runtime_env", "check_bundle",
+__all__ = ["MALLOC_ENV", "SOURCE_ROOT", "VISIBLE_GPUS_VAR", "WORKER_NICENESS_VAR", "actor_runtime_env", "check_bundle",
            "check_same_source", "default_bundle", "ensure_ray", "hash_sources", "kill_actor", "node_ip", "release",
            "replica_env", "reserve", "source_fingerprint", "start_actor"]

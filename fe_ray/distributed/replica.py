@@ -393,6 +393,7 @@ class Replica:
         info["malloc_env"] = {var: os.environ[var] for var in sorted(os.environ)
                               if var.startswith("MALLOC_") or var == "GLIBC_TUNABLES"}
         info["niceness"] = os.getpriority(os.PRIO_PROCESS, 0) if hasattr(os, "getpriority") else None
+        info["visible_gpus"] = os.environ.get("CUDA_VISIBLE_DEVICES")
         from fe_ray.backend.determinism import deterministic_kernels
 
         info["deterministic_kernels"] = deterministic_kernels(self.framework)

@@ -3,6 +3,7 @@ and priority."""
 
 from __future__ import annotations
 
+import functools
 import os
 import platform
 import shutil
@@ -13,7 +14,7 @@ import pytest
 
 import fe_ray as fe
 from fe_ray.distributed import cluster
-from fe_ray.distributed.cluster import MALLOC_ENV, WORKER_NICENESS_VAR, replica_env
+from fe_ray.distributed.cluster import MALLOC_ENV, VISIBLE_GPUS_VAR, WORKER_NICENESS_VAR, replica_env
 from fe_ray.distributed.errors import SourceMismatchError
 from fe_ray.op.tensorop.loss import MeanSquaredError
 from fe_ray.op.tensorop.model import ModelOp, UpdateOp
@@ -25,26 +26,39 @@ def test_replica_env_sets_thread_share_and_malloc_and_respects_user_values(monke
     for var in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_", "MALLOC_MMAP_MAX_",
                 "GLIBC_TUNABLES", WORKER_NICENESS_VAR):
         monkeypatch.delenv(var, raising=False)
+    env_of = functools.partial(replica_env, num_gpus=1.0)  # GPU bundles: the GPU variable is Ray's
     nice = {WORKER_NICENESS_VAR: "0"}  # the driver's priority, not Ray's default of 15 levels lower
     # GPU-only / fractional bundles: Ray's thread defaults, fe_ray's malloc settings.
-    assert replica_env(None, 0.0) == {"env_vars": {**MALLOC_ENV, **nice}}
-    env = replica_env({"pip": ["x"], "env_vars": {"OMP_NUM_THREADS": "3"}}, 2.0)
+    assert env_of(None, 0.0) == {"env_vars": {**MALLOC_ENV, **nice}}
+    env = env_of({"pip": ["x"], "env_vars": {"OMP_NUM_THREADS": "3"}}, 2.0)
     assert env == {"pip": ["x"], "env_vars": {"OMP_NUM_THREADS": "3", "TF_NUM_INTRAOP_THREADS": "2", **MALLOC_ENV,
                                               **nice}}
     # A malloc choice of the user's, in runtime_env or exported on the driver, stands alone.
-    env = replica_env({"env_vars": {"MALLOC_TRIM_THRESHOLD_": "0"}}, 0.0)
+    env = env_of({"env_vars": {"MALLOC_TRIM_THRESHOLD_": "0"}}, 0.0)
     assert env == {"env_vars": {"MALLOC_TRIM_THRESHOLD_": "0", **nice}}
-    assert replica_env({"env_vars": {"GLIBC_TUNABLES": ""}}, 0.0) == {"env_vars": {"GLIBC_TUNABLES": "", **nice}}
+    assert env_of({"env_vars": {"GLIBC_TUNABLES": ""}}, 0.0) == {"env_vars": {"GLIBC_TUNABLES": "", **nice}}
     # Tunables of other glibc parts are no malloc choice.
     cpu_tunable = {"GLIBC_TUNABLES": "glibc.cpu.x86_shstk=0"}
-    assert replica_env({"env_vars": cpu_tunable}, 0.0) == {"env_vars": {**cpu_tunable, **MALLOC_ENV, **nice}}
+    assert env_of({"env_vars": cpu_tunable}, 0.0) == {"env_vars": {**cpu_tunable, **MALLOC_ENV, **nice}}
     monkeypatch.setenv("GLIBC_TUNABLES", "glibc.cpu.x86_shstk=0:glibc.malloc.arena_max=2")
-    assert replica_env(None, 1.0) == {"env_vars": {"OMP_NUM_THREADS": "1", "TF_NUM_INTRAOP_THREADS": "1", **nice}}
+    assert env_of(None, 1.0) == {"env_vars": {"OMP_NUM_THREADS": "1", "TF_NUM_INTRAOP_THREADS": "1", **nice}}
     # A worker niceness of the user's, per actor or exported for the whole Ray session, stands.
-    assert replica_env({"env_vars": {WORKER_NICENESS_VAR: "15"}}, 0.0)["env_vars"][WORKER_NICENESS_VAR] == "15"
+    assert env_of({"env_vars": {WORKER_NICENESS_VAR: "15"}}, 0.0)["env_vars"][WORKER_NICENESS_VAR] == "15"
     monkeypatch.setenv(WORKER_NICENESS_VAR, "5")
-    assert WORKER_NICENESS_VAR not in replica_env(None, 0.0)["env_vars"]
+    assert WORKER_NICENESS_VAR not in env_of(None, 0.0)["env_vars"]
 
+
+
+def test_replica_env_hides_gpus_from_a_replica_whose_bundle_has_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")  # the driver's: Ray passes it on to every worker
+    # A CPU bundle: Ray leaves the variable alone for actors without GPUs, so fe_ray empties it.
+    assert replica_env(None, 2.0, num_gpus=0.0)["env_vars"][VISIBLE_GPUS_VAR] == ""
+    # GPU bundles, whole or shared: Ray sets it to the GPUs it gave the actor.
+    assert VISIBLE_GPUS_VAR not in replica_env(None, 2.0, num_gpus=1.0)["env_vars"]
+    assert VISIBLE_GPUS_VAR not in replica_env(None, 0.0, num_gpus=0.25)["env_vars"]
+    # GPUs managed outside Ray: the user's value for the replicas stands.
+    env = replica_env({"env_vars": {VISIBLE_GPUS_VAR: "1"}}, 2.0, num_gpus=0.0)
+    assert env["env_vars"][VISIBLE_GPUS_VAR] == "1"
 
 @pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="MALLOC_ENV configures glibc's malloc")
 def test_malloc_env_keeps_a_side_threads_freed_memory() -> None:
@@ -137,4 +151,7 @@ def test_cpu_replica_threads_follow_their_cpu_share(session_with_exported_thread
     assert [info["malloc_env"] for info in infos] == [MALLOC_ENV, MALLOC_ENV], infos
     # Replicas compute at the driver's priority, not at the 15 levels lower Ray gives its workers by default.
     assert [info["niceness"] for info in infos] == [os.getpriority(os.PRIO_PROCESS, 0)] * 2, infos
+    # CPU bundles: no GPU visible, even on a GPU node (Ray leaves CUDA_VISIBLE_DEVICES alone for them).
+    assert [info["visible_gpus"] for info in infos] == ["", ""], infos
+    assert [info["device"] for info in infos] == ["cpu", "cpu"], infos
     assert {info["fe_ray_source"]["sha256"] for info in infos} == {cluster.source_fingerprint()["sha256"]}
