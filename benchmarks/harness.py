@@ -130,20 +130,34 @@ def set_thread_budget(threads: int) -> None:
 
 
 def resolve_device(requested: str) -> tuple[str, str]:
-    """Map ``--device`` (auto|cpu|cuda) to an available device; return (device, note)."""
+    """Map ``--device`` (auto|cpu|cuda) to an available device; return (device, note).
+
+    ``cpu`` also hides every GPU from this process and the Ray workers it starts (``CUDA_VISIBLE_DEVICES=""``,
+    set before CUDA is initialised): fe_ray's in-process Network, like FastEstimator's, trains on a GPU whenever
+    one is visible, so on a GPU machine the fe_ray variants would otherwise run on the GPU against plain loops on
+    the CPU (the 2026-11-26 H100 run's ``cpu_spare_cores`` part, b/a 3.87).
+    """
+    if requested == "cpu":
+        if "torch" in sys.modules and _cuda_initialised(sys.modules["torch"]):
+            raise RuntimeError("--device cpu must be resolved before CUDA is initialised in this process.")
+        os.environ["CUDA_VISIBLE_DEVICES"] = ""
+        return "cpu", ""
     try:
         import torch
 
         has_cuda = torch.cuda.is_available()
     except ImportError:
         has_cuda = False
-    if requested == "cpu":
-        return "cpu", ""
     if has_cuda:
         return "cuda", ""
     if requested == "cuda":
         return "cpu", "NOTE: --device cuda requested but no CUDA device is available; falling back to cpu."
     return "cpu", ""
+
+
+def _cuda_initialised(torch: Any) -> bool:
+    is_initialized = getattr(getattr(torch, "cuda", None), "is_initialized", None)
+    return bool(is_initialized()) if callable(is_initialized) else False
 
 
 def cpu_model() -> str:
