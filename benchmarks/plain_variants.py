@@ -117,8 +117,9 @@ class PlainLoopInActor(Variant):
         cfg = self.cfg
         harness.init_ray(cfg["ray_cpus"])
         threads = cfg["threads"]
-        remote = ray.remote(PlainLoopActor).options(num_cpus=threads, num_gpus=gpu_share(cfg["device"]),
-                                                    runtime_env=replica_env(None, threads))
+        gpus = gpu_share(cfg["device"])
+        remote = ray.remote(PlainLoopActor).options(num_cpus=threads, num_gpus=gpus,
+                                                    runtime_env=replica_env(None, threads, num_gpus=gpus))
         self.actor = remote.remote(cfg["model"], threads, cfg["device"], self.framework)
         data = cfg["data_tf"] if self.framework == "tf" else cfg["data"]
         batches = batches_of(data, cfg["batch_size"])[:cfg["steps"]]

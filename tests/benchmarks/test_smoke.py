@@ -120,7 +120,7 @@ def test_throughput_quick_replica_variant_splits_its_steps_into_phases(tmp_path,
         ray.shutdown()
     monkeypatch.setattr(harness, "RESULTS_DIR", tmp_path)
     try:
-        assert throughput.main(["--quick", "--model", "lenet", "--variants", "c", "--device", "cpu",
+        assert throughput.main(["--quick", "--model", "lenet", "--variants", "c,a_malloc", "--device", "cpu",
                                 "--threads", "1"]) == 0
     finally:
         ray.shutdown()
@@ -131,6 +131,7 @@ def test_throughput_quick_replica_variant_splits_its_steps_into_phases(tmp_path,
     assert abs(phases["unaccounted_us"]) < 0.05 * step_us
     # The driver's own CPU per step: one thread's time, so above zero and below the step's wall time.
     assert 0 < phases["driver_cpu_us"] < step_us
+    assert result["us_per_step"]["a_malloc"] > 0  # the plain loop in an actor with a replica's environment
 
 
 @pytest.mark.parametrize("framework", ["torch", "tf"])
