@@ -28,6 +28,7 @@ def check_options(num_replicas: int, max_failures: int, step_timeout_s: float, c
 
     Raises:
         ValueError: Naming the bad option, its value, and what it accepts.
+            Also a bad ``FE_RAY_STREAM_SPIN_US`` with the stream transport.
         TypeError: If ``wait_for_nodes`` is not a bool.
     """
     if not isinstance(num_replicas, numbers.Integral) or isinstance(num_replicas, bool) or num_replicas < 1:
@@ -51,6 +52,10 @@ def check_options(num_replicas: int, max_failures: int, step_timeout_s: float, c
                          f"when the cluster is too small), got {wait_for_nodes!r}.")
     if step_transport not in TRANSPORTS:
         raise ValueError(f"step_transport must be one of {list(TRANSPORTS)}, got {step_transport!r}.")
+    if step_transport == "stream":
+        from fe_ray.distributed.step_stream import spin_seconds
+
+        spin_seconds()  # a bad FE_RAY_STREAM_SPIN_US fails here, not in every replica's constructor
 
 
 def placement_timeout(placement_timeout_s: float | None, wait_for_nodes: bool) -> float | None:

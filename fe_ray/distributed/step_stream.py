@@ -1,4 +1,5 @@
-"""Steps over one TCP stream per replica (``step_transport="stream"``): no Ray task per step, no busy-waiting.
+"""Steps over one TCP stream per replica (``step_transport="stream"``): no Ray task per step, no busy-waiting
+(unless asked for, see ``FE_RAY_STREAM_SPIN_US`` below).
 
 A Ray actor call costs this much per step on top of the work (2-core CPU VM, LeNet, 32 images, one replica, a
 plain actor with the same torch step as the plain loop; benchmarks/RESULTS.md has the runs): actor calls reach
@@ -10,6 +11,15 @@ transfers, pings). Only the per-step traffic bypasses it: each replica's :class:
 connection from the driver and waits in ``select`` between steps (an idle replica uses no CPU, unlike the compiled
 graph's channel readers). That thread also runs the replica's other calls, handed over by the actor's main thread,
 so all framework work happens on one thread (see :class:`StepServer` for why that matters).
+
+Optional polling (``FE_RAY_STREAM_SPIN_US``, default 0: off). Each hop of a step wakes a sleeping thread, the
+replica's when its batch arrives and the driver's when the answers do; on virtual machines a wake-up costs
+~100-200 us (2026-11-26: ~205 us per hop on both the 2-core VM and a 16-core H100 host). With a positive value
+the driver polls for the answers for up to that many microseconds before it sleeps, and each replica polls for
+its next message as long after answering. That trades idle CPU for the wake-ups, so it can only pay where the
+driver and the replicas have cores of their own: on the 2-core VM the replica's polling took the core the driver
+needed (one MLP replica's step 1,153 -> 1,350 us). Set it in the driver's environment before the replicas start;
+the local Ray's workers inherit it, on a cluster pass it in ``runtime_env={"env_vars": ...}`` as well.
 
 How fe_ray's guarantees carry over:
 
@@ -27,6 +37,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import pickle
 import queue
 import selectors
@@ -41,6 +52,31 @@ from typing import Any
 from fe_ray.distributed.sockets import PeerClosed, recv_exactly_into, send_parts, set_nodelay
 
 logger = logging.getLogger(__name__)
+
+#: Environment variable: microseconds the driver and each replica poll their step stream before sleeping.
+SPIN_ENV = "FE_RAY_STREAM_SPIN_US"
+#: The largest value :data:`SPIN_ENV` takes (a poll longer than a step only burns a core).
+MAX_SPIN_US = 100_000
+
+
+def spin_seconds() -> float:
+    """Seconds to poll a step stream before sleeping, from :data:`SPIN_ENV` (0 when unset).
+
+    Raises:
+        ValueError: If the variable is not an integer from 0 to :data:`MAX_SPIN_US`.
+    """
+    raw = os.environ.get(SPIN_ENV, "").strip()
+    if not raw:
+        return 0.0
+    try:
+        value = int(raw)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= MAX_SPIN_US:
+        raise ValueError(f"{SPIN_ENV} must be an integer number of microseconds from 0 (off, the default) to "
+                         f"{MAX_SPIN_US}, got {raw!r}; unset it or set e.g. {SPIN_ENV}=200.")
+    return value / 1e6
+
 
 #: Frame header: pickle length, number of out-of-band buffers; then one length per buffer.
 _HEADER = struct.Struct("!QI")
@@ -126,6 +162,7 @@ class StepServer:
         self._listener: socket.socket | None = None
         self._accept_deadline = 0.0
         self._closed = False
+        self._spin_s = spin_seconds()
         self._thread = threading.Thread(target=self._loop, name="fe_ray-replica", daemon=True)
         self._thread.start()
 
@@ -167,15 +204,19 @@ class StepServer:
             self._wake_write.send(b"x")
 
     def _loop(self) -> None:
+        spin_until = 0.0  # with SPIN_ENV: poll, not sleep, until then (set after each answered step)
         while not self._closed:
             timeout = None
             if self._listener is not None:
                 timeout = max(self._accept_deadline - time.monotonic(), 0.0)
-            events = self._selector.select(timeout)
-            if not events and self._listener is not None:
-                logger.warning("fe_ray: no driver connected to the step stream in time.")
-                self._drop(self._listener)
-                self._listener = None
+            spinning = time.perf_counter() < spin_until
+            events = self._selector.select(0.0 if spinning else timeout)
+            if not events:
+                if not spinning and self._listener is not None:
+                    logger.warning("fe_ray: no driver connected to the step stream in time.")
+                    self._drop(self._listener)
+                    self._listener = None
+                continue
             for key, _ in events:
                 if key.data == "wake":
                     self._run_tasks()
@@ -183,6 +224,8 @@ class StepServer:
                     self._accept()
                 else:
                     self._serve_one(key.fileobj)  # type: ignore[arg-type]
+                    if self._spin_s:
+                        spin_until = time.perf_counter() + self._spin_s
         for _fn, future in iter_tasks(self._tasks):
             future.set_exception(RuntimeError("the replica's step server closed"))
 
@@ -256,6 +299,7 @@ class StepStream:
         self._is_failure = is_failure
         self._conns: list[socket.socket] = []
         self._timeout_s: float | None = None  # the sockets' timeout, set by run()
+        self._spin_s = spin_seconds()
         self._selector = selectors.DefaultSelector()
         try:
             for rank, address in enumerate(addresses):
@@ -294,13 +338,15 @@ class StepStream:
         if overlap is not None:
             overlap()
         deadline = time.monotonic() + timeout_s  # counted from here: the overlap's work is the driver's, not theirs
+        spin_until = time.perf_counter() + self._spin_s if self._spin_s else 0.0
         results: dict[int, Any] = {}
         while len(results) < len(self._conns):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 missing = [rank for rank in range(len(self._conns)) if rank not in results]
                 raise TimeoutError(f"ranks {missing} did not answer within {timeout_s:g}s")
-            for key, _ in self._selector.select(timeout=remaining):
+            poll = spin_until and time.perf_counter() < spin_until  # SPIN_ENV: look without sleeping for a while
+            for key, _ in self._selector.select(timeout=0.0 if poll else remaining):
                 rank = key.data  # each rank sends one answer per step, so a readable rank has not answered yet
                 results[rank] = self._receive(rank, timeout_s)
                 if self._is_failure(results[rank]):
@@ -327,4 +373,5 @@ class StepStream:
             self._selector.close()
 
 
-__all__ = ["StepServer", "StepStream", "StepStreamError", "recv_message", "send_message"]
+__all__ = ["MAX_SPIN_US", "SPIN_ENV", "StepServer", "StepStream", "StepStreamError", "recv_message", "send_message",
+           "spin_seconds"]

@@ -192,7 +192,12 @@ def test_the_collective_outlasts_the_step_timeout_unless_set() -> None:
     assert make_network(num_replicas=2, step_timeout_s=6, collective_timeout_s=5).collective_timeout_s == 5
 
 
-def test_bad_options_are_rejected() -> None:
+def test_bad_options_are_rejected(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FE_RAY_STREAM_SPIN_US", "fast")  # read by every replica: checked before any starts
+    with pytest.raises(ValueError, match="FE_RAY_STREAM_SPIN_US must be an integer number of microseconds"):
+        make_network(num_replicas=2)
+    make_network(num_replicas=2, step_transport="calls")  # only the stream reads it
+    monkeypatch.delenv("FE_RAY_STREAM_SPIN_US")
     with pytest.raises(ValueError, match="checkpoint_dir"):
         make_network(num_replicas=2, max_failures=1)
     with pytest.raises(ValueError, match=r"step_transport must be one of \['stream', 'calls', 'compiled'\], "

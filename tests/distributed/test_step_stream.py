@@ -10,7 +10,15 @@ from typing import Any
 import numpy as np
 import pytest
 
-from fe_ray.distributed.step_stream import StepServer, StepStream, StepStreamError, recv_message, send_message
+from fe_ray.distributed.step_stream import (
+    SPIN_ENV,
+    StepServer,
+    StepStream,
+    StepStreamError,
+    recv_message,
+    send_message,
+    spin_seconds,
+)
 
 
 class Failed:
@@ -65,12 +73,23 @@ def close_all(servers: list[StepServer]) -> None:
     assert not server_threads()
 
 
+def set_spin(monkeypatch: pytest.MonkeyPatch, spin_us: str | None) -> None:
+    """FE_RAY_STREAM_SPIN_US for the ends made in this test (None: unset, both ends sleep)."""
+    if spin_us is None:
+        monkeypatch.delenv(SPIN_ENV, raising=False)
+    else:
+        monkeypatch.setenv(SPIN_ENV, spin_us)
+
+
 def server_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name == "fe_ray-replica"]
 
 
 @pytest.mark.timeout(30)
-def test_steps_and_handed_over_calls_share_one_thread_and_answers_keep_rank_order() -> None:
+@pytest.mark.parametrize("spin_us", [None, "5000"], ids=["sleeping", "polling"])
+def test_steps_and_handed_over_calls_share_one_thread_and_answers_keep_rank_order(
+        spin_us: str | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    set_spin(monkeypatch, spin_us)  # polling ends: the same answers, the same thread
     seen: dict[int, set[threading.Thread]] = {rank: set() for rank in range(3)}
 
     def handler(rank: int) -> Any:
@@ -228,3 +247,43 @@ def test_stream_errors_survive_pickling() -> None:
 
     err = pickle.loads(pickle.dumps(StepStreamError(3, "step stream of rank 3 closed")))
     assert isinstance(err, ConnectionError) and err.rank == 3 and "rank 3" in str(err)
+
+
+def test_spin_setting_is_microseconds_within_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(SPIN_ENV, raising=False)
+    assert spin_seconds() == 0.0
+    monkeypatch.setenv(SPIN_ENV, " 250 ")
+    assert spin_seconds() == pytest.approx(250e-6)
+    for bad in ("abc", "-1", "2.5", "100001"):
+        monkeypatch.setenv(SPIN_ENV, bad)
+        with pytest.raises(ValueError, match=f"{SPIN_ENV} must be an integer number of microseconds.*{bad!r}"):
+            spin_seconds()
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("spin_us", [None, "100000"], ids=["sleeping", "polling"])
+def test_a_polling_server_looks_for_the_next_step_without_sleeping(
+        spin_us: str | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    set_spin(monkeypatch, spin_us)
+    server = StepServer(lambda args: args)
+    timeouts: list[float | None] = []
+    select = server._selector.select
+
+    def counting(timeout: float | None = None) -> Any:
+        timeouts.append(timeout)
+        return select(timeout)
+
+    server._selector.select = counting  # type: ignore[method-assign]
+    stream = StepStream([server.listen("127.0.0.1", accept_timeout_s=10)], timeout_s=10)
+    try:
+        assert stream.run([7], timeout_s=10) == [7]
+        time.sleep(0.05)  # inside the 0.1 s polling window after the answer
+        polls = timeouts.count(0.0)
+        if spin_us is None:
+            assert polls == 0, timeouts[-5:]  # it sleeps in select until the next message
+        else:
+            assert polls >= 3, timeouts[-5:]
+        assert stream.run([8], timeout_s=10) == [8]
+    finally:
+        stream.close()
+        close_all([server])
