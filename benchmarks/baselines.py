@@ -98,6 +98,58 @@ class PlainLoopActor:
         return self.trainer.run(batches)
 
 
+class ServedLoopActor:
+    """The plain torch step served the way fe_ray serves a replica's steps: on the one thread of fe_ray's
+    :class:`~fe_ray.distributed.step_stream.StepServer`, which waits in ``select`` between steps, reads each batch
+    from fe_ray's step stream and answers with the loss on the host. Wrap with ``ray.remote`` and fe_ray's replica
+    environment. Against fe_ray's replica (c) it leaves out only fe_ray's Network and Estimator; against the plain
+    loop (a) it adds only the stream, the serving thread and its idle wait between steps."""
+
+    def __init__(self, model_name: str, threads: int, device: str = "cpu") -> None:
+        from fe_ray.distributed.step_stream import StepServer
+
+        self.trainer: PlainTorchTrainer | None = None
+        self.step_seconds = 0.0
+        self.steps = 0
+        self.server = StepServer(self._serve)
+        self.server.run(lambda: self._build(model_name, threads, device))  # all torch work on the serving thread
+
+    def _build(self, model_name: str, threads: int, device: str) -> None:
+        import torch
+
+        torch.set_num_threads(threads)
+        self.trainer = PlainTorchTrainer(model_name, device)
+
+    def _serve(self, args: tuple[np.ndarray, np.ndarray] | None) -> Any:
+        if args is None:  # the stream's warm-up round trip
+            return True
+        assert self.trainer is not None, "built in __init__"
+        start = time.perf_counter()
+        try:
+            loss = float(self.trainer.step(*args).detach())  # the loss on the host, as a replica's outputs
+        except Exception as err:  # noqa: BLE001 - the server's handler must not raise: the driver raises it
+            return err
+        self.step_seconds += time.perf_counter() - start
+        self.steps += 1
+        return loss
+
+    def listen(self, accept_timeout_s: float) -> tuple[str, int]:
+        """Open the step stream on this node's address (as a replica does)."""
+        import ray
+
+        return self.server.listen(ray.util.get_node_ip_address(), accept_timeout_s)
+
+    def take_step_seconds(self) -> float:
+        """Mean seconds of the served steps since the last call (the serving thread's own step, without the
+        stream), then start counting afresh."""
+        def take() -> float:
+            mean = self.step_seconds / max(self.steps, 1)
+            self.step_seconds, self.steps = 0.0, 0
+            return mean
+
+        return self.server.run(take)
+
+
 def median_synchronized_seconds(op: Callable[[], Any], barrier: Callable[[], Any], iters: int,
                                 warmup: int = 3) -> float:
     """Median seconds of ``op`` over ``iters`` runs (after ``warmup``), every run started right after ``barrier``

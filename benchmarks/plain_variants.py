@@ -139,6 +139,55 @@ class PlainLoopInActor(Variant):
         ray.kill(self.actor)
 
 
+class PlainLoopServed(Variant):
+    """(a_served): the plain torch step in a Ray actor with fe_ray's replica environment, served over fe_ray's
+    step stream on the serving thread fe_ray's replicas use (:class:`benchmarks.baselines.ServedLoopActor`): the
+    driver sends each batch and waits for the loss. ``c / a_served`` is then what fe_ray's Network and Estimator cost
+    in a replica, ``a_served / a`` what the stream, the thread and its idle wait between steps cost. Its actor's
+    own step time (``inner_step_us``, without the stream) compares with c's ``replica_us``."""
+
+    def prepare(self) -> None:
+        import ray
+
+        from benchmarks.baselines import ServedLoopActor, batches_of
+        from fe_ray.distributed.cluster import replica_env
+        from fe_ray.distributed.step_stream import StepStream
+
+        cfg = self.cfg
+        harness.init_ray(cfg["ray_cpus"])
+        threads, gpus = cfg["threads"], gpu_share(cfg["device"])
+        remote = ray.remote(ServedLoopActor).options(num_cpus=threads, num_gpus=gpus,
+                                                     runtime_env=replica_env(None, threads, num_gpus=gpus))
+        self.actor = remote.remote(cfg["model"], threads, cfg["device"])
+        address = ray.get(self.actor.listen.remote(harness.REMOTE_TIMEOUT_S), timeout=harness.REMOTE_TIMEOUT_S)
+        self.stream = StepStream([address], harness.REMOTE_TIMEOUT_S)
+        self.batches = [(b["x"], b["y"]) for b in batches_of(cfg["data"], cfg["batch_size"])[:cfg["steps"]]]
+        self.inner_step_s: list[float] = []
+        self._run(self.batches[:WARMUP_STEPS])
+        ray.get(self.actor.take_step_seconds.remote(), timeout=harness.REMOTE_TIMEOUT_S)
+
+    def _run(self, batches: list[tuple[Any, Any]]) -> float:
+        start = time.perf_counter()
+        for batch in batches:
+            (answer,) = self.stream.run([batch], harness.REMOTE_TIMEOUT_S)
+            if isinstance(answer, BaseException):
+                raise answer
+        return time.perf_counter() - start
+
+    def measure(self) -> float:
+        import ray
+
+        seconds = self._run(self.batches)
+        self.inner_step_s.append(ray.get(self.actor.take_step_seconds.remote(), timeout=harness.REMOTE_TIMEOUT_S))
+        return len(self.batches) * self.cfg["batch_size"] / seconds
+
+    def close(self) -> None:
+        import ray
+
+        self.stream.close()
+        ray.kill(self.actor)
+
+
 class GlooDP(Variant):
     """Hand-written synchronous DP on ``replicas`` Ray actors (one flat gradient bucket, gloo all_reduce); torch
     ranks (:class:`~benchmarks.baselines.DPWorker`) or, with ``framework="tf"``, TF ranks

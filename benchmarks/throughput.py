@@ -11,6 +11,8 @@ Variants (torch):
     c   fe_ray ``num_replicas=1`` (Estimator.fit; default ``step_transport="stream"``: one TCP stream per replica
         carries the steps)
     d   fe_ray ``num_replicas=2`` (same)
+    c_spin, d_spin  (informational) c and d with the driver and the replicas polling their step streams for up to
+        5 ms instead of sleeping (``FE_RAY_STREAM_SPIN_US=5000``, off by default): what the hops' wake-ups cost
     c_calls, d_calls  (informational) c and d with ``step_transport="calls"`` (one Ray actor call per replica and
         step, the default before fe_ray had step streams)
     c_compiled, d_compiled  (informational) c and d with ``step_transport="compiled"`` (a Ray Compiled Graph)
@@ -22,6 +24,10 @@ Variants (torch):
     a_malloc, e_malloc  (informational) a in a Ray actor with fe_ray's replica environment, and e with its glibc
         malloc settings (fe_ray.allocator.MALLOC_ENV): c / a_malloc and d / e_malloc compare fe_ray with
         hand-written loops in the same kind of process (TF: a_malloc_tf, the plain tf.function loop in such an actor)
+    a_served  (informational) the plain step in such an actor, served over fe_ray's step stream on the thread fe_ray's
+        replicas use (each batch sent, the loss answered): c / a_served is fe_ray's Network + Estimator in a
+        replica, a_served / a the stream's, the serving thread's and its idle wait's cost; its ``inner_step_us``
+        (the actor's own step) compares with c's ``replica_us``
     c_glibc, d_glibc  (informational) c and d with glibc's malloc defaults (fe_ray's opt-out, ``GLIBC_TUNABLES=""``):
         what the replicas' malloc settings change (TF: c_glibc_tf, d_glibc_tf)
     c_nice15, d_nice15, e_nice0  (informational) c and d with their replicas at Ray's default worker niceness (15
@@ -70,6 +76,7 @@ LABELS = {
     "a_shuffled": "(a_shuffled) plain loop, shuffled gather",
     "b0": "(b0) fe_ray Network.run_step loop", "b": "(b) fe_ray Network+Estimator",
     "c": "(c) fe_ray num_replicas=1", "d": "(d) fe_ray num_replicas=2", "e": "(e) hand-written gloo DP x2",
+    "c_spin": "(c_spin) c, streams polled 5 ms", "d_spin": "(d_spin) d, streams polled 5 ms",
     "c_compiled": "(c_compiled) c, compiled graph", "d_compiled": "(d_compiled) d, compiled graph",
     "c_compiled_tf": "(c_compiled) TF c, compiled graph", "d_compiled_tf": "(d_compiled) TF d, compiled graph",
     "b_ops": "(b_ops) b + per-sample Pipeline op", "c_ops": "(c_ops) c + per-sample Pipeline op",
@@ -78,6 +85,7 @@ LABELS = {
     "c_calls_tf": "(c_calls) TF c, actor calls", "d_calls_tf": "(d_calls) TF d, actor calls",
     "e_local": "(e_local) gloo DP x2, actor-local data",
     "a_malloc": "(a_malloc) a in an actor, replica env",
+    "a_served": "(a_served) a served over fe_ray's stream",
     "a_malloc_tf": "(a_malloc) TF a in an actor, replica env",
     "c_nice15": "(c_nice15) c at Ray's worker nice 15", "d_nice15": "(d_nice15) d at Ray's worker nice 15",
     "e_nice0": "(e_nice0) e at the driver's priority",
@@ -98,8 +106,10 @@ EXTRA_RATIOS = [
     ("a_twin/a", "a_twin", "a"), ("a_twin_tf/a_tf", "a_twin_tf", "a_tf"),
     ("b0/a", "b0", "a"), ("b/a_sync", "b", "a_sync"), ("b0/a_sync", "b0", "a_sync"),
     ("b/a_shuffled", "b", "a_shuffled"), ("a_shuffled/a", "a_shuffled", "a"),
-    ("d/c", "d", "c"), ("e/a", "e", "a"), ("e/e_local", "e", "e_local"),
-    ("c/a_malloc", "c", "a_malloc"), ("a_malloc/a", "a_malloc", "a"), ("d/e_malloc", "d", "e_malloc"),
+    ("d/c", "d", "c"), ("c_spin/c", "c_spin", "c"), ("d_spin/d", "d_spin", "d"), ("c_spin/a", "c_spin", "a"),
+    ("d_spin/e", "d_spin", "e"), ("e/a", "e", "a"), ("e/e_local", "e", "e_local"),
+    ("c/a_malloc", "c", "a_malloc"), ("a_malloc/a", "a_malloc", "a"), ("c/a_served", "c", "a_served"),
+    ("a_served/a", "a_served", "a"), ("a_served/a_malloc", "a_served", "a_malloc"), ("d/e_malloc", "d", "e_malloc"),
     ("e_malloc/e", "e_malloc", "e"), ("c_tf/a_malloc_tf", "c_tf", "a_malloc_tf"),
     ("a_malloc_tf/a_tf", "a_malloc_tf", "a_tf"),
     ("c/c_nice15", "c", "c_nice15"), ("d/d_nice15", "d", "d_nice15"), ("d/e_nice0", "d", "e_nice0"),
@@ -225,6 +235,9 @@ def fixed_costs(cfg: dict[str, Any], series: dict[str, harness.Series],
             fixed.setdefault(key, {}).update({**phases, "unaccounted_us": 1e6 * statistics.median(rest),
                                               "replica_faults": faults})
             series[key].extra["phases_s"] = variant.phases
+        if getattr(variant, "inner_step_s", None) and key in series:
+            fixed[key] = {"inner_step_us": 1e6 * statistics.median(variant.inner_step_s)}
+            series[key].extra["inner_step_s"] = variant.inner_step_s
         if getattr(variant, "context_costs", None) and key in series:
             fixed[key] = {"first_step_of_context_s": statistics.median(variant.context_costs)}
             series[key].extra["first_step_of_context_s"] = variant.context_costs

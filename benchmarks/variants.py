@@ -8,11 +8,12 @@ hand-written loops in :mod:`benchmarks.plain_variants`. benchmarks/profile_step.
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
-from contextlib import nullcontext
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +23,17 @@ from benchmarks.plain_variants import (
     WARMUP_STEPS,
     GlooDP,
     PlainLoopInActor,
+    PlainLoopServed,
     PlainShuffled,
     PlainTF,
     PlainTorch,
     Variant,
     gpu_share,
 )
+from fe_ray.distributed.step_stream import SPIN_ENV
+
+#: FE_RAY_STREAM_SPIN_US of the c_spin / d_spin variants.
+SPIN_US = 5000
 
 
 # ---------------------------------------------------------------------------------------------------- fe_ray
@@ -120,13 +126,15 @@ class FeEstimator(Variant):
 
     def __init__(self, key: str, cfg: dict[str, Any], framework: str, num_replicas: int | None = None,
                  transport: str | None = None, pipeline_ops: bool = False,
-                 env_vars: dict[str, str] | None = None) -> None:
+                 env_vars: dict[str, str] | None = None, spin_us: int | None = None) -> None:
         super().__init__(key, cfg)
         self.framework = framework
         self.num_replicas = num_replicas
         self.transport = transport
         self.pipeline_ops = pipeline_ops
         self.env_vars = env_vars
+        # FE_RAY_STREAM_SPIN_US for the driver (set while the step stream is made) and the replicas.
+        self.spin_env = {SPIN_ENV: str(spin_us)} if spin_us is not None else {}
 
     def prepare(self) -> None:
         import fe_ray as fe
@@ -140,8 +148,9 @@ class FeEstimator(Variant):
         if self.num_replicas and self.transport in (None, "stream"):
             self.step_log = Path(tempfile.mkdtemp(prefix="fe_ray_bench_")) / f"{self.key}_steps.log"
         env = step_probe.runtime_env(self.step_log) if self.step_log else None
-        if self.env_vars:
-            env = {**(env or {}), "env_vars": {**(env or {}).get("env_vars", {}), **self.env_vars}}
+        if self.env_vars or self.spin_env:
+            env = {**(env or {}), "env_vars": {**(env or {}).get("env_vars", {}), **(self.env_vars or {}),
+                                               **self.spin_env}}
         self.network, self.model = fe_network(cfg, self.framework, self.num_replicas, self.transport, env)
         data = cfg["data"] if self.framework == "torch" else cfg["data_tf"]
         n = (WARMUP_STEPS + cfg["steps"]) * cfg["batch_size"]
@@ -154,7 +163,8 @@ class FeEstimator(Variant):
         self.pipeline = fe.Pipeline(train_data=self.dataset, batch_size=cfg["batch_size"], ops=ops)
         self.fit_walls: list[float] = []
         self.phases: list[dict[str, float]] = []  # per fit: step_probe.breakdown
-        self.fit()  # warm-up run (first-call costs: actor start, tracing, allocator)
+        with patched_environ(self.spin_env):  # the driver's end of the stream reads it when the replicas start
+            self.fit()  # warm-up run (first-call costs: actor start, tracing, allocator)
         self.fit_walls.clear()
         self.phases.clear()
 
@@ -185,6 +195,21 @@ class FeEstimator(Variant):
             shutdown()
         if self.step_log is not None:
             shutil.rmtree(self.step_log.parent, ignore_errors=True)
+
+
+@contextmanager
+def patched_environ(values: dict[str, str]) -> Iterator[None]:
+    """``os.environ`` with ``values`` set inside the block, as it was after it."""
+    before = {key: os.environ.get(key) for key in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 def make_timing_trace(skip: int) -> Any:
@@ -279,6 +304,10 @@ def build_variants(cfg: dict[str, Any], framework: str, only: set[str] | None) -
         add("b", lambda: FeEstimator("b", cfg, "torch"), needs_ray=False)
         add("c", lambda: FeEstimator("c", cfg, "torch", 1))
         add("d", lambda: FeEstimator("d", cfg, "torch", 2))
+        # The driver and the replicas poll their streams instead of sleeping (FE_RAY_STREAM_SPIN_US, off by
+        # default): 5 ms covers a GPU LeNet step's wait for the answers and the replica's wait for the next batch.
+        add("c_spin", lambda: FeEstimator("c_spin", cfg, "torch", 1, spin_us=SPIN_US))
+        add("d_spin", lambda: FeEstimator("d_spin", cfg, "torch", 2, spin_us=SPIN_US))
         add("b_ops", lambda: FeEstimator("b_ops", cfg, "torch", pipeline_ops=True), needs_ray=False)
         add("c_ops", lambda: FeEstimator("c_ops", cfg, "torch", 1, pipeline_ops=True))
         for transport in ("calls", "compiled"):
@@ -288,6 +317,7 @@ def build_variants(cfg: dict[str, Any], framework: str, only: set[str] | None) -
         add("e", lambda: GlooDP("e", {**cfg, "replicas": 2}))
         add("e_local", lambda: GlooDP("e_local", {**cfg, "replicas": 2}, local_data=True))
         add("a_malloc", lambda: PlainLoopInActor("a_malloc", cfg))
+        add("a_served", lambda: PlainLoopServed("a_served", cfg))
         for letter, replicas in (("c", 1), ("d", 2)):
             for suffix, env in replica_envs:
                 key = f"{letter}_{suffix}"
@@ -325,6 +355,6 @@ def _malloc_env() -> dict[str, str]:
     return dict(MALLOC_ENV)
 
 
-__all__ = ["GPU_SHARE", "WARMUP_STEPS", "FeEstimator", "FeNetworkLoop", "FeNetworkLoopTF", "GlooDP", "PlainLoopInActor",
-           "PlainShuffled", "PlainTF", "PlainTorch", "Variant", "build_variants", "distributed_kwargs", "fe_network",
-           "gpu_share", "make_timing_trace", "ray_unavailable"]
+__all__ = ["FeEstimator", "FeNetworkLoop", "FeNetworkLoopTF", "GPU_SHARE", "GlooDP", "PlainLoopInActor",
+           "PlainLoopServed", "PlainShuffled", "PlainTF", "PlainTorch", "Variant", "WARMUP_STEPS", "build_variants",
+           "distributed_kwargs", "fe_network", "gpu_share", "make_timing_trace", "ray_unavailable"]
