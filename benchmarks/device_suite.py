@@ -7,7 +7,7 @@ parts below in priority order under one time budget, each in its own process gro
 writes what it has after every part, so a run cut short still returns everything finished before the cut::
 
     python -m benchmarks.gpu_wheels                     # here, where pip can download: Ray for the GPU's Python
-    # device tool: run(command="python3 -m benchmarks.device_suite --out $OUT", carry=[".whl"], timeout_s=560)
+    # device tool: run(command="python3 -m benchmarks.device_suite --out $OUT", carry=[".whl"], timeout_s=600)
     python -m benchmarks.device_suite --plan            # the parts, their commands and planned times, no run
 
 Output (two files, well inside the tool's eight): ``suite.log``, every part's console output with a header per
@@ -18,17 +18,17 @@ Parts (``--parts`` picks some, e.g. to rerun the ones a cut run skipped):
 
 ==================  ==============================================================================================
 cuda_tests          the CUDA tests CI always skips (backend on a GPU; two replicas on one GPU, gloo on CUDA)
-throughput_lenet    a, a_sync, a_shuffled, a_malloc, b0, b, c, d, e on the GPU (LeNet): the issue's ratios b/a, c/a,
-                    d/e where compute is fast, and what splits them (the data work, the Network alone, the plain
-                    loop in a replica's process)
+throughput_lenet    a, a_shuffled, a_malloc, a_served, b0, b, c, c_spin, d, d_spin, e on the GPU (LeNet): the issue's
+                    ratios b/a, c/a, d/e where compute is fast, and what splits them (the data work, the Network
+                    alone, the plain loop in a replica's kind of process and behind fe_ray's step stream, polling)
+cpu_spare_cores     LeNet a, a_served, b, c, c_spin, d, d_spin, e on the CPU with 2 threads on the GPU machine's 16
+                    cores, GPUs hidden: the driver has cores of its own (on the 2-core VM it shares the replicas')
+profile_replica     cProfile of the steps inside replica rank 0 (variant c, ``--replica``)
+profile_step        the same in process (b0): the two show where the replica's step differs
 checkpoint          save / restore of 100M parameters + Adam with the state on the GPU, against torch.save
-profile_step        cProfile of fe_ray's in-process LeNet step (b0) on the GPU: what b/a's missing 7% is made of
-profile_replica     the same inside replica rank 0 (variant c, ``--replica``): what its extra step time is made of
 throughput_resnet   the same ratios with the compute-bound ResNet-8
 overhead            the per-step breakdown of the distributed path (slicing, transfer, all-reduce, merge, traces)
 example             ``examples/mnist_torch.py --replicas 1``: the user's path, default resources ``{"GPU": 1}``
-cpu_spare_cores     LeNet a, b, c, d, e on the CPU with 2 threads on the GPU machine's 16 cores: the driver has
-                    cores of its own (on the 2-core VM it shares the replicas', the cause of c/a's gap there)
 ==================  ==============================================================================================
 
 TensorFlow is not on the GPU image and its wheel is several times the 64 MiB a call may carry, so no TF part.
@@ -107,8 +107,9 @@ class Outcome:
 
 def plan(device: str = "cuda", quick: bool = False) -> list[Part]:
     """The parts in priority order (the most informative first, so a short budget keeps them): after the CUDA tests,
-    what the open GPU misses need (LeNet ratios, the save stall, then the profiles behind them); the MNIST example
-    and the CPU run with spare cores, which said what they had to say on 2026-11-26, come last.
+    what the open GPU misses need: the LeNet ratios with the variants that split c/a's gap (the stream, the serving
+    thread, polling), the same on the CPU with cores to spare, then the profiles; the checkpoint figures (met on the
+    H100 on 2026-11-26), ResNet-8, the breakdown and the example come after.
 
     Args:
         device: ``cuda`` for the GPU parts; ``cpu`` runs the same commands on the CPU (to try the suite itself on
@@ -118,39 +119,41 @@ def plan(device: str = "cuda", quick: bool = False) -> list[Part]:
     quick_args = ("--quick",) if quick else ()
     bench = ("--device", device, "--json-out", "{json}", *quick_args)
     # GPU steps take a few ms: more of them than the CPU defaults keep each timed repeat over a second. The planned
-    # times are those measured on one H200 on 2026-11-26 (LeNet throughput 170 s, checkpoint with 5 paired windows
-    # over 156 s, hence 3), rounded up.
+    # times are those measured on one H100 on 2026-11-26 (LeNet throughput 232 s for 9 variants, checkpoint 84 s,
+    # ResNet-8 116 s, spare cores 101 s for 4 variants), scaled to the variants each part now runs and rounded up.
     lenet_steps = ("--repeats", "5", "--steps", "1000") if not quick else ()
     resnet_steps = ("--repeats", "5", "--steps", "200") if not quick else ()
     cpu_steps = ("--repeats", "5", "--steps", "300") if not quick else ()
     cuda_tests = ("tests/backend/test_torch_cuda.py", "tests/distributed/test_gpu_replicas.py")
     return [
-        Part("cuda_tests", ("-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", *cuda_tests), 60, False,
+        Part("cuda_tests", ("-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", *cuda_tests), 45, False,
              "the CUDA tests CI skips"),
         Part("throughput_lenet", ("-m", "benchmarks.throughput", "--model", "lenet", "--variants",
-                                  "a,a_sync,a_shuffled,a_malloc,b0,b,c,d,e", *lenet_steps, *bench), 225, True,
-             "b/a, c/a, d/e on the GPU, LeNet; a_shuffled (the Pipeline's data work), b0 (the Network alone) and "
-             "a_malloc (the plain loop in an actor) split fe_ray's extra time"),
-        Part("checkpoint", ("-m", "benchmarks.checkpoint", "--repeats", "2", "--paired-repeats", "3", *bench), 180,
-             True,
-             "checkpoint save/restore/stall of 100M params + Adam from the GPU"),
-        Part("profile_step", ("-m", "benchmarks.profile_step", "--variant", "b0", "--model", "lenet", "--steps",
-                              "500" if not quick else "20", "--top", "45", "--device", device), 40, False,
-             "cProfile of fe_ray's in-process LeNet step on the GPU: where its time over the plain loop goes"),
+                                  "a,a_shuffled,a_malloc,a_served,b0,b,c,c_spin,d,d_spin,e", *lenet_steps, *bench),
+             300, True,
+             "b/a, c/a, d/e on the GPU, LeNet; a_shuffled (the Pipeline's data work), b0 (the Network alone), "
+             "a_malloc (the plain loop in an actor), a_served (the plain step behind fe_ray's stream) and c_spin / "
+             "d_spin (streams polled, not slept on) split fe_ray's extra time"),
+        Part("cpu_spare_cores", ("-m", "benchmarks.throughput", "--model", "lenet", "--variants",
+                                 "a,a_served,b,c,c_spin,d,d_spin,e", "--threads", "2", *cpu_steps, "--device",
+                                 "cpu", "--json-out", "{json}", *quick_args), 190, True,
+             "CPU LeNet ratios with cores to spare for the driver (GPUs hidden), polling included"),
         Part("profile_replica", ("-m", "benchmarks.profile_step", "--variant", "c", "--replica", "--model", "lenet",
-                                 "--steps", "500" if not quick else "20", "--top", "45", "--device", device), 60, True,
-             "cProfile of the same step inside a replica (c/a's replica step is 445 us longer on the H200)"),
+                                 "--steps", "500" if not quick else "20", "--top", "45", "--device", device), 45, True,
+             "cProfile of the step inside a replica (its run_backward took ~300 us a step more than in process on "
+             "the H100)"),
+        Part("profile_step", ("-m", "benchmarks.profile_step", "--variant", "b0", "--model", "lenet", "--steps",
+                              "500" if not quick else "20", "--top", "45", "--device", device), 30, False,
+             "cProfile of fe_ray's in-process LeNet step on the GPU: where its time over the plain loop goes"),
+        Part("checkpoint", ("-m", "benchmarks.checkpoint", "--repeats", "2", "--paired-repeats", "3", *bench), 120,
+             True, "checkpoint save/restore/stall of 100M params + Adam from the GPU"),
         Part("throughput_resnet", ("-m", "benchmarks.throughput", "--model", "resnet", "--variants",
-                                   "a,a_sync,b,c,d,e", *resnet_steps, *bench), 180, True,
+                                   "a,b,c,d,e", *resnet_steps, *bench), 150, True,
              "b/a, c/a, d/e on the GPU, ResNet-8"),
         Part("overhead", ("-m", "benchmarks.overhead", "--model", "lenet", *bench), 60, True,
              "per-step breakdown of the distributed path on the GPU"),
         Part("example", ("examples/mnist_torch.py", "--epochs", "1", "--replicas", "1"), 45, True,
              "the MNIST example on one GPU replica, default resources"),
-        Part("cpu_spare_cores", ("-m", "benchmarks.throughput", "--model", "lenet", "--variants", "a,b,c,d,e",
-                                 "--threads", "2", *cpu_steps, "--device", "cpu", "--json-out", "{json}",
-                                 *quick_args), 150, True,
-             "CPU LeNet ratios with cores to spare for the driver"),
     ]
 
 
@@ -325,8 +328,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default=os.environ.get("OUT", ""),
                         help="folder for suite.log and suite.json (default: $OUT, else benchmarks/results/device)")
-    parser.add_argument("--budget-s", type=float, default=500.0,
-                        help="wall-clock budget for all parts (default 500 s: a 15-minute lease keeps time for a "
+    parser.add_argument("--budget-s", type=float, default=540.0,
+                        help="wall-clock budget for all parts (default 540 s: a 15-minute lease keeps time for a "
                              "rerun)")
     parser.add_argument("--parts", default="", help="comma list of parts to run (default: all, in plan order)")
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda",
