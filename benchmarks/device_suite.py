@@ -21,6 +21,8 @@ cuda_tests          the CUDA tests CI always skips (backend on a GPU; two replic
 throughput_lenet    a, a_shuffled, a_malloc, a_served, b0, b, c, c_spin, d, d_spin, e on the GPU (LeNet): the issue's
                     ratios b/a, c/a, d/e where compute is fast, and what splits them (the data work, the Network
                     alone, the plain loop in a replica's kind of process and behind fe_ray's step stream, polling)
+idle_gap            the plain LeNet step on the GPU right after its thread slept 0.3 / 1 ms (as a replica's thread does
+                    between steps) or polled as long: how much of the replica's longer step the sleep explains
 cpu_spare_cores     LeNet a, a_served, b, c, c_spin, d, d_spin, e on the CPU with 2 threads on the GPU machine's 16
                     cores, GPUs hidden: the driver has cores of its own (on the 2-core VM it shares the replicas')
 profile_replica     cProfile of the steps inside replica rank 0 (variant c, ``--replica``)
@@ -134,6 +136,8 @@ def plan(device: str = "cuda", quick: bool = False) -> list[Part]:
              "b/a, c/a, d/e on the GPU, LeNet; a_shuffled (the Pipeline's data work), b0 (the Network alone), "
              "a_malloc (the plain loop in an actor), a_served (the plain step behind fe_ray's stream) and c_spin / "
              "d_spin (streams polled, not slept on) split fe_ray's extra time"),
+        Part("idle_gap", ("-m", "benchmarks.idle_gap", "--model", "lenet", "--gaps", "300,1000", *bench), 45, False,
+             "the plain LeNet step on the GPU after its thread slept (as a replica's does between steps) or polled"),
         Part("cpu_spare_cores", ("-m", "benchmarks.throughput", "--model", "lenet", "--variants",
                                  "a,a_served,b,c,c_spin,d,d_spin,e", "--threads", "2", *cpu_steps, "--device",
                                  "cpu", "--json-out", "{json}", *quick_args), 190, True,

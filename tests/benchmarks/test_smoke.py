@@ -7,7 +7,7 @@ import mmap
 
 import pytest
 
-from benchmarks import harness, throughput, variants
+from benchmarks import harness, idle_gap, throughput, variants
 
 
 def test_alternate_rotates_order_and_takes_medians() -> None:
@@ -354,3 +354,31 @@ def test_every_variant_has_a_label_and_the_priority_variants_set_rays_niceness(m
         assert built[key].env_vars == {"RAY_worker_niceness": "15"}, key
     for key in ("e_nice0", "e_nice0_tf"):
         assert built[key].env_vars == {"RAY_worker_niceness": "0"}, key
+    for key in ("c_spin", "d_spin"):  # the replicas' stream polling; the driver's is set while they start
+        assert built[key].spin_env == {"FE_RAY_STREAM_SPIN_US": str(variants.SPIN_US)}, key
+
+
+def test_idle_gap_quick_times_steps_after_sleeping_and_after_polling(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    monkeypatch.setattr(harness, "RESULTS_DIR", tmp_path)
+    assert idle_gap.main(["--quick", "--model", "mlp", "--device", "cpu", "--gaps", "200"]) == 0
+    payload = json.loads((tmp_path / "idle_gap_quick.json").read_text())
+    assert set(payload["results"]) == {"none", "slept_200", "polled_200"}
+    assert all(series["median"] > 0 and series["repeats"] == 2 for series in payload["results"].values())
+    assert set(payload["ratios"]) == {"slept_200/none", "polled_200/none"}
+    with pytest.raises(SystemExit):
+        idle_gap.main(["--quick", "--gaps", "0"])
+
+
+def test_idle_gap_waits_sleep_or_poll_for_the_gap() -> None:
+    import socket
+    import time
+
+    idle, other = socket.socketpair()
+    try:
+        for wait in (idle_gap.sleep_for, idle_gap.poll_for):
+            start = time.perf_counter()
+            wait(idle, 0.02)
+            assert time.perf_counter() - start >= 0.019, wait.__name__
+    finally:
+        idle.close()
+        other.close()

@@ -1,0 +1,115 @@
+"""How much slower a training step runs right after its thread waited idle, as a replica's does between steps.
+
+A replica's serving thread sleeps in ``select`` while the driver merges the previous step and the next batch
+travels (~0.5 ms a step on the machines measured so far); the plain loop's thread never sleeps. If a step run after
+such a sleep is slower (caches, TLB and branch predictors refilled after the core idled, the CPU's frequency, a
+virtual CPU halted and resumed), part of c/a's gap is the sleep itself, not fe_ray's code, and polling instead of
+sleeping (``FE_RAY_STREAM_SPIN_US``) would win it back. This script times the plain torch step (the plain loop
+of ``throughput.py``) with no gap, after a sleep of each gap, and after polling for as long, alternating::
+
+    python -m benchmarks.idle_gap [--model mlp|lenet|resnet] [--device cuda] [--gaps 300,1000] [--steps 500]
+
+Each measurement is the median time of one step (the loss brought to the host, as a replica's outputs are),
+excluding the gap. Printed as a table per gap; ``slept/none`` and ``polled/none`` above 1 mean slower steps.
+"""
+
+from __future__ import annotations
+
+import select
+import socket
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from benchmarks import harness
+from benchmarks.models import MODELS, PROBE_MODELS, synthetic_data
+from benchmarks.throughput import DEFAULTS, QUICK
+
+
+def sleep_for(idle: socket.socket, seconds: float) -> None:
+    """Block in ``select`` on a socket nobody writes to, as a replica's serving thread waits for its next batch."""
+    select.select([idle], [], [], seconds)
+
+
+def poll_for(idle: socket.socket, seconds: float) -> None:
+    """Look at the same socket without blocking until ``seconds`` have passed (``FE_RAY_STREAM_SPIN_US``'s way)."""
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        select.select([idle], [], [], 0.0)
+
+
+def step_times(step: Callable[[dict[str, Any]], Any], batches: Sequence[dict[str, Any]],
+               wait: Callable[[], None] | None) -> float:
+    """Median seconds of ``step(batch)`` (ending with its loss on the host) over ``batches``, each after ``wait()``."""
+    times = []
+    for batch in batches:
+        if wait is not None:
+            wait()
+        start = time.perf_counter()
+        float(step(batch))
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = harness.base_parser(__doc__.splitlines()[0])
+    parser.add_argument("--model", choices=(*MODELS, *PROBE_MODELS), default="mlp")
+    parser.add_argument("--gaps", default="300,1000", help="comma list of idle gaps in microseconds")
+    parser.add_argument("--steps", type=int, default=0, help="steps per measurement (default 500, quick 20)")
+    args = parser.parse_args(argv)
+    try:
+        gaps_us = [int(gap) for gap in args.gaps.split(",") if gap.strip()]
+    except ValueError:
+        parser.error(f"--gaps must be a comma list of whole microseconds, e.g. 300,1000; got {args.gaps!r}.")
+    if not gaps_us or any(gap <= 0 for gap in gaps_us):
+        parser.error(f"--gaps must list positive microseconds, e.g. 300,1000; got {args.gaps!r}.")
+    harness.set_process_malloc(args.glibc_defaults)
+    threads = args.threads or 1  # one intra-op thread, as a replica with one CPU; --threads for more
+    harness.set_thread_budget(threads)
+    device, note = harness.resolve_device(args.device)
+    if note:
+        print(note)
+    from benchmarks.baselines import PlainTorchTrainer, batches_of
+
+    batch_size = (QUICK if args.quick else DEFAULTS)[args.model][0]
+    steps = args.steps or (20 if args.quick else 500)
+    repeats = args.repeats or (2 if args.quick else 5)
+    batches = batches_of(synthetic_data(args.model, steps * batch_size), batch_size)
+    trainer = PlainTorchTrainer(args.model, device)
+    trainer.run(batches[:10])  # first-call costs out of the figures
+    idle, other_end = socket.socketpair()
+
+    def step(batch: dict[str, Any]) -> Any:
+        return trainer.step(batch["x"], batch["y"]).detach()
+
+    def measure(wait: Callable[[], None] | None) -> Callable[[], float]:
+        return lambda: 1e6 * step_times(step, batches, wait)
+
+    variants: dict[str, Callable[[], float]] = {"none": measure(None)}
+    for gap in gaps_us:
+        variants[f"slept_{gap}"] = measure(lambda gap=gap: sleep_for(idle, gap / 1e6))
+        variants[f"polled_{gap}"] = measure(lambda gap=gap: poll_for(idle, gap / 1e6))
+    print(f"== idle gap: torch {args.model} batch={batch_size} steps={len(batches)} threads={threads} "
+          f"device={device} gaps={gaps_us} us")
+    series = harness.alternate(variants, repeats, unit="us/step", higher_is_better=False)
+    idle.close()
+    other_end.close()
+    rows = []
+    ratios: dict[str, float | None] = {}
+    for gap in gaps_us:
+        slept = harness.ratio(series, f"slept_{gap}", "none", paired=True)
+        polled = harness.ratio(series, f"polled_{gap}", "none", paired=True)
+        ratios[f"slept_{gap}/none"], ratios[f"polled_{gap}/none"] = slept, polled
+        rows.append((gap, series["none"].median, series[f"slept_{gap}"].median, series[f"polled_{gap}"].median,
+                     slept, polled))
+    print(harness.format_table(rows, ("gap us", "no gap us/step", "after a sleep", "after polling",
+                                      "slept/none (paired)", "polled/none (paired)")))
+    payload = {"benchmark": "idle_gap", "environment": harness.environment(threads, device), "args": vars(args),
+               "results": {name: s.to_json() for name, s in series.items()}, "ratios": ratios}
+    harness.save_results("idle_gap_quick" if args.quick else "idle_gap", payload, args)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
