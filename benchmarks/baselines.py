@@ -108,22 +108,15 @@ class ServedLoopActor:
     def __init__(self, model_name: str, threads: int, device: str = "cpu") -> None:
         from fe_ray.distributed.step_stream import StepServer
 
-        self.trainer: PlainTorchTrainer | None = None
         self.step_seconds = 0.0
         self.steps = 0
         self.server = StepServer(self._serve)
-        self.server.run(lambda: self._build(model_name, threads, device))  # all torch work on the serving thread
-
-    def _build(self, model_name: str, threads: int, device: str) -> None:
-        import torch
-
-        torch.set_num_threads(threads)
-        self.trainer = PlainTorchTrainer(model_name, device)
+        # All torch work on the serving thread, as a replica's; the same loop and threads as PlainLoopActor's.
+        self.trainer = self.server.run(lambda: PlainLoopActor(model_name, threads, device).trainer)
 
     def _serve(self, args: tuple[np.ndarray, np.ndarray] | None) -> Any:
         if args is None:  # the stream's warm-up round trip
             return True
-        assert self.trainer is not None, "built in __init__"
         start = time.perf_counter()
         try:
             loss = float(self.trainer.step(*args).detach())  # the loss on the host, as a replica's outputs

@@ -120,8 +120,8 @@ def test_throughput_quick_replica_variant_splits_its_steps_into_phases(tmp_path,
         ray.shutdown()
     monkeypatch.setattr(harness, "RESULTS_DIR", tmp_path)
     try:
-        assert throughput.main(["--quick", "--model", "lenet", "--variants", "c,a_malloc", "--device", "cpu",
-                                "--threads", "1"]) == 0
+        assert throughput.main(["--quick", "--model", "lenet", "--variants", "c,a_malloc,a_served", "--device",
+                                "cpu", "--threads", "1"]) == 0
     finally:
         ray.shutdown()
     result = json.loads((tmp_path / "throughput_quick.json").read_text())["results"]["lenet"]
@@ -132,6 +132,8 @@ def test_throughput_quick_replica_variant_splits_its_steps_into_phases(tmp_path,
     # The driver's own CPU per step: one thread's time, so above zero and below the step's wall time.
     assert 0 < phases["driver_cpu_us"] < step_us
     assert result["us_per_step"]["a_malloc"] > 0  # the plain loop in an actor with a replica's environment
+    # The plain step behind fe_ray's stream: its actor's own step is part of the whole step the driver timed.
+    assert 0 < result["fixed_costs"]["a_served"]["inner_step_us"] < result["us_per_step"]["a_served"]
 
 
 @pytest.mark.parametrize("framework", ["torch", "tf"])
