@@ -98,6 +98,21 @@ class PlainShuffled(PlainTorch):
         return len(self.indices) * self.cfg["batch_size"] / (time.perf_counter() - start)
 
 
+def start_like_replica(cls: type, cfg: dict[str, Any], *args: Any) -> Any:
+    """Start ``cls(cfg["model"], cfg["threads"], cfg["device"], *args)`` as a Ray actor with a replica's resources
+    and environment (:func:`fe_ray.distributed.cluster.replica_env`: thread share, malloc settings, priority, GPU
+    visibility) on the benchmark's local Ray; returns its handle."""
+    import ray
+
+    from fe_ray.distributed.cluster import replica_env
+
+    harness.init_ray(cfg["ray_cpus"])
+    threads, gpus = cfg["threads"], gpu_share(cfg["device"])
+    remote = ray.remote(cls).options(num_cpus=threads, num_gpus=gpus,
+                                     runtime_env=replica_env(None, threads, num_gpus=gpus))
+    return remote.remote(cfg["model"], threads, cfg["device"], *args)
+
+
 class PlainLoopInActor(Variant):
     """(a_malloc, a_malloc_tf): the plain loop in a Ray actor with fe_ray's replica environment (its thread share,
     glibc malloc settings and priority, :func:`fe_ray.distributed.cluster.replica_env`): what the hand-written loop
@@ -112,15 +127,9 @@ class PlainLoopInActor(Variant):
         import ray
 
         from benchmarks.baselines import PlainLoopActor, batches_of
-        from fe_ray.distributed.cluster import replica_env
 
         cfg = self.cfg
-        harness.init_ray(cfg["ray_cpus"])
-        threads = cfg["threads"]
-        gpus = gpu_share(cfg["device"])
-        remote = ray.remote(PlainLoopActor).options(num_cpus=threads, num_gpus=gpus,
-                                                    runtime_env=replica_env(None, threads, num_gpus=gpus))
-        self.actor = remote.remote(cfg["model"], threads, cfg["device"], self.framework)
+        self.actor = start_like_replica(PlainLoopActor, cfg, self.framework)
         data = cfg["data_tf"] if self.framework == "tf" else cfg["data"]
         batches = batches_of(data, cfg["batch_size"])[:cfg["steps"]]
         self.count = len(batches)
@@ -150,15 +159,10 @@ class PlainLoopServed(Variant):
         import ray
 
         from benchmarks.baselines import ServedLoopActor, batches_of
-        from fe_ray.distributed.cluster import replica_env
         from fe_ray.distributed.step_stream import StepStream
 
         cfg = self.cfg
-        harness.init_ray(cfg["ray_cpus"])
-        threads, gpus = cfg["threads"], gpu_share(cfg["device"])
-        remote = ray.remote(ServedLoopActor).options(num_cpus=threads, num_gpus=gpus,
-                                                     runtime_env=replica_env(None, threads, num_gpus=gpus))
-        self.actor = remote.remote(cfg["model"], threads, cfg["device"])
+        self.actor = start_like_replica(ServedLoopActor, cfg)
         address = ray.get(self.actor.listen.remote(harness.REMOTE_TIMEOUT_S), timeout=harness.REMOTE_TIMEOUT_S)
         self.stream = StepStream([address], harness.REMOTE_TIMEOUT_S)
         self.batches = [(b["x"], b["y"]) for b in batches_of(cfg["data"], cfg["batch_size"])[:cfg["steps"]]]
