@@ -13,7 +13,7 @@ Side by side, alternating, in one run (seconds; lower is better):
     raw_read         cold read of the torch.save file (page cache dropped with posix_fadvise) (disk speed)
     torch_restore    cold torch.load + model/optimizer load_state_dict
     fe_restore       cold fe_ray read_checkpoint + System.restore_state
-    fe_sync          (CPU, with Ray) what a distributed fit does at every epoch end: rank 0's state pulled into the
+    fe_sync          (with Ray) what a distributed fit does at every epoch end: rank 0's state pulled into the
                      driver's models (RayNetwork.sync_models_to_driver of the fe_replica path's replica, below)
 
 Background saves, outside the alternation (they need a training loop running meanwhile): ``fe_replica`` is a
@@ -25,6 +25,8 @@ without Ray (BackgroundSaver: a parallel copy into snapshot buffers reused from 
 new thread). All time training steps of a small model running concurrently (in this process, or on the replica),
 so contention with the writer counts as stall too. Each kind is run once before the repeats (Ray and replica
 start, first touch of the buffers); that first save is reported separately. benchmarks/save_stall.py runs these.
+With ``--device cuda`` every path's state lives on the GPU (the replica's too), so each save includes the device ->
+host copy.
 
 Peak extra resident memory of each operation (sampled every 5 ms) is reported too: 100M fp32 parameters are
 400 MB of weights and 800 MB of Adam moments, and every extra copy costs 1.2 GB.
@@ -256,7 +258,8 @@ class Bench:
         if not hasattr(self, "_replica"):
             from benchmarks.replica_save import ReplicaSave
 
-            self._replica = ReplicaSave(big_model_fn(self.params), self.workdir / "fe_replica", self.threads)
+            self._replica = ReplicaSave(big_model_fn(self.params), self.workdir / "fe_replica", self.threads,
+                                        self.device)
         return self._replica
 
     def close(self) -> None:
@@ -300,7 +303,7 @@ def main(argv: list[str] | None = None) -> int:
         ops = {"raw_write": bench.raw_write, "torch_save": bench.torch_save, "fe_save": bench.fe_save,
                "memcopy": bench.memcopy, "fe_capture": bench.fe_capture, "raw_read": bench.raw_read,
                "torch_restore": bench.torch_restore, "fe_restore": bench.fe_restore}
-        if device == "cpu" and "fe_replica" in kinds:
+        if "fe_replica" in kinds:
             try:
                 bench.fe_sync()  # warm-up: starts Ray and the replica; the driver's optimizer gets its state
                 ops["fe_sync"] = bench.fe_sync

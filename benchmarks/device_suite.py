@@ -27,7 +27,8 @@ cpu_spare_cores     LeNet a, a_served, b, c, c_spin, d, d_spin, e on the CPU wit
                     cores, GPUs hidden: the driver has cores of its own (on the 2-core VM it shares the replicas')
 profile_replica     cProfile of the steps inside replica rank 0 (variant c, ``--replica``)
 profile_step        cProfile of the in-process Estimator (b): what the Pipeline and Estimator add to the Network
-checkpoint          save / restore of 100M parameters + Adam with the state on the GPU, against torch.save
+checkpoint          save / restore of 100M parameters + Adam with the state on the GPU, against torch.save; the
+                    background saves' stall in process and from a replica whose state is on the GPU
 throughput_resnet   the same ratios with the compute-bound ResNet-8
 overhead            the per-step breakdown of the distributed path (slicing, transfer, all-reduce, merge, traces)
 example             ``examples/mnist_torch.py --replicas 1``: the user's path, default resources ``{"GPU": 1}``
@@ -150,8 +151,10 @@ def plan(device: str = "cuda", quick: bool = False) -> list[Part]:
                               "500" if not quick else "20", "--top", "60", "--device", device), 30, False,
              "cProfile of fe_ray's in-process Estimator (b) on the GPU: the Pipeline's and Estimator's share of b/a "
              "(b0, the Network alone, was profiled on the H100: within 3% of the plain loop)"),
-        Part("checkpoint", ("-m", "benchmarks.checkpoint", "--repeats", "2", "--paired-repeats", "3", *bench), 120,
-             True, "checkpoint save/restore/stall of 100M params + Adam from the GPU"),
+        # 84 s on the H100 without the replica path; its replica, Ray start and saves add about a minute.
+        Part("checkpoint", ("-m", "benchmarks.checkpoint", "--repeats", "2", "--paired-repeats", "3", *bench), 170,
+             True, "checkpoint save/restore/stall of 100M params + Adam from the GPU, in process and from a GPU "
+             "replica (rank 0 writes)"),
         Part("throughput_resnet", ("-m", "benchmarks.throughput", "--model", "resnet", "--variants",
                                    "a,b,c,d,e", *resnet_steps, *bench), 150, True,
              "b/a, c/a, d/e on the GPU, ResNet-8"),

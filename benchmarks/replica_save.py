@@ -6,6 +6,7 @@ the ~100M-parameter model with its Adam state (trained for one step in epoch 1, 
 a LeNet that it keeps training (epoch 2 runs only the LeNet ops), and saves with ``RestoreWizard.save()`` itself.
 So everything a real distributed save does counts: getting the state out of the replica, the snapshot, the write
 and its CPU, and the replica's training steps during the write (driven from here, as the Estimator drives them).
+With ``device="cuda"`` the replica holds both models on the GPU, so each save includes the device -> host copy.
 """
 
 from __future__ import annotations
@@ -28,11 +29,13 @@ class ReplicaSave:
         big_model_fn: Builds the big torch model (see :func:`benchmarks.checkpoint.big_model_fn`).
         root: The checkpoint directory.
         threads: CPUs (and intra-op threads) of the replica.
+        device: "cpu", or "cuda" for a replica that asks for a share of the GPU (its models then live there).
     """
 
-    def __init__(self, big_model_fn: Callable[[], Any], root: Path, threads: int) -> None:
+    def __init__(self, big_model_fn: Callable[[], Any], root: Path, threads: int, device: str = "cpu") -> None:
         import fe_ray as fe
         from benchmarks.models import synthetic_data, torch_model_fn
+        from benchmarks.variants import distributed_kwargs
         from fe_ray.op.tensorop.loss import CrossEntropy, MeanSquaredError
         from fe_ray.op.tensorop.model import ModelOp, UpdateOp
         from fe_ray.schedule import EpochScheduler
@@ -49,7 +52,9 @@ class ReplicaSave:
                ModelOp(model=lenet, inputs="x", outputs="y_pred"),
                CrossEntropy(inputs=("y_pred", "y"), outputs="ce"),
                UpdateOp(model=lenet, loss_name="ce")]
-        self.network = fe.Network(ops, num_replicas=1, resources_per_replica={"CPU": threads})
+        # The resources of throughput's one-replica variant (c): the CPUs, and on cuda a share of the one GPU.
+        self.network = fe.Network(ops, num_replicas=1,
+                                  **distributed_kwargs({"device": device, "threads": threads}, 1))
         width = big[0].in_features
         self.batch = synthetic_data("lenet", 32)
         rows = len(self.batch["x"])  # one batch size for every key
