@@ -9,15 +9,18 @@ replica on the same node compare directly:
   its answers were back;
 - in each replica, :func:`install` (a Ray worker setup hook, see :func:`runtime_env`) wraps ``Replica.step``, the
   stream's entry point, and records when the replica started and finished its part of the step, its thread's
-  CPU time and the process's minor page faults during it (memory the allocator gave back and the step touched
-  again). At the end of each epoch (``Replica.exit_context``) it appends them to the file named by
+  CPU time, the process's minor page faults during it (memory the allocator gave back and the step touched
+  again) and the time the step spent inside the collective's all-reduce calls (see :func:`timed_allreduce`). At
+  the end of each epoch (``Replica.exit_context``) it appends them to the file named by
   :data:`LOG_ENV`, so nothing is written during the timed steps; :func:`collect` reads them on the driver.
 
 :func:`breakdown` then gives, per step: ``to_replicas`` (pickling and sending the slices, the replicas' wake-up,
 reading and unpickling them), ``replica`` (the replicas' own step: copying the slice into owned memory, the
-Network step, outputs to numpy), ``back`` (pickling and sending the answers, the driver's wake-up, reading them;
-also what is left of the driver's overlap work, the following batch, if that outlasts the replicas' step) and
-``driver`` (from the answers to the next step's call: merging, traces, the Estimator's bookkeeping).
+Network step with its all-reduce, outputs to numpy; ``replica_allreduce`` says how much of it each replica spent in
+the all-reduce, waiting for the slowest replica included), ``back`` (pickling and sending the answers, the
+driver's wake-up, reading them; also what is left of the driver's overlap work, the following batch, if that
+outlasts the replicas' step) and ``driver`` (from the answers to the next step's call: merging, traces, the
+Estimator's bookkeeping).
 
 This is for the benchmarks only: fe_ray has no such hook, and nothing changes in a process without the variable.
 Ray runs a ``worker_process_setup_hook`` given to ``ray.init`` only (a per-actor runtime environment's is
@@ -30,6 +33,7 @@ the replicas' own runtime environment, whose variables Ray adds to the job's. If
 from __future__ import annotations
 
 import cProfile
+import functools
 import os
 import resource
 import statistics
@@ -58,20 +62,49 @@ def runtime_env(log_path: str | os.PathLike[str]) -> dict[str, Any]:
     return {"env_vars": {LOG_ENV: os.fspath(log_path)}}
 
 
+def timed_allreduce(spent: list[float]) -> None:
+    """Add the seconds of every all-reduce call of fe_ray's collectives in this process to ``spent[0]``.
+
+    Wraps the one call each framework's gradient reducer makes per bucket: ``TorchCollective.allreduce_tensor_``
+    (torch) and ``TcpCollective.allreduce_sum`` (TF). Gloo and the TCP collective return once every rank has
+    joined and the sum is in, so the time includes waiting for the slowest replica; NCCL returns once the
+    reduction is queued on the GPU, so there it is only the launch (the GPU's wait shows later, where the step
+    first reads a result).
+    """
+    from fe_ray.distributed.collective import TcpCollective, TorchCollective
+
+    def timed(method: Any) -> Any:
+        @functools.wraps(method)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return method(*args, **kwargs)
+            finally:
+                spent[0] += time.perf_counter() - start
+        return wrapper
+
+    TorchCollective.allreduce_tensor_ = timed(TorchCollective.allreduce_tensor_)  # type: ignore[method-assign]
+    TcpCollective.allreduce_sum = timed(TcpCollective.allreduce_sum)  # type: ignore[method-assign]
+
+
 def install() -> None:
-    """Wrap ``Replica.step`` and ``Replica.exit_context`` in this process (a no-op without :data:`LOG_ENV`)."""
+    """Wrap ``Replica.step``, ``Replica.exit_context`` and the collectives' all-reduce in this process (a no-op
+    without :data:`LOG_ENV`)."""
     path = os.environ.get(LOG_ENV)
     if not path:
         return
     from fe_ray.distributed.replica import Replica
 
     step, exit_context = Replica.step, Replica.exit_context
-    rows: list[tuple[float, float, float, int]] = []
+    rows: list[tuple[float, float, float, int, float]] = []
+    allreduce_s = [0.0]
+    timed_allreduce(allreduce_s)
     profile_prefix = os.environ.get(PROFILE_ENV)
     profiler = [cProfile.Profile()] if profile_prefix else []
 
     def stamped_step(self: Replica, args: Any) -> Any:
         start, cpu, faults = time.perf_counter(), time.thread_time(), resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        allreduce_s[0] = 0.0
         if profiler and args is not None:
             profiler[0].enable()
         try:
@@ -81,11 +114,12 @@ def install() -> None:
                 profiler[0].disable()
             if args is not None:  # None is the transport's warm-up call, not a step
                 rows.append((start, time.perf_counter(), time.thread_time() - cpu,
-                             resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults))
+                             resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults, allreduce_s[0]))
 
     def flushing_exit_context(self: Replica) -> Any:
         result = exit_context(self)
-        lines = "".join(f"{self.rank} {start:.9f} {end:.9f} {cpu:.9f} {faults}\n" for start, end, cpu, faults in rows)
+        lines = "".join(f"{self.rank} {start:.9f} {end:.9f} {cpu:.9f} {faults} {allreduce:.9f}\n"
+                        for start, end, cpu, faults, allreduce in rows)
         rows.clear()
         if profiler:  # this context's steps only: a fresh profile for the next one
             profiler[0].dump_stats(f"{profile_prefix}.rank{self.rank}")
@@ -99,7 +133,8 @@ def install() -> None:
 
 
 def collect(log_path: str | os.PathLike[str], replicas: int, timeout_s: float = 10.0) -> dict[int, list[tuple]]:
-    """Read and clear one epoch's stamps of ``replicas`` replicas: ``{rank: [(start, end, cpu_s, faults), ...]}``.
+    """Read and clear one epoch's stamps of ``replicas`` replicas:
+    ``{rank: [(start, end, cpu_s, faults, allreduce_s), ...]}``.
 
     Replicas leave their context asynchronously (the driver does not wait for it), so this waits up to
     ``timeout_s`` for every replica's end-of-epoch line.
@@ -152,8 +187,9 @@ def driver_stamps(calls: list[tuple[float, float]]) -> Iterator[None]:
 
 def breakdown(calls: Sequence[tuple[float, float]], replica_rows: dict[int, list[tuple]],
               last: int | None = None) -> dict[str, float]:
-    """Mean seconds per step of each of :data:`PHASES`, plus ``replica_cpu`` (the replicas' thread CPU time) and
-    ``replica_faults`` (minor page faults per replica and step, a count).
+    """Mean seconds per step of each of :data:`PHASES`, plus ``replica_cpu`` (the replicas' thread CPU time),
+    ``replica_allreduce`` (the replicas' time inside the all-reduce, part of ``replica``) and ``replica_faults``
+    (minor page faults per replica and step, a count); the last three are means over the replicas.
 
     Step ``i`` of the driver is step ``i`` of every replica. A replica phase runs from the first replica's start
     to the last one's end. Means, not medians: a step's phases add up to the time from its call to the next one's,
@@ -171,11 +207,12 @@ def breakdown(calls: Sequence[tuple[float, float]], replica_rows: dict[int, list
     counts = {rank: len(rows) for rank, rows in replica_rows.items()}
     if any(count != len(calls) for count in counts.values()):
         raise ValueError(f"the driver ran {len(calls)} steps but the replicas recorded {counts}")
-    phases: dict[str, list[float]] = {name: [] for name in (*PHASES, "replica_cpu", "replica_faults")}
+    phases: dict[str, list[float]] = {name: [] for name in (*PHASES, "replica_cpu", "replica_allreduce",
+                                                            "replica_faults")}
     first = 0 if last is None else max(len(calls) - last, 0)
     for i in range(first, len(calls)):
         called, answered = calls[i]
-        starts, ends, cpus, faults = zip(*(rows[i] for rows in replica_rows.values()))
+        starts, ends, cpus, faults, allreduces = zip(*(rows[i] for rows in replica_rows.values()))
         stamps = [called, min(starts), max(ends), answered]
         if stamps != sorted(stamps):
             raise ValueError(f"step {i}: stamps out of order {stamps}: driver and replicas on different clocks?")
@@ -184,6 +221,7 @@ def breakdown(calls: Sequence[tuple[float, float]], replica_rows: dict[int, list
         phases["back"].append(stamps[3] - stamps[2])
         phases["replica_cpu"].append(statistics.fmean(cpus))
         phases["replica_faults"].append(statistics.fmean(faults))
+        phases["replica_allreduce"].append(statistics.fmean(allreduces))
         if i:
             phases["driver"].append(called - calls[i - 1][1])
     return {name: statistics.fmean(values) for name, values in phases.items() if values}

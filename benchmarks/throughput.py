@@ -230,7 +230,7 @@ def fixed_costs(cfg: dict[str, Any], series: dict[str, harness.Series],
             rest = [batch_size / sps - sum(p[name] for name in step_probe.PHASES)
                     for sps, p in zip(series[key].values, variant.phases)]
             phases = {f"{name}_us": 1e6 * statistics.median(p[name] for p in variant.phases)
-                      for name in (*step_probe.PHASES, "replica_cpu", "driver_cpu")}
+                      for name in (*step_probe.PHASES, "replica_cpu", "replica_allreduce", "driver_cpu")}
             faults = statistics.median(p["replica_faults"] for p in variant.phases)
             fixed.setdefault(key, {}).update({**phases, "unaccounted_us": 1e6 * statistics.median(rest),
                                               "replica_faults": faults})
@@ -244,7 +244,8 @@ def fixed_costs(cfg: dict[str, Any], series: dict[str, harness.Series],
     if fixed:
         print("Per-epoch fixed costs (outside the steady-state figures above) and, with replicas, each step's phases "
               "(benchmarks/step_probe.py): to_replicas (send, the replicas' wake-up and read), replica (their own "
-              "step; replica_cpu: its thread's CPU time; replica_faults: the replica process's minor page faults), "
+              "step; replica_cpu: its thread's CPU time; replica_allreduce: the part of it inside the all-reduce, "
+              "waiting for the slowest replica included; replica_faults: the replica process's minor page faults), "
               "back (answers sent, the driver's wake-up and read), driver "
               "(answers -> next step sent; driver_cpu: the CPU time the driver's thread used per step, its whole "
               "share of the step's work), all means over a fit's timed steps; unaccounted (step time - phases); "

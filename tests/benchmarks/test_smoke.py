@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import mmap
+import time
 
 import pytest
 
@@ -226,7 +227,8 @@ def test_step_probe_breakdown_splits_each_step_into_phases_that_add_up() -> None
 
     # Two steps of two replicas, stamps in ms: call, replicas' start/end, answers back.
     calls = [(0.0, 10.0), (12.0, 25.0)]
-    rows = {0: [(1.0, 8.0, 6.0, 10), (13.0, 22.0, 8.0, 0)], 1: [(2.0, 9.0, 7.0, 30), (14.0, 23.0, 9.0, 0)]}
+    rows = {0: [(1.0, 8.0, 6.0, 10, 2.0), (13.0, 22.0, 8.0, 0, 1.0)],
+            1: [(2.0, 9.0, 7.0, 30, 1.0), (14.0, 23.0, 9.0, 0, 0.0)]}
     phases = step_probe.breakdown(calls, rows)
     assert phases["to_replicas"] == pytest.approx((1.0 + 1.0) / 2)  # to the first replica's start
     assert phases["replica"] == pytest.approx((8.0 + 10.0) / 2)  # first start -> last end
@@ -234,29 +236,35 @@ def test_step_probe_breakdown_splits_each_step_into_phases_that_add_up() -> None
     assert phases["driver"] == pytest.approx(2.0)  # answers of step 0 -> call of step 1
     assert phases["replica_cpu"] == pytest.approx((6.5 + 8.5) / 2)
     assert phases["replica_faults"] == pytest.approx((20 + 0) / 2)  # per replica and step
+    assert phases["replica_allreduce"] == pytest.approx((1.5 + 0.5) / 2)
     assert step_probe.breakdown(calls, rows, last=1)["replica"] == pytest.approx(10.0)
     with pytest.raises(ValueError, match="recorded"):
         step_probe.breakdown(calls, {0: rows[0][:1]})
     with pytest.raises(ValueError, match="out of order"):
-        step_probe.breakdown([(5.0, 10.0)], {0: [(1.0, 8.0, 6.0, 0)]})  # a replica started before the call
+        step_probe.breakdown([(5.0, 10.0)], {0: [(1.0, 8.0, 6.0, 0, 0.0)]})  # a replica started before the call
 
 
 def test_step_probe_hook_stamps_replica_steps_and_writes_them_per_epoch(tmp_path, monkeypatch) -> None:  # noqa: ANN001
     from benchmarks import step_probe
+    from fe_ray.distributed.collective import TcpCollective, TorchCollective
     from fe_ray.distributed.replica import Replica
 
-    # Stand-ins for the real methods, which need a running replica; monkeypatch restores the class afterwards. The
+    # Stand-ins for the real methods, which need a running replica; monkeypatch restores the classes afterwards. The
     # step touches 8 MiB of fresh memory: ~2,048 page faults. An anonymous mapping of its own, because a bytearray
     # may come from heap memory the process has touched before (glibc raises its mmap threshold after an earlier
-    # test freed large blocks).
+    # test freed large blocks). With "reduce" in its arguments it also runs a 20 ms stand-in all-reduce.
     def touch_fresh_memory(self: Replica, args: object) -> dict[str, object]:
         with mmap.mmap(-1, 8 << 20) as memory:
             for offset in range(0, len(memory), mmap.PAGESIZE):
                 memory[offset] = 1
+            if args is not None and "reduce" in args:
+                TcpCollective.allreduce_sum(None, [])  # type: ignore[arg-type]
             return {"args": args, "touched": len(memory)}
 
     monkeypatch.setattr(Replica, "step", touch_fresh_memory)
     monkeypatch.setattr(Replica, "exit_context", lambda self: True)
+    monkeypatch.setattr(TcpCollective, "allreduce_sum", lambda self, arrays: time.sleep(0.02))
+    monkeypatch.setattr(TorchCollective, "allreduce_tensor_", TorchCollective.allreduce_tensor_)
     log = tmp_path / "steps.log"
     monkeypatch.setenv(step_probe.LOG_ENV, str(log))
     step_probe.install()
@@ -267,13 +275,18 @@ def test_step_probe_hook_stamps_replica_steps_and_writes_them_per_epoch(tmp_path
     replica = FakeReplica()
     assert Replica.step(replica, None)["args"] is None  # a transport warm-up: passed through, not stamped
     assert Replica.step(replica, ("batch",))["args"] == ("batch",)
+    Replica.step(replica, ("batch", "reduce"))
+    Replica.step(replica, ("batch",))
     assert not log.exists()  # nothing is written during the steps
     assert Replica.exit_context(replica) is True
     rows = step_probe.collect(log, replicas=1)
-    assert list(rows) == [0] and len(rows[0]) == 1
-    start, end, cpu, faults = rows[0][0]
+    assert list(rows) == [0] and len(rows[0]) == 3
+    start, end, cpu, faults, allreduce = rows[0][0]
     assert start <= end and cpu >= 0
     assert faults >= 1_000
+    assert allreduce == 0.0
+    assert 0.02 <= rows[0][1][4] <= rows[0][1][1] - rows[0][1][0]  # the all-reduce's time, within its step's
+    assert rows[0][2][4] == 0.0  # counted per step
     assert not log.exists()  # read and cleared for the next epoch
     with pytest.raises(TimeoutError, match="setup hook"):
         step_probe.collect(log, replicas=1, timeout_s=0.05)
@@ -283,6 +296,7 @@ def test_step_probe_hook_profiles_each_contexts_steps_when_asked(tmp_path, monke
     import pstats
 
     from benchmarks import step_probe
+    from fe_ray.distributed.collective import TcpCollective, TorchCollective
     from fe_ray.distributed.replica import Replica
 
     def busy_step(self: Replica, args: object) -> object:
@@ -290,6 +304,8 @@ def test_step_probe_hook_profiles_each_contexts_steps_when_asked(tmp_path, monke
 
     monkeypatch.setattr(Replica, "step", busy_step)
     monkeypatch.setattr(Replica, "exit_context", lambda self: True)
+    for cls, name in ((TcpCollective, "allreduce_sum"), (TorchCollective, "allreduce_tensor_")):
+        monkeypatch.setattr(cls, name, getattr(cls, name))  # install() wraps them: restored afterwards
     monkeypatch.setenv(step_probe.LOG_ENV, str(tmp_path / "steps.log"))
     monkeypatch.setenv(step_probe.PROFILE_ENV, str(tmp_path / "prof"))
     step_probe.install()
