@@ -15,7 +15,7 @@ everywhere (fe.build's "adam" default), so every variant does the same work.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -63,8 +63,9 @@ class PlainTorchTrainer:
         self.optimizer.step()
         return loss
 
-    def run(self, batches: Sequence[dict[str, np.ndarray]]) -> float:
-        """Train on ``batches``; return wall seconds (synchronised with the device at the end)."""
+    def run(self, batches: Iterable[dict[str, np.ndarray]]) -> float:
+        """Train on ``batches`` (made lazily by a generator, their making is timed too); return wall seconds
+        (synchronised with the device at the end)."""
         start = time.perf_counter()
         loss = None
         for batch in batches:
