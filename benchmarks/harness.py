@@ -284,6 +284,39 @@ def alternate(variants: Mapping[str, Callable[[], float]], repeats: int, unit: s
     return series
 
 
+#: What :func:`metered` records per call, divided by the call's steps: the calling thread's wall and CPU time (us),
+#: its minor page faults, and its voluntary and involuntary context switches (Linux ``RUSAGE_THREAD``).
+METER_KEYS = ("wall_us", "cpu_us", "minor_faults", "voluntary_switches", "involuntary_switches")
+
+
+def metered(fn: Callable[[], float], steps: int, into: list[dict[str, float]]) -> Callable[[], float]:
+    """``fn`` wrapped so that each call appends, to ``into``, what the calling thread spent per step (METER_KEYS).
+
+    On a GPU, CPU time close to the wall time says the thread worked (or spin-waited in the driver) the whole step;
+    page faults and switches say where a thread that runs cold pays. Without ``RUSAGE_THREAD`` (not Linux) only the
+    times are recorded.
+    """
+    import resource
+
+    who = getattr(resource, "RUSAGE_THREAD", None)
+
+    def usage() -> tuple[float, ...]:
+        if who is None:
+            return (0.0, 0.0, 0.0)
+        ru = resource.getrusage(who)
+        return (ru.ru_minflt, ru.ru_nvcsw, ru.ru_nivcsw)
+
+    def call() -> float:
+        before, wall, cpu = usage(), time.perf_counter(), time.thread_time()
+        value = fn()
+        wall, cpu, after = time.perf_counter() - wall, time.thread_time() - cpu, usage()
+        counts = [(b - a) / steps for a, b in zip(before, after)]
+        into.append(dict(zip(METER_KEYS, (1e6 * wall / steps, 1e6 * cpu / steps, *counts))))
+        return value
+
+    return call
+
+
 class Timer:
     """``with Timer() as t: ...`` then ``t.seconds``."""
 

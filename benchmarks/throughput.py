@@ -8,6 +8,9 @@ Variants (torch):
         compares fe_ray's Estimator with a loop doing the same data work
     b0  fe_ray in-process ``Network.run_step`` loop (no Pipeline/Estimator): isolates the Network's own cost
     b   fe_ray in-process Network + Pipeline + Estimator.fit
+    b_prefetch  (informational) b with the Pipeline making the next batch in one worker thread while the step runs
+        (``num_process=1``; fe_ray's default makes it in line, between steps): on a GPU the step's waits release
+        the GIL, so the batch's making can leave the step's critical path
     c   fe_ray ``num_replicas=1`` (Estimator.fit; default ``step_transport="stream"``: one TCP stream per replica
         carries the steps)
     d   fe_ray ``num_replicas=2`` (same)
@@ -75,6 +78,7 @@ LABELS = {
     "a_sync": "(a_sync) plain loop, loss.item() every step",
     "a_shuffled": "(a_shuffled) plain loop, shuffled gather",
     "b0": "(b0) fe_ray Network.run_step loop", "b": "(b) fe_ray Network+Estimator",
+    "b_prefetch": "(b_prefetch) b, next batch made in a thread",
     "c": "(c) fe_ray num_replicas=1", "d": "(d) fe_ray num_replicas=2", "e": "(e) hand-written gloo DP x2",
     "c_spin": "(c_spin) c, streams polled 5 ms", "d_spin": "(d_spin) d, streams polled 5 ms",
     "c_compiled": "(c_compiled) c, compiled graph", "d_compiled": "(d_compiled) d, compiled graph",
@@ -105,6 +109,7 @@ TARGETS = [("b", "a", 0.97), ("c", "a", 0.93), ("d", "e", 0.95),
 EXTRA_RATIOS = [
     ("a_twin/a", "a_twin", "a"), ("a_twin_tf/a_tf", "a_twin_tf", "a_tf"),
     ("b0/a", "b0", "a"), ("b/a_sync", "b", "a_sync"), ("b0/a_sync", "b0", "a_sync"),
+    ("b_prefetch/a", "b_prefetch", "a"), ("b_prefetch/b", "b_prefetch", "b"),
     ("b/a_shuffled", "b", "a_shuffled"), ("a_shuffled/a", "a_shuffled", "a"),
     ("d/c", "d", "c"), ("c_spin/c", "c_spin", "c"), ("d_spin/d", "d_spin", "d"), ("c_spin/a", "c_spin", "a"),
     ("d_spin/e", "d_spin", "e"), ("e/a", "e", "a"), ("e/e_local", "e", "e_local"),
@@ -163,14 +168,35 @@ def run_model(model: str, args: Any, device: str, threads: int) -> dict[str, Any
             if args.verbose:
                 traceback.print_exc()
     repeats = args.repeats or (2 if args.quick else 5)
-    series = harness.alternate({k: v.measure for k, v in ready.items()}, repeats, "samples/s",
-                               quiet_wait_s=args.wait_quiet)
+    # The driver's thread per step: what b's extra microseconds are on a GPU (CPU work or waiting) and how cold it runs.
+    meters: dict[str, list[dict[str, float]]] = {key: [] for key in ready}
+    calls = {key: harness.metered(v.measure, steps_per_measure(v, steps), meters[key]) for key, v in ready.items()}
+    series = harness.alternate(calls, repeats, "samples/s", quiet_wait_s=args.wait_quiet)
+    for key, readings in meters.items():
+        series[key].extra["driver_thread"] = readings
     for variant in ready.values():
         try:
             variant.close()
         except Exception:  # noqa: BLE001
             pass
     return report(cfg, args.framework, series, ready, variants, skipped)
+
+
+def steps_per_measure(variant: Variant, steps: int) -> int:
+    """Training steps one ``measure()`` call runs: an Estimator's fit also runs its WARMUP_STEPS untimed batches."""
+    return steps + WARMUP_STEPS if getattr(variant, "fit_walls", None) is not None else steps
+
+
+def driver_thread_table(series: dict[str, harness.Series]) -> str:
+    """The medians over the repeats of :func:`benchmarks.harness.metered`'s readings, one row per variant."""
+    rows = []
+    for key, s in series.items():
+        readings = s.extra.get("driver_thread") or []
+        if readings:
+            rows.append([LABELS.get(key, key), *(round(statistics.median(r[name] for r in readings), 2)
+                                                 for name in harness.METER_KEYS)])
+    return harness.format_table(rows, ["variant", "wall us", "CPU us", "minor faults", "vol. switches",
+                                       "invol. switches"])
 
 
 def report(cfg: dict[str, Any], framework: str, series: dict[str, harness.Series], ready: dict[str, Variant],
@@ -186,6 +212,9 @@ def report(cfg: dict[str, Any], framework: str, series: dict[str, harness.Series
               "framework's per-step cost):")
         for key, us in step_us.items():
             print(f"  {LABELS[key]}: {us:,.0f} us/step ({us - step_us[base]:+,.0f} us)")
+    print("The driver's thread per step (whole measure() calls: an Estimator's fit with its setup and warm-up "
+          "batches; with replicas or actors, the driver's share only), medians over the repeats:")
+    print(driver_thread_table(series))
     fixed = fixed_costs(cfg, series, ready)
     # The targets are for the real models; on the probe model a ratio only restates the us/step above.
     checks = [(f"{num}/{den}", harness.ratio(series, num, den), target if model in MODELS else None, ">=")

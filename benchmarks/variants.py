@@ -126,8 +126,10 @@ class FeEstimator(Variant):
 
     def __init__(self, key: str, cfg: dict[str, Any], framework: str, num_replicas: int | None = None,
                  transport: str | None = None, pipeline_ops: bool = False,
-                 env_vars: dict[str, str] | None = None, spin_us: int | None = None) -> None:
+                 env_vars: dict[str, str] | None = None, spin_us: int | None = None,
+                 num_process: int | None = None) -> None:
         super().__init__(key, cfg)
+        self.num_process = num_process  # the Pipeline's worker threads (None: its default, batches made in line)
         self.framework = framework
         self.num_replicas = num_replicas
         self.transport = transport
@@ -160,7 +162,8 @@ class FeEstimator(Variant):
             from fe_ray.op.numpyop.univariate import Minmax
 
             ops = [Minmax(inputs="x", outputs="x")]
-        self.pipeline = fe.Pipeline(train_data=self.dataset, batch_size=cfg["batch_size"], ops=ops)
+        self.pipeline = fe.Pipeline(train_data=self.dataset, batch_size=cfg["batch_size"], ops=ops,
+                                    num_process=self.num_process)
         self.fit_walls: list[float] = []
         self.phases: list[dict[str, float]] = []  # per fit: step_probe.breakdown
         with patched_environ(self.spin_env):  # the driver's end of the stream reads it when the replicas start
@@ -302,6 +305,8 @@ def build_variants(cfg: dict[str, Any], framework: str, only: set[str] | None) -
             add("a_sync", lambda: PlainTorch("a_sync", cfg, sync_each_step=True), needs_ray=False)
         add("b0", lambda: FeNetworkLoop("b0", cfg, "torch"), needs_ray=False)
         add("b", lambda: FeEstimator("b", cfg, "torch"), needs_ray=False)
+        # The Pipeline prepares the next batch in a worker thread while the step runs (num_process=1).
+        add("b_prefetch", lambda: FeEstimator("b_prefetch", cfg, "torch", num_process=1), needs_ray=False)
         add("c", lambda: FeEstimator("c", cfg, "torch", 1))
         add("d", lambda: FeEstimator("d", cfg, "torch", 2))
         # The driver and the replicas poll their streams instead of sleeping (FE_RAY_STREAM_SPIN_US, off by

@@ -170,12 +170,36 @@ def test_mlp_probe_reports_microseconds_per_step(tmp_path, monkeypatch) -> None:
     """The overhead probe model runs through the plain loop and fe_ray's in-process Network; the JSON carries
     each variant's time per step, consistent with its samples/s."""
     monkeypatch.setattr(harness, "RESULTS_DIR", tmp_path)
-    assert throughput.main(["--quick", "--model", "mlp", "--variants", "a,b0", "--device", "cpu",
+    assert throughput.main(["--quick", "--model", "mlp", "--variants", "a,b0,b_prefetch", "--device", "cpu",
                             "--threads", "1"]) == 0
     result = json.loads((tmp_path / "throughput_quick.json").read_text())["results"]["mlp"]
-    assert set(result["us_per_step"]) == {"a", "b0"}
+    assert set(result["us_per_step"]) == {"a", "b0", "b_prefetch"}
     for key, us in result["us_per_step"].items():
         assert us == pytest.approx(1e6 * 32 / result["series"][key]["median"])
+        # The driver's thread per step, read around each whole measure() call: never shorter than the timed steps.
+        readings = result["series"][key]["extra"]["driver_thread"]
+        assert len(readings) == result["series"][key]["repeats"]
+        assert all(r["wall_us"] >= 0.9 * us and 0 < r["cpu_us"] <= 1.05 * r["wall_us"] for r in readings)
+    # The Pipeline's worker thread hands each batch over: the driver's thread waits for it at least sometimes.
+    assert max(r["voluntary_switches"] for r in result["series"]["b_prefetch"]["extra"]["driver_thread"]) > 0
+
+
+def test_metered_records_per_step_thread_usage() -> None:
+    """harness.metered divides what the calling thread spent by the call's steps; a sleeping call is wall time,
+    not CPU time, and touching fresh pages counts minor faults."""
+    import time
+
+    import numpy as np
+
+    readings: list[dict[str, float]] = []
+    sleeper = harness.metered(lambda: time.sleep(0.05) or 1.0, steps=10, into=readings)
+    assert sleeper() == 1.0
+    (sleep,) = readings
+    assert sleep["wall_us"] == pytest.approx(5000, rel=0.5) and sleep["cpu_us"] < 1000
+    assert sleep["voluntary_switches"] >= 0.1  # the sleep gave up the CPU at least once in the 10 steps
+    toucher = harness.metered(lambda: float(np.ones(64 * 2**20 // 8).sum()), steps=1, into=readings)
+    toucher()
+    assert readings[1]["minor_faults"] >= 16  # 64 MiB of new pages faulted in on first write (2 MiB huge ones: 32)
 
 
 def test_tf_data_parallel_rank_trains_like_the_plain_tf_loop() -> None:
