@@ -132,13 +132,19 @@ def plan(device: str = "cuda", quick: bool = False) -> list[Part]:
         Part("cuda_tests", ("-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", *cuda_tests), 45, False,
              "the CUDA tests CI skips"),
         Part("throughput_lenet", ("-m", "benchmarks.throughput", "--model", "lenet", "--variants",
-                                  "a,a_shuffled,a_malloc,a_served,b0,b,c,c_spin,d,d_spin,e", *lenet_steps, *bench),
-             300, True,
+                                  "a,a_shuffled,a_malloc,a_served,b0,b,b_prefetch,c,c_spin,d,d_spin,e",
+                                  *lenet_steps, *bench),
+             325, True,
              "b/a, c/a, d/e on the GPU, LeNet; a_shuffled (the Pipeline's data work), b0 (the Network alone), "
+             "b_prefetch (the next batch made in a worker thread during the step), "
              "a_malloc (the plain loop in an actor), a_served (the plain step behind fe_ray's stream) and c_spin / "
              "d_spin (streams polled, not slept on) split fe_ray's extra time"),
         Part("idle_gap", ("-m", "benchmarks.idle_gap", "--model", "lenet", "--gaps", "300,1000", *bench), 45, False,
              "the plain LeNet step on the GPU after its thread slept (as a replica's does between steps) or polled"),
+        Part("stream_rtt", ("-m", "benchmarks.stream_rtt", "--model", "lenet", "--round-trips",
+                            "1000" if not quick else "50", "--json-out", "{json}", *quick_args), 30, False,
+             "one step hop taken apart on the GPU machine's CPUs: wake-ups, fe_ray's framing, the batch's bytes "
+             "(the H100's hops were ~210 us each)"),
         Part("cpu_spare_cores", ("-m", "benchmarks.throughput", "--model", "lenet", "--variants",
                                  "a,a_served,b,c,c_spin,d,d_spin,e", "--threads", "2", *cpu_steps, "--device",
                                  "cpu", "--json-out", "{json}", *quick_args), 190, True,

@@ -21,17 +21,19 @@ def _part(name: str, code: str, planned_s: float = 5.0) -> Part:
 def test_plan_lists_every_part_once_with_its_json_output() -> None:
     parts = device_suite.plan("cuda")
     names = [part.name for part in parts]
-    assert names == ["cuda_tests", "throughput_lenet", "idle_gap", "cpu_spare_cores", "profile_replica", "profile_step",
-                     "checkpoint", "throughput_resnet", "overhead", "example"]
+    assert names == ["cuda_tests", "throughput_lenet", "idle_gap", "stream_rtt", "cpu_spare_cores", "profile_replica",
+                     "profile_step", "checkpoint", "throughput_resnet", "overhead", "example"]
     for part in parts:
         command = part.command("python", Path("/out/x.json"))
         if part.name.startswith("profile_"):  # console output only (the log), on the GPU
             assert command[command.index("--device") + 1] == "cuda" and "/out/x.json" not in command
+        elif part.name == "stream_rtt":  # two processes on the machine's CPUs: no device to choose
+            assert "/out/x.json" in command and "--device" not in command
         elif part.name not in ("cuda_tests", "example"):
             assert "/out/x.json" in command, part.name
             assert command[command.index("--device") + 1] == ("cpu" if part.name == "cpu_spare_cores" else "cuda")
     benchmarks = [part for part in device_suite.plan("cuda", quick=True) if "--json-out" in part.args]
-    assert len(benchmarks) == 6 and all("--quick" in part.args for part in benchmarks)
+    assert len(benchmarks) == 7 and all("--quick" in part.args for part in benchmarks)
 
 
 def test_select_keeps_plan_order_and_names_valid_parts_on_error() -> None:
