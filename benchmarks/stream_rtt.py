@@ -16,12 +16,12 @@ Cases:
     frame_small  a Python-only message framed by fe_ray's ``send_message`` / ``recv_message`` (pickle protocol 5,
         out-of-band buffers), answered by a Python float
     frame_batch  a step message of the model's batch (numpy ``x``, ``y`` of ``batch_size`` rows, shaped as the
-        driver sends a replica's slice) answered by a float32 loss, as a replica answers
+        driver sends a replica's slice) answered by the loss as a 0-d float32 array, as a replica answers
 
 So ``raw_blocking - raw_polled`` is the wake-ups, ``frame_small - raw_blocking`` fe_ray's framing,
 ``raw_batch - raw_blocking`` the payload's bytes through the kernel and ``frame_batch - frame_small`` the whole
-numpy payload (those bytes, their pickling and buffers, and the answer's float32). Medians of each repeat's round trips,
-alternating repeats.
+numpy payload (those bytes, their pickling and buffers, and the answer's 0-d float32 array). Medians of each
+repeat's round trips, alternating repeats.
 """
 
 from __future__ import annotations
@@ -77,7 +77,8 @@ def serve(case: str, ports: Any, nbytes: int, malloc: bool) -> None:
         while _recv_raw(conn, case == "raw_polled"):
             conn.sendall(_PING)
         return
-    answer: Any = 1.0 if case == "frame_small" else {"ce": np.float32(1.0)}
+    # A replica answers with its outputs as numpy arrays, a scalar loss as a 0-d array (Replica.run_step).
+    answer: Any = 1.0 if case == "frame_small" else {"ce": np.asarray(np.float32(1.0))}
     while True:
         try:
             recv_message(conn)
