@@ -18,11 +18,14 @@ Parts (``--parts`` picks some, e.g. to rerun the ones a cut run skipped):
 
 ==================  ==============================================================================================
 cuda_tests          the CUDA tests CI always skips (backend on a GPU; two replicas on one GPU, gloo on CUDA)
-throughput_lenet    a, a_shuffled, a_malloc, a_served, b0, b, c, c_spin, d, d_spin, e on the GPU (LeNet): the issue's
-                    ratios b/a, c/a, d/e where compute is fast, and what splits them (the data work, the Network
-                    alone, the plain loop in a replica's kind of process and behind fe_ray's step stream, polling)
+throughput_lenet    a, a_shuffled, a_malloc, a_served, b0, b, b_prefetch, c, c_spin, d, d_spin, e on the GPU (LeNet):
+                    the issue's ratios b/a, c/a, d/e where compute is fast, and what splits them (the data work, the
+                    Network alone, the next batch made in a worker thread, the plain loop in a replica's kind of
+                    process and behind fe_ray's step stream, polling); the driver's thread metered per step
 idle_gap            the plain LeNet step on the GPU right after its thread slept 0.3 / 1 ms (as a replica's thread does
                     between steps) or polled as long: how much of the replica's longer step the sleep explains
+stream_rtt          one step round trip between two processes on the machine's CPUs, taken apart: wake-ups, fe_ray's
+                    framing, the batch's bytes, the numpy payload
 cpu_spare_cores     LeNet a, a_served, b, c, c_spin, d, d_spin, e on the CPU with 2 threads on the GPU machine's 16
                     cores, GPUs hidden: the driver has cores of its own (on the 2-core VM it shares the replicas')
 profile_replica     cProfile of the steps inside replica rank 0 (variant c, ``--replica``)

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks import harness
-from benchmarks.models import INPUT_SHAPES, MODELS, PROBE_MODELS
+from benchmarks.models import MODELS, PROBE_MODELS, synthetic_data
 from benchmarks.throughput import DEFAULTS
 from fe_ray.allocator import tune_process_malloc
 from fe_ray.distributed.sockets import PeerClosed, recv_exactly_into, set_nodelay
@@ -131,9 +131,7 @@ class Case:
 
 def messages(model: str, batch_size: int) -> dict[str, Any]:
     """Each case's message: the framed ones as the driver's step message (slice, samples, batch size, rates)."""
-    rng = np.random.default_rng(0)
-    batch = {"x": rng.random((batch_size, *INPUT_SHAPES[model]), dtype=np.float32),
-             "y": rng.integers(0, 10, batch_size, dtype=np.int64)}
+    batch = synthetic_data(model, batch_size)
     raw = b"b" * (batch["x"].nbytes + batch["y"].nbytes)
     return {"raw_polled": _PING, "raw_blocking": _PING, "raw_batch": raw,
             "frame_small": ({"x": b"ab"}, batch_size, batch_size, None),
