@@ -293,8 +293,8 @@ def metered(fn: Callable[[], float], steps: int, into: list[dict[str, float]]) -
     """``fn`` wrapped so that each call appends, to ``into``, what the calling thread spent per step (METER_KEYS).
 
     On a GPU, CPU time close to the wall time says the thread worked (or spin-waited in the driver) the whole step;
-    page faults and switches say where a thread that runs cold pays. Without ``RUSAGE_THREAD`` (not Linux) only the
-    times are recorded.
+    page faults and switches say where a thread that runs cold pays. Without ``RUSAGE_THREAD`` (not Linux) the
+    three counts read 0: only the times are measured.
     """
     import resource
 

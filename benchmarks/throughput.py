@@ -67,7 +67,7 @@ from typing import Any
 
 from benchmarks import harness, step_probe
 from benchmarks.models import INPUT_SHAPES, MODELS, PROBE_MODELS, count_params, synthetic_data
-from benchmarks.variants import WARMUP_STEPS, Variant, build_variants, ray_unavailable
+from benchmarks.variants import WARMUP_STEPS, FeEstimator, Variant, build_variants, ray_unavailable
 
 # name -> (label, default batch size, default timed steps)
 DEFAULTS = {"lenet": (32, 150), "resnet": (64, 10), "mlp": (32, 1000)}
@@ -184,7 +184,7 @@ def run_model(model: str, args: Any, device: str, threads: int) -> dict[str, Any
 
 def steps_per_measure(variant: Variant, steps: int) -> int:
     """Training steps one ``measure()`` call runs: an Estimator's fit also runs its WARMUP_STEPS untimed batches."""
-    return steps + WARMUP_STEPS if getattr(variant, "fit_walls", None) is not None else steps
+    return steps + WARMUP_STEPS if isinstance(variant, FeEstimator) else steps
 
 
 def driver_thread_table(series: dict[str, harness.Series]) -> str:
