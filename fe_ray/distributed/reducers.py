@@ -120,7 +120,10 @@ class _TorchReducer(_Reducer):
                     size = grads[i].numel()
                     grads[i] = flat[offset:offset + size].view_as(grads[i]).to(grads[i].dtype)
                     offset += size
-                if number == 0:  # a weight counts as reached if any rank reached it
+                if number == 0 and not all(reached):
+                    # A weight counts as reached if any rank reached it. Where this rank reached every weight, all
+                    # are reached and the summed flags need not be read: reading them would make the host wait for
+                    # the GPU (backward pass and all-reduce) in the middle of every step.
                     reached = [count > 0.5 for count in flat[total:].tolist()]
         return [grad if hit else None for grad, hit in zip(grads, reached)]
 

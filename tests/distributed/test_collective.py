@@ -185,6 +185,25 @@ def test_torch_reducer_weights_gradients_and_keeps_a_weight_no_rank_reached_none
 
 
 @pytest.mark.timeout(60)
+def test_torch_reducer_reads_nothing_back_when_this_rank_reached_every_weight(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reading the summed reached-flags back (``tolist``) makes the host wait for the GPU mid-step; with every local
+    gradient present every weight is reached anyway, so the reducer must not read them. With a None gradient it must
+    (the flags decide whether the weight stays None)."""
+    torch = pytest.importorskip("torch")
+    model = torch.nn.Linear(2, 1)  # weight (1, 2), bias (1,)
+    reduce = make_grad_reducer("torch", TcpCollective(0, 1), StepWeights(n_local=1, n_total=2))
+    reads: list[int] = []
+    tolist = torch.Tensor.tolist
+    monkeypatch.setattr(torch.Tensor, "tolist", lambda tensor: reads.append(tensor.numel()) or tolist(tensor))
+    out = reduce(model, [torch.tensor([[2.0, 4.0]]), torch.tensor([6.0])])
+    np.testing.assert_allclose(out[0].numpy(), [[1.0, 2.0]])
+    np.testing.assert_allclose(out[1].numpy(), [3.0])
+    assert reads == []
+    out = reduce(model, [torch.tensor([[2.0, 4.0]]), None])
+    assert reads == [2] and out[1] is None  # the two flags, read once
+
+
+@pytest.mark.timeout(60)
 def test_torch_reducer_a_weight_one_rank_reached_is_reduced_on_every_rank() -> None:
     """Data-dependent paths (an expert no sample of one slice was routed to): rank 0's step misses the bias, rank
     1's reaches it. Both must get the same reduced gradient, so both update it; a weight no rank reached stays None
