@@ -393,6 +393,7 @@ def test_pixel_adaptation_errors() -> None:
 # ------------------------------------------------------------------ signatures and defaults
 _IDENTITY = object()  # FastEstimator's default read_fn, ``lambda x: x``
 _COMMON = ["inputs", "outputs", "mode", "ds_id"]
+_REFERENCED = ["inputs", "outputs", "reference_images", "mode", "ds_id"]  # the domain adaptation ops
 _COMMON_DEFAULTS = {"mode": None, "ds_id": None}
 # Each op's __init__ parameters (after self) and defaults in FastEstimator 1.7.0, as its wheel declares them
 # (fastestimator/op/numpyop/univariate/<module>.py); recorded here so the check runs without the sources.
@@ -405,12 +406,9 @@ _FE17_SIGNATURES: dict[type, tuple[list[str], dict[str, Any]]] = {
                           {"multiplier": (0.9, 1.1), "per_channel": False, "elementwise": False}),
     RandomShapes: (_COMMON + ["max_shapes", "max_size", "intensity_range", "transparency_range"],
                    {"max_shapes": 3, "max_size": None, "intensity_range": (0, 254), "transparency_range": (0.1, 0.9)}),
-    HistogramMatching: (["inputs", "outputs", "reference_images", "mode", "ds_id", "blend_ratio", "read_fn"],
-                        {"blend_ratio": (0.5, 1.0), "read_fn": _IDENTITY}),
-    FDA: (["inputs", "outputs", "reference_images", "mode", "ds_id", "beta_limit", "read_fn"],
-          {"beta_limit": 0.1, "read_fn": _IDENTITY}),
-    PixelDistributionAdaptation: (["inputs", "outputs", "reference_images", "mode", "ds_id", "blend_ratio", "read_fn",
-                                   "transform_type"],
+    HistogramMatching: (_REFERENCED + ["blend_ratio", "read_fn"], {"blend_ratio": (0.5, 1.0), "read_fn": _IDENTITY}),
+    FDA: (_REFERENCED + ["beta_limit", "read_fn"], {"beta_limit": 0.1, "read_fn": _IDENTITY}),
+    PixelDistributionAdaptation: (_REFERENCED + ["blend_ratio", "read_fn", "transform_type"],
                                   {"blend_ratio": (0.25, 1.0), "read_fn": _IDENTITY, "transform_type": "pca"}),
 }
 
