@@ -7,6 +7,7 @@ The fe_ray variants and the factory that builds them by key are in :mod:`benchma
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from benchmarks import harness
@@ -18,14 +19,30 @@ WARMUP_STEPS = 5
 #: Ray's logical GPU share of each GPU-holding actor (fe_ray replica, hand-written rank, plain loop in an actor)
 #: in a CUDA run. Every variant is prepared before any is measured, so all of them hold their actors at once: with a
 #: share of 1/N per replica, c (1 x 1.0), d (2 x 0.5) and e (2 x 0.5) would ask for 3 GPUs of a 1-GPU machine and d
-#: would never be placed. Up to 8 such actors share one GPU; the share is only Ray's bookkeeping (every actor sees
-#: the same device), and any fraction below 1 makes fe_ray use gloo, as the hand-written ranks (e) do.
-GPU_SHARE = 1 / 8
+#: would never be placed; with 1/8, the device suite's twelve LeNet variants held 10 actors and the first of them
+#: over 8 (a_malloc) waited for a GPU share until the suite stopped the run (H200, 2026-11-26). 0.02 places 50 (every
+#: torch variant together holds 31); ``throughput.py`` checks the sum before it starts any. The share is only Ray's
+#: bookkeeping (every actor sees the same device), and any fraction below 1 makes fe_ray use gloo, as the
+#: hand-written ranks (e) do. (0.02 is exact at Ray's four decimal places; 1/64 would be rounded.)
+GPU_SHARE = 0.02
 
 
 def gpu_share(device: str) -> float:
     """The ``num_gpus`` of one GPU-holding actor on ``device`` (:data:`GPU_SHARE` on cuda, 0 on the CPU)."""
     return GPU_SHARE if device == "cuda" else 0.0
+
+
+def check_gpu_shares(variants: Sequence[Variant], device: str) -> None:
+    """Raise ValueError if the Ray actors of ``variants``, all held at once, ask for more than one GPU on ``device``.
+
+    Ray would leave the actors beyond one GPU unplaced, and the run would wait for them until its remote timeout:
+    the error says so before any actor starts.
+    """
+    actors = sum(variant.ray_actors() for variant in variants)
+    if device == "cuda" and actors * GPU_SHARE > 1 + 1e-9:
+        keys = ", ".join(f"{v.key} ({v.ray_actors()})" for v in variants if v.ray_actors())
+        raise ValueError(f"the variants hold {actors} GPU actors of {GPU_SHARE} GPU each, more than one GPU: {keys}; "
+                         f"pick fewer with --variants (at most {round(1 / GPU_SHARE)} actors in one run)")
 
 
 class Variant:
@@ -43,6 +60,10 @@ class Variant:
 
     def close(self) -> None:
         """Release processes/resources."""
+
+    def ray_actors(self) -> int:
+        """How many Ray actors the variant holds once prepared (each with a GPU share in a CUDA run)."""
+        return 0
 
 
 # ---------------------------------------------------------------------------------------------------- (a) / (e)
@@ -119,6 +140,9 @@ class PlainLoopInActor(Variant):
         super().__init__(key, cfg)
         self.framework = framework
 
+    def ray_actors(self) -> int:
+        return 1
+
     def prepare(self) -> None:
         import ray
 
@@ -150,6 +174,9 @@ class PlainLoopServed(Variant):
     driver sends each batch and waits for the loss. ``c / a_served`` is then what fe_ray's Network and Estimator cost
     in a replica, ``a_served / a`` what the stream, the thread and its idle wait between steps cost. Its actor's
     own step time (``inner_step_us``, without the stream) compares with c's ``replica_us``."""
+
+    def ray_actors(self) -> int:
+        return 1
 
     def prepare(self) -> None:
         import ray
@@ -200,6 +227,9 @@ class GlooDP(Variant):
         self.local_data = local_data
         self.framework = framework
         self.env_vars = env_vars
+
+    def ray_actors(self) -> int:
+        return int(self.cfg["replicas"])
 
     def prepare(self) -> None:
         import ray

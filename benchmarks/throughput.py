@@ -67,6 +67,7 @@ from typing import Any
 
 from benchmarks import harness, step_probe
 from benchmarks.models import INPUT_SHAPES, MODELS, PROBE_MODELS, count_params, synthetic_data
+from benchmarks.plain_variants import check_gpu_shares
 from benchmarks.variants import WARMUP_STEPS, FeEstimator, Variant, build_variants, ray_unavailable
 
 # name -> (label, default batch size, default timed steps)
@@ -154,6 +155,7 @@ def run_model(model: str, args: Any, device: str, threads: int) -> dict[str, Any
     # up to the thread budget; too few and the last variant's actors never start.
     cfg["ray_cpus"] = max(8, threads * (len(only) if only else len(LABELS)) + 2)
     variants, skipped = build_variants(cfg, args.framework, only)
+    check_gpu_shares(list(variants.values()), device)
     print(f"\n== {model} {INPUT_SHAPES[model]} batch={batch_size} steps={steps} threads={threads} device={device}")
     ready: dict[str, Variant] = {}
     for key, variant in variants.items():

@@ -86,6 +86,9 @@ class FeNetworkLoop(Variant):
         self.framework = framework
         self.num_replicas = num_replicas
 
+    def ray_actors(self) -> int:
+        return self.num_replicas or 0
+
     def prepare(self) -> None:
         from benchmarks.baselines import batches_of
 
@@ -137,6 +140,9 @@ class FeEstimator(Variant):
         self.env_vars = env_vars
         # FE_RAY_STREAM_SPIN_US for the driver (set while the step stream is made) and the replicas.
         self.spin_env = {SPIN_ENV: str(spin_us)} if spin_us is not None else {}
+
+    def ray_actors(self) -> int:
+        return self.num_replicas or 0
 
     def prepare(self) -> None:
         import fe_ray as fe
