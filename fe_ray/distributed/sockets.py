@@ -47,6 +47,36 @@ def recv_exactly_into(conn: socket.socket, view: memoryview) -> None:
         received += count
 
 
+def recv_parts_into(conn: socket.socket, views: Sequence[memoryview]) -> None:
+    """Fill each of ``views`` in order from ``conn``, as :func:`recv_exactly_into` of each would.
+
+    One ``recvmsg_into`` (scatter) call fills as many of them as the data at hand covers, where the platform has it:
+    a frame's pickle and its array buffers cost one system call instead of one each.
+
+    Raises:
+        PeerClosed: The peer closed the connection first (``received`` and ``expected`` count all the views).
+        OSError: The socket failed or timed out (TimeoutError).
+    """
+    views = [view.cast("B") for view in views if view.nbytes]
+    if not hasattr(conn, "recvmsg_into"):  # e.g. Windows
+        for view in views:
+            recv_exactly_into(conn, view)
+        return
+    expected = sum(view.nbytes for view in views)
+    received = first = 0
+    while first < len(views):
+        count = conn.recvmsg_into(views[first:first + _MAX_PARTS])[0]
+        if count == 0:
+            raise PeerClosed(received, expected)
+        received += count
+        # A read stops anywhere, also inside a buffer: skip what was filled, resume mid-buffer.
+        while first < len(views) and count >= views[first].nbytes:
+            count -= views[first].nbytes
+            first += 1
+        if count:
+            views[first] = views[first][count:]
+
+
 def send_parts(conn: socket.socket, parts: Sequence[bytes | bytearray | memoryview]) -> None:
     """Send ``parts`` back to back, as ``sendall`` of their concatenation would, without concatenating them.
 
@@ -73,4 +103,4 @@ def send_parts(conn: socket.socket, parts: Sequence[bytes | bytearray | memoryvi
             views[first] = views[first][sent:]
 
 
-__all__ = ["PeerClosed", "recv_exactly_into", "send_parts", "set_nodelay"]
+__all__ = ["PeerClosed", "recv_exactly_into", "recv_parts_into", "send_parts", "set_nodelay"]

@@ -29,9 +29,10 @@ How fe_ray's guarantees carry over:
   with a failed member is never reused), exactly as with actor calls.
 * A dead replica closes its end (EOF or reset): the group then asks Ray which replica died and raises
   :class:`~fe_ray.distributed.errors.ReplicaDiedError`. A hung one runs past the deadline: ReplicaTimeoutError.
-* Messages are pickled with protocol 5 and numpy arrays travel out of band: each lands in its own ``bytearray``,
-  so the replica's inputs and the driver's outputs are owned, writable arrays without an extra copy (a
-  read-only source array stays read-only, and is copied by the receiver as any read-only input is).
+* Messages are framed by :mod:`fe_ray.distributed.framing`: pickle protocol 5, numpy arrays' bytes out of band,
+  each landing in its own ``bytearray``, so the replica's inputs and the driver's outputs are owned, writable
+  arrays without an extra copy (a read-only source array stays read-only, and is copied by the receiver as any
+  read-only input is); a 0-d loss travels as its value.
 """
 
 from __future__ import annotations
@@ -43,14 +44,14 @@ import pickle
 import queue
 import selectors
 import socket
-import struct
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, wait
 from typing import Any
 
-from fe_ray.distributed.sockets import PeerClosed, recv_exactly_into, send_parts, set_nodelay
+from fe_ray.distributed.framing import recv_message, send_message
+from fe_ray.distributed.sockets import set_nodelay
 
 logger = logging.getLogger(__name__)
 
@@ -79,11 +80,6 @@ def spin_seconds() -> float:
     return value / 1e6
 
 
-#: Frame header: pickle length, number of out-of-band buffers; then one length per buffer.
-_HEADER = struct.Struct("!QI")
-_LENGTH = struct.Struct("!Q")
-
-
 class StepStreamError(ConnectionError):
     """A replica's step stream closed or broke (the replica died, or its stream thread ended).
 
@@ -97,42 +93,6 @@ class StepStreamError(ConnectionError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return type(self), (self.rank, str(self))
-
-
-# ------------------------------------------------------------------------------------------------ framing
-def send_message(conn: socket.socket, obj: Any) -> None:
-    """Send ``obj`` as one frame (pickle protocol 5, contiguous buffers such as numpy arrays out of band)."""
-    buffers: list[pickle.PickleBuffer] = []
-    data = pickle.dumps(obj, protocol=5, buffer_callback=buffers.append)
-    raws = [buffer.raw() for buffer in buffers]
-    header = _HEADER.pack(len(data), len(raws)) + b"".join(_LENGTH.pack(raw.nbytes) for raw in raws)
-    send_parts(conn, [header, data, *raws])
-
-
-def recv_message(conn: socket.socket) -> Any:
-    """Receive one frame sent by :func:`send_message` (blocking, with the socket's own timeout).
-
-    Raises:
-        EOFError: The peer closed the connection before the frame's first byte.
-        ConnectionError: It closed in the middle of a frame.
-    """
-    header = _recv_exact(conn, _HEADER.size, eof_ok=True)
-    size, count = _HEADER.unpack(header)
-    lengths = [_LENGTH.unpack(_recv_exact(conn, _LENGTH.size))[0] for _ in range(count)]
-    data = _recv_exact(conn, size)
-    buffers = [_recv_exact(conn, length) for length in lengths]
-    return pickle.loads(data, buffers=buffers)
-
-
-def _recv_exact(conn: socket.socket, nbytes: int, eof_ok: bool = False) -> bytearray:
-    buffer = bytearray(nbytes)
-    try:
-        recv_exactly_into(conn, memoryview(buffer))
-    except PeerClosed as err:
-        if err.received == 0 and eof_ok:
-            raise EOFError("step stream closed") from None
-        raise ConnectionError(f"step stream closed after {err.received} of {nbytes} bytes") from None
-    return buffer
 
 
 # ------------------------------------------------------------------------------------------------ replica side

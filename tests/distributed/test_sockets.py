@@ -1,4 +1,4 @@
-"""The TCP helpers: scatter-gather sends that resume after partial writes, exact reads."""
+"""The TCP helpers: scatter-gather sends that resume after partial writes, exact and scattered reads."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from fe_ray.distributed.sockets import PeerClosed, recv_exactly_into, send_parts
+from fe_ray.distributed.sockets import PeerClosed, recv_exactly_into, recv_parts_into, send_parts
 
 
 class Trickle:
@@ -70,11 +70,62 @@ def test_a_real_socket_carries_more_than_its_buffer() -> None:
     assert received[:4] == b"size" and np.array_equal(np.frombuffer(received, np.uint8, offset=4), big)
 
 
-def test_exact_read_names_what_arrived_when_the_peer_closes() -> None:
+@pytest.mark.parametrize("scattered", [False, True], ids=["exact", "scattered"])
+def test_reads_name_what_arrived_when_the_peer_closes(scattered: bool) -> None:
     left, right = socket.socketpair()
     with right:
         with left:
-            left.sendall(b"abc")
+            left.sendall(b"abcdefg")
         with pytest.raises(PeerClosed) as info:
-            recv_exactly_into(right, memoryview(bytearray(8)))
-    assert (info.value.received, info.value.expected) == (3, 8)
+            if scattered:  # counted over all the buffers
+                recv_parts_into(right, [memoryview(bytearray(4)), memoryview(bytearray(6))])
+            else:
+                recv_exactly_into(right, memoryview(bytearray(10)))
+    assert (info.value.received, info.value.expected) == (7, 10)
+
+
+class Dribble:
+    """A connection whose ``recvmsg_into`` fills at most ``limit`` bytes per call from ``data``, as a read that
+    returns whatever has arrived does."""
+
+    def __init__(self, data: bytes, limit: int) -> None:
+        self.data, self.limit, self.calls = memoryview(data), limit, 0
+
+    def recvmsg_into(self, buffers: list[memoryview]) -> tuple[int, list[Any], int, Any]:
+        self.calls += 1
+        filled = 0
+        for view in buffers:
+            chunk = self.data[:min(self.limit - filled, view.nbytes)]
+            view[:len(chunk)] = chunk
+            self.data, filled = self.data[len(chunk):], filled + len(chunk)
+            if filled == self.limit or not self.data:
+                break
+        return filled, [], 0, None
+
+
+def test_scattered_reads_resume_inside_a_buffer_and_skip_empty_ones() -> None:
+    expected = b"".join(bytes(p) for p in parts())
+    targets = [bytearray(len(p)) for p in parts()]  # one of them empty
+    conn = Dribble(expected, limit=997)
+    recv_parts_into(conn, [memoryview(t) for t in targets])  # type: ignore[arg-type]
+    assert [bytes(t) for t in targets] == [bytes(p) for p in parts()]
+    assert conn.calls == -(-len(expected) // 997)
+    whole = Dribble(expected, limit=len(expected))
+    recv_parts_into(whole, [memoryview(bytearray(len(p))) for p in parts()])  # type: ignore[arg-type]
+    assert whole.calls == 1  # everything at hand: one call for all the buffers
+
+
+def test_without_recvmsg_into_buffers_are_read_one_by_one() -> None:
+    class Plain:
+        def __init__(self, data: bytes) -> None:
+            self.data = memoryview(data)
+
+        def recv_into(self, view: memoryview) -> int:
+            count = min(len(view), 5, len(self.data))
+            view[:count] = self.data[:count]
+            self.data = self.data[count:]
+            return count
+
+    targets = [bytearray(len(p)) for p in parts()]
+    recv_parts_into(Plain(b"".join(bytes(p) for p in parts())), [memoryview(t) for t in targets])  # type: ignore[arg-type]
+    assert [bytes(t) for t in targets] == [bytes(p) for p in parts()]
