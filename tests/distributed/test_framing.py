@@ -100,12 +100,13 @@ def test_read_only_arrays_stay_read_only_and_numpy_scalars_keep_their_type() -> 
     assert type(got[1]) is np.float32 and type(got[2]) is np.int64 and got[1:] == [2.5, 3]
 
 
-def test_a_frame_cut_inside_its_body_is_a_connection_error() -> None:
+@pytest.mark.parametrize("buffers", [1, 0])
+def test_a_frame_cut_inside_its_body_is_a_connection_error(buffers: int) -> None:
     left, right = socket.socketpair()
     with right:
         with left:
-            left.sendall(struct.pack("!QI", 100, 1) + struct.pack("!Q", 400) + b"p" * 30)
-        with pytest.raises(ConnectionError, match="closed after 30 of 500 bytes of a frame's body"):
+            left.sendall(struct.pack("!QI", 100, buffers) + struct.pack("!Q", 400) * buffers + b"p" * 30)
+        with pytest.raises(ConnectionError, match=f"closed after 30 of {100 + 400 * buffers} bytes of a frame's body"):
             recv_message(right)
 
 
