@@ -18,10 +18,10 @@ Parts (``--parts`` picks some, e.g. to rerun the ones a cut run skipped):
 
 ==================  ==============================================================================================
 cuda_tests          the CUDA tests CI always skips (backend on a GPU; two replicas on one GPU, gloo on CUDA)
-throughput_lenet    a, a_shuffled, a_malloc, a_served, b0, b, b_prefetch, c, c_spin, d, d_spin, e on the GPU (LeNet):
-                    the issue's ratios b/a, c/a, d/e where compute is fast, and what splits them (the data work, the
-                    Network alone, the next batch made in a worker thread, the plain loop in a replica's kind of
-                    process and behind fe_ray's step stream, polling); the driver's thread metered per step
+throughput_lenet    a, a_shuffled, a_malloc, a_served, b0, b, b_prefetch, c, d, e on the GPU (LeNet): the issue's
+                    ratios b/a, c/a, d/e where compute is fast, and what splits them (the data work, the Network
+                    alone, the next batch made in a worker thread, the plain loop in a replica's kind of process and
+                    behind fe_ray's step stream); the driver's thread metered per step
 idle_gap            the plain LeNet step on the GPU right after its thread slept 0.3 / 1 ms (as a replica's thread does
                     between steps) or polled as long: how much of the replica's longer step the sleep explains
 stream_rtt          one step round trip between two processes on the machine's CPUs, taken apart: wake-ups, fe_ray's
@@ -135,13 +135,13 @@ def plan(device: str = "cuda", quick: bool = False) -> list[Part]:
         Part("cuda_tests", ("-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", *cuda_tests), 45, False,
              "the CUDA tests CI skips"),
         Part("throughput_lenet", ("-m", "benchmarks.throughput", "--model", "lenet", "--variants",
-                                  "a,a_shuffled,a_malloc,a_served,b0,b,b_prefetch,c,c_spin,d,d_spin,e",
+                                  "a,a_shuffled,a_malloc,a_served,b0,b,b_prefetch,c,d,e",
                                   *lenet_steps, *bench),
              325, True,
              "b/a, c/a, d/e on the GPU, LeNet; a_shuffled (the Pipeline's data work), b0 (the Network alone), "
-             "b_prefetch (the next batch made in a worker thread during the step), "
-             "a_malloc (the plain loop in an actor), a_served (the plain step behind fe_ray's stream) and c_spin / "
-             "d_spin (streams polled, not slept on) split fe_ray's extra time"),
+             "b_prefetch (the next batch made in a worker thread during the step), a_malloc (the plain loop in an "
+             "actor) and a_served (the plain step behind fe_ray's stream) split fe_ray's extra time (polled streams, "
+             "c_spin, gained nothing on the H200: left to cpu_spare_cores)"),
         Part("idle_gap", ("-m", "benchmarks.idle_gap", "--model", "lenet", "--gaps", "300,1000", *bench), 45, False,
              "the plain LeNet step on the GPU after its thread slept (as a replica's does between steps) or polled"),
         Part("stream_rtt", ("-m", "benchmarks.stream_rtt", "--model", "lenet", "--round-trips",

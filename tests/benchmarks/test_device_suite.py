@@ -36,6 +36,24 @@ def test_plan_lists_every_part_once_with_its_json_output() -> None:
     assert len(benchmarks) == 7 and all("--quick" in part.args for part in benchmarks)
 
 
+def test_every_gpu_throughput_part_holds_at_most_one_gpu_of_actors() -> None:
+    # The second H200 run lost its LeNet part to this: the variants' actors asked for more than the one GPU, and the
+    # last one waited unplaced until the suite stopped the part.
+    from benchmarks import plain_variants, variants
+
+    checked = 0
+    for part in device_suite.plan("cuda"):
+        args = list(part.args)
+        if "benchmarks.throughput" not in args or args[args.index("--device") + 1] != "cuda":
+            continue
+        keys = set(args[args.index("--variants") + 1].split(","))
+        built, skipped = variants.build_variants({"device": "cuda", "threads": 16, "replicas": 2}, "torch", keys)
+        assert set(built) == keys and not skipped, part.name
+        plain_variants.check_gpu_shares(list(built.values()), "cuda")
+        checked += 1
+    assert checked == 2  # LeNet and ResNet-8
+
+
 def test_select_keeps_plan_order_and_names_valid_parts_on_error() -> None:
     parts = device_suite.plan()
     assert [p.name for p in device_suite.select(parts, "checkpoint, cuda_tests")] == ["cuda_tests", "checkpoint"]
