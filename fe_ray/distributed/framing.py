@@ -30,13 +30,12 @@ from fe_ray.distributed.sockets import PeerClosed, recv_exactly_into, recv_parts
 
 #: Frame header: pickle length, number of out-of-band buffers; then one length per buffer.
 _HEADER = struct.Struct("!QI")
-#: Dtype kinds sent as bytes + dtype string: booleans, integers, floats, complex numbers (numpy exports no buffer
-#: of datetimes and timedeltas; strings and the rest are rare in a step's data and keep numpy's path).
-_RAW_KINDS = frozenset("biufc")
-#: Dtype kinds of 0-d arrays sent as a Python value: ``item()`` and ``np.array(value, dtype)`` round-trip them exactly
-#: (datetimes do not: their ``item()`` is a ``datetime`` or an int, by unit).
-_VALUE_KINDS = frozenset("biufc")
-#: ...except long double and its complex (``item()`` of those is a lossy Python float or complex).
+#: Dtype kinds sent as bytes + dtype string, a 0-d array as its Python value (``item()`` and ``np.array(value,
+#: dtype)`` round-trip these exactly): booleans, integers, floats, complex numbers. The rest keep numpy's path:
+#: numpy exports no buffer of datetimes and timedeltas (whose ``item()`` is a ``datetime`` or an int, by unit), and
+#: strings, objects and records are rare in a step's data.
+_KINDS = frozenset("biufc")
+#: Long double and its complex: sent as bytes even when 0-d (their ``item()`` is a lossy Python float or complex).
 _LOSSY_CHARS = frozenset("gG")
 
 
@@ -56,10 +55,10 @@ class _Pickler(pickle.Pickler):
     def reducer_override(self, obj: Any) -> Any:
         # Called only for objects pickle has no built-in opcode for: exact ints, floats, strings, lists, dicts and
         # the like never get here, so a message pays one Python call per array.
-        if type(obj) is not np.ndarray or obj.dtype.kind not in _RAW_KINDS:
+        if type(obj) is not np.ndarray or obj.dtype.kind not in _KINDS:
             return NotImplemented
         dtype = obj.dtype
-        if obj.ndim == 0 and dtype.kind in _VALUE_KINDS and dtype.char not in _LOSSY_CHARS:
+        if obj.ndim == 0 and dtype.char not in _LOSSY_CHARS:
             value = obj.item()
             if value == value:  # not NaN: a NaN's bits may change on the way (a signaling NaN comes back quiet)
                 return _value_array, (value, dtype.str)
