@@ -57,24 +57,19 @@ def recv_parts_into(conn: socket.socket, views: Sequence[memoryview]) -> None:
         PeerClosed: The peer closed the connection first (``received`` and ``expected`` count all the views).
         OSError: The socket failed or timed out (TimeoutError).
     """
-    views = [view.cast("B") for view in views if view.nbytes]
+    pending = [view.cast("B") for view in views if view.nbytes]
     if not hasattr(conn, "recvmsg_into"):  # e.g. Windows
-        for view in views:
+        for view in pending:
             recv_exactly_into(conn, view)
         return
-    expected = sum(view.nbytes for view in views)
+    expected = sum(view.nbytes for view in pending)
     received = first = 0
-    while first < len(views):
-        count = conn.recvmsg_into(views[first:first + _MAX_PARTS])[0]
+    while first < len(pending):
+        count = conn.recvmsg_into(pending[first:first + _MAX_PARTS])[0]
         if count == 0:
             raise PeerClosed(received, expected)
         received += count
-        # A read stops anywhere, also inside a buffer: skip what was filled, resume mid-buffer.
-        while first < len(views) and count >= views[first].nbytes:
-            count -= views[first].nbytes
-            first += 1
-        if count:
-            views[first] = views[first][count:]
+        first = _advance(pending, first, count)
 
 
 def send_parts(conn: socket.socket, parts: Sequence[bytes | bytearray | memoryview]) -> None:
@@ -94,13 +89,21 @@ def send_parts(conn: socket.socket, parts: Sequence[bytes | bytearray | memoryvi
         return
     first = 0
     while first < len(views):
-        sent = conn.sendmsg(views[first:first + _MAX_PARTS])
-        # A partial send stops anywhere, also inside a buffer: skip what went out, resume mid-buffer.
-        while first < len(views) and sent >= views[first].nbytes:
-            sent -= views[first].nbytes
-            first += 1
-        if sent:
-            views[first] = views[first][sent:]
+        first = _advance(views, first, conn.sendmsg(views[first:first + _MAX_PARTS]))
+
+
+def _advance(views: list[memoryview], first: int, done: int) -> int:
+    """Mark ``done`` more bytes of ``views[first:]`` as sent or filled; return the index of the first view not done.
+
+    A partial send or read stops anywhere, also inside a buffer: that view is cut to its rest, so the next call
+    resumes mid-buffer.
+    """
+    while first < len(views) and done >= views[first].nbytes:
+        done -= views[first].nbytes
+        first += 1
+    if done:
+        views[first] = views[first][done:]
+    return first
 
 
 __all__ = ["PeerClosed", "recv_exactly_into", "recv_parts_into", "send_parts", "set_nodelay"]
