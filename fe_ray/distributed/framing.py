@@ -88,31 +88,32 @@ def recv_message(conn: socket.socket) -> Any:
     """
     size, count = _HEADER.unpack(_recv_exact(conn, _HEADER.size, eof_ok=True))
     if not count:  # e.g. an answer holding only a 0-d loss: a plain read is a little cheaper than a scatter read
-        return pickle.loads(_recv_exact(conn, size, body=True))
+        return pickle.loads(_recv_exact(conn, size, what=_BODY))
     lengths = struct.unpack(f"!{count}Q", _recv_exact(conn, 8 * count))
     data = bytearray(size)
     buffers = [bytearray(length) for length in lengths]
     try:
         recv_parts_into(conn, [memoryview(data), *map(memoryview, buffers)])
     except PeerClosed as err:
-        raise _cut(err.received, err.expected) from None
+        raise _closed(err.received, err.expected, _BODY) from None
     return pickle.loads(data, buffers=buffers)
 
 
-def _cut(received: int, expected: int) -> ConnectionError:
-    return ConnectionError(f"step stream closed after {received} of {expected} bytes of a frame's body")
+_BODY = " of a frame's body"
 
 
-def _recv_exact(conn: socket.socket, nbytes: int, eof_ok: bool = False, body: bool = False) -> bytearray:
+def _closed(received: int, expected: int, what: str = "") -> ConnectionError:
+    return ConnectionError(f"step stream closed after {received} of {expected} bytes{what}")
+
+
+def _recv_exact(conn: socket.socket, nbytes: int, eof_ok: bool = False, what: str = "") -> bytearray:
     buffer = bytearray(nbytes)
     try:
         recv_exactly_into(conn, memoryview(buffer))
     except PeerClosed as err:
         if err.received == 0 and eof_ok:
             raise EOFError("step stream closed") from None
-        if body:
-            raise _cut(err.received, nbytes) from None
-        raise ConnectionError(f"step stream closed after {err.received} of {nbytes} bytes") from None
+        raise _closed(err.received, nbytes, what) from None
     return buffer
 
 
