@@ -30,6 +30,8 @@ from fe_ray.distributed.sockets import PeerClosed, recv_exactly_into, recv_parts
 
 #: Frame header: pickle length, number of out-of-band buffers; then one length per buffer.
 _HEADER = struct.Struct("!QI")
+#: What a frame cut short in its pickle or buffers says it lost.
+_BODY = " of a frame's body"
 #: Dtype kinds sent as bytes + dtype string, a 0-d array as its Python value (``item()`` and ``np.array(value,
 #: dtype)`` round-trip these exactly): booleans, integers, floats, complex numbers. The rest keep numpy's path:
 #: numpy exports no buffer of datetimes and timedeltas (whose ``item()`` is a ``datetime`` or an int, by unit), and
@@ -97,9 +99,6 @@ def recv_message(conn: socket.socket) -> Any:
     except PeerClosed as err:
         raise _closed(err.received, err.expected, _BODY) from None
     return pickle.loads(data, buffers=buffers)
-
-
-_BODY = " of a frame's body"
 
 
 def _closed(received: int, expected: int, what: str = "") -> ConnectionError:
