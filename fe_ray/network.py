@@ -65,6 +65,7 @@ class BaseNetwork:
         self._reset_ctx()
 
     def _reset_ctx(self) -> None:
+        self._unfinished: Any = None  # what start_step left of the last step
         self.ctx_inputs: set[str] = set()
         self.ctx_gpu_inputs: set[str] = set()
         self.ctx_outputs: set[str] = set()
@@ -202,10 +203,14 @@ class BaseNetwork:
 
     def __exit__(self, *exc: Any) -> None:
         try:
-            self._exit_context()
+            if exc[0] is None:
+                self.finish_step()  # after a failed block, what the last step left is dropped with the context
         finally:
-            self._reset_ctx()
-            self.ctx_lock.release()
+            try:
+                self._exit_context()
+            finally:
+                self._reset_ctx()
+                self.ctx_lock.release()
 
     def _enter_context(self) -> None:
         """Framework hook run when a context starts (device moves, defer defaults)."""
@@ -238,12 +243,7 @@ class BaseNetwork:
             ValueError: If called outside a configured ``with network(...)`` block.
             KeyError: If a key an op needs is missing from the batch (naming the key and the op).
         """
-        if not self.ctx_lock.locked() or not self.ctx_state:
-            raise ValueError("run_step must be called inside `with network(mode=..., epoch=...):`.")
-        # The framework's tensors throughout, inputs included, as FastEstimator hands them to ops, pops and traces
-        # (torch shares the arrays' memory; values already tensors pass through as the same objects).
-        batch = self._backend.to_tensor(dict(batch))
-        self._check_batch_keys(batch)
+        batch = self._begin_step(batch, "run_step")
         if self.ctx_slicers:
             minibatches = forward_slicers(self.ctx_slicers, batch)
             results = [{**mb, **self._run_step(mb)} for mb in minibatches]
@@ -252,6 +252,62 @@ class BaseNetwork:
             merged = {**batch, **self._run_step(batch)}
         forward_numpyop(self.ctx_postprocessing, merged, self.ctx_state, batched=True)
         return merged
+
+    def start_step(self, batch: Mapping[str, Any]) -> dict[str, Any]:
+        """:meth:`run_step`, returning as soon as the step's outputs are known: the trailing weight updates are left
+        for :meth:`finish_step`.
+
+        A replica answers the driver with these outputs and then finishes the step while its answer travels and the
+        driver merges it and sends the next batch, so neither the hops nor the driver's work wait for the backward
+        pass. The outputs are those :meth:`run_step` returns: the ops left for later write no key (trailing
+        UpdateOps). Where nothing can be left (TF's one-graph steps, slicers, eval and infer), the whole step runs.
+
+        The step's models must not be used before :meth:`finish_step`; :meth:`run_step`, :meth:`start_step`,
+        :meth:`state_dict`, :meth:`load_state_dict` and leaving the context call it first.
+
+        Raises:
+            As :meth:`run_step`.
+        """
+        self._check_context("start_step")
+        tail = self._deferrable_tail()
+        start = getattr(self._backend, "start_step", None)
+        if not tail or start is None or self.ctx_slicers:
+            return self.run_step(batch)
+        batch = self._begin_step(batch, "start_step")
+        outputs, self._unfinished = start(self.ctx_ops, dict(batch), self.ctx_state, self.ctx_gpu_inputs,
+                                          self.ctx_outputs, device=self.device, mixed_precision=self.mixed_precision,
+                                          tail=tail)
+        merged = {**batch, **outputs}
+        forward_numpyop(self.ctx_postprocessing, merged, self.ctx_state, batched=True)
+        return merged
+
+    def finish_step(self) -> None:
+        """Run what :meth:`start_step` left of the last step (its weight updates); nothing if it left nothing.
+
+        Raises:
+            Whatever those updates raise (e.g. a ValueError for a loss that reaches no weight).
+        """
+        finish, self._unfinished = self._unfinished, None
+        if finish is not None:
+            finish()
+
+    def _deferrable_tail(self) -> int:
+        """How many of the context's last ops :meth:`start_step` may leave for later (0: none)."""
+        return 0
+
+    def _begin_step(self, batch: Mapping[str, Any], caller: str) -> dict[str, Any]:
+        """Finish any step left unfinished, then return ``batch`` as the framework's tensors, checked."""
+        self._check_context(caller)
+        self.finish_step()
+        # The framework's tensors throughout, inputs included, as FastEstimator hands them to ops, pops and traces
+        # (torch shares the arrays' memory; values already tensors pass through as the same objects).
+        batch = self._backend.to_tensor(dict(batch))
+        self._check_batch_keys(batch)
+        return batch
+
+    def _check_context(self, caller: str) -> None:
+        if not self.ctx_lock.locked() or not self.ctx_state:
+            raise ValueError(f"{caller} must be called inside `with network(mode=..., epoch=...):`.")
 
     def _check_batch_keys(self, batch: Mapping[str, Any]) -> None:
         missing = self.ctx_gpu_inputs - set(batch)
@@ -301,6 +357,7 @@ class BaseNetwork:
     # ------------------------------------------------------------------ state
     def state_dict(self) -> dict[str, Any]:
         """States of every op, slicer and pop (scheduled ones included), tagged with their class names."""
+        self.finish_step()
         return {group: [{"type": type(obj).__name__, "state": obj.state_dict()} for obj in objs]
                 for group, objs in self._stateful_groups().items()}
 
@@ -310,6 +367,7 @@ class BaseNetwork:
         Raises:
             ValueError: Naming the group, position and classes that differ.
         """
+        self.finish_step()
         for group, objs in self._stateful_groups().items():
             saved = state.get(group, [])
             if len(saved) != len(objs):
@@ -341,6 +399,15 @@ class TorchNetwork(BaseNetwork):
             # Overwriting a torch model's weights mid-step would invalidate the autograd graph of later ops.
             self._saved_defer.append((op, op.defer))
             op.defer = True
+
+    def _deferrable_tail(self) -> int:
+        # The trailing UpdateOps that write no key: the outputs are final before they run.
+        tail = 0
+        for op, _ in getattr(self, "_saved_defer", []):
+            if op.outputs:
+                break
+            tail += 1
+        return tail
 
     def _exit_context(self) -> None:
         for op, defer in getattr(self, "_saved_defer", []):

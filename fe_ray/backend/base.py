@@ -8,6 +8,9 @@ framework. "Model" below means a model built by :func:`fe_ray.build` (it has ``m
 Optional hooks, looked up with ``getattr`` by the Network: ``enter_context(models, mode, device)`` and
 ``exit_context(models, mode, device)`` (torch: move models and optimizer state to the accelerator and back).
 The TF backend also exposes ``new_step_fn()``; its ``run_step`` keeps one traced step function per Network context.
+The torch backend also exposes ``start_step(..., tail=n)``, which returns a step's outputs before its last ``n`` ops
+(the trailing UpdateOps) have run, together with a function that runs them (see
+:meth:`fe_ray.network.BaseNetwork.start_step`); a backend without it always runs whole steps.
 """
 
 from __future__ import annotations

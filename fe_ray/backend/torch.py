@@ -2,7 +2,8 @@
 
 Imported lazily by :func:`fe_ray.backend.get_backend`, so importing torch at module level is fine here. The
 function set is the one documented by :class:`fe_ray.backend.base.Backend`; persistence helpers live in
-:mod:`fe_ray.backend.torch_io` and loss math in :mod:`fe_ray.backend.torch_losses`, re-exported below.
+:mod:`fe_ray.backend.torch_io`, loss math in :mod:`fe_ray.backend.torch_losses`, the tensor conversions in
+:mod:`fe_ray.backend.torch_tensors` and the step executor in :mod:`fe_ray.backend.torch_step`, re-exported below.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
-import numpy as np
 import torch
 
 from fe_ray.backend.layer_capture import OutputRecorder, pick, run_recording, takes_several_inputs
@@ -35,53 +35,12 @@ from fe_ray.backend.torch_optim import (
     set_lr,
     set_mixed_precision_policy,
 )
-from fe_ray.util import NonContext, map_nested
+from fe_ray.backend.torch_step import run_step, start_step
+from fe_ray.backend.torch_tensors import to_numpy, to_tensor
+from fe_ray.util import map_nested
 
 
 # ---------------------------------------------------------------------------------------------------- tensors
-def to_tensor(data: Any) -> Any:
-    """Convert numpy arrays / TF tensors (nested in dicts, lists, tuples) to torch tensors.
-
-    Values torch cannot represent (strings, object arrays, plain Python objects) are passed through unchanged.
-    """
-    return map_nested(_to_tensor_leaf, data)
-
-
-def _to_tensor_leaf(data: Any) -> Any:
-    if isinstance(data, torch.Tensor):
-        return data
-    if not isinstance(data, (np.ndarray, np.generic)) and hasattr(data, "numpy"):
-        data = data.numpy()  # a TF tensor (or similar): go through numpy
-    if isinstance(data, (np.ndarray, np.generic)):
-        if data.dtype.kind in "OUS":
-            return data
-        # Both share the array's memory. ascontiguousarray fixes negative strides that torch rejects, but turns a
-        # 0-d value into shape (1,), so scalars (a replica's loss) keep their shape through asarray. from_numpy
-        # is a third of as_tensor's cost (0.6 against 1.6 us), which every key of every batch pays.
-        data = np.ascontiguousarray(data) if data.ndim else np.asarray(data)
-        if not data.dtype.isnative:  # e.g. big-endian arrays read from files: torch takes native byte order only
-            data = data.astype(data.dtype.newbyteorder("="))
-        try:
-            return torch.from_numpy(data)
-        except TypeError:  # a dtype from_numpy does not take
-            return torch.as_tensor(data)
-    return data
-
-
-def to_numpy(data: Any) -> Any:
-    """Convert torch tensors (nested in dicts, lists, tuples) to numpy arrays on the CPU."""
-    return map_nested(_to_numpy_leaf, data)
-
-
-def _to_numpy_leaf(data: Any) -> Any:
-    if isinstance(data, torch.Tensor):
-        tensor = data.detach().cpu()
-        if tensor.dtype == torch.bfloat16:
-            tensor = tensor.float()  # numpy has no bfloat16; float32 holds every bfloat16 value exactly
-        return tensor.numpy()
-    return data
-
-
 def reduce_mean(x: torch.Tensor, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> torch.Tensor:
     """Mean over ``axis`` (all elements when None), keeping the reduced axes as size 1 when ``keepdims``.
 
@@ -372,65 +331,10 @@ def accumulator_from_numpy(step: torch.Tensor, grad_sum: Sequence[torch.Tensor],
             total.copy_(torch.as_tensor(saved))
 
 
-# ---------------------------------------------------------------------------------------------------- execution
-def run_step(ops: Sequence[Any], batch: dict[str, Any], state: dict[str, Any], gpu_input_keys: set[str],
-             output_keys: set[str], device: Any = None, mixed_precision: bool = False) -> dict[str, Any]:
-    """Run one forward (and, in training, backward) pass of ``ops``; return detached CPU outputs.
-
-    Args:
-        ops: The TensorOps of the current context.
-        batch: The (mini)batch; only ``gpu_input_keys`` are converted and moved to ``device``.
-        state: The context state; ``state["req_grad"]`` enables autograd.
-        gpu_input_keys: Keys the ops read from the batch.
-        output_keys: Keys to return.
-        device: Where to run (None keeps tensors where they are).
-        mixed_precision: Run under ``torch.autocast``.
-    """
-    from fe_ray.op.tensorop.tensorop import run_ops  # deferred: the op package imports the backend dispatcher
-
-    # The Network already converted its batch: values that are tensors skip the nested walk.
-    batch_in = {key: value if isinstance(value := batch[key], torch.Tensor) else to_tensor(value)
-                for key in gpu_input_keys if key in batch}
-    if device is not None:
-        batch_in = {key: _to_device(value, device) for key, value in batch_in.items()}
-    state["tape"] = NonContext()
-    device_type = torch.device(device).type if device is not None else "cpu"
-    with torch.no_grad() if not state.get("req_grad") else NonContext():
-        with torch.autocast(device_type=device_type) if mixed_precision else NonContext():
-            run_ops(list(ops), batch_in, state)
-    return {key: _to_host(batch_in[key]) for key in output_keys if key in batch_in}
-
-
-def _to_host(data: Any) -> Any:
-    """Detached CPU versions of (nested) tensors.
-
-    The copy from an accelerator blocks on purpose: a ``non_blocking`` device-to-host copy lands in pinned memory
-    and returns before the data is there, so numpy could read it unfinished.
-    """
-    return map_nested(_to_host_leaf, data)
-
-
-def _to_host_leaf(data: Any) -> Any:
-    if not isinstance(data, torch.Tensor):
-        return data
-    data = data.detach()
-    return data if data.device.type == "cpu" else data.to("cpu")
-
-
-def _to_device(data: Any, device: Any) -> Any:
-    if isinstance(data, torch.Tensor):
-        return data.to(device, non_blocking=True)
-    if isinstance(data, dict):
-        return {key: _to_device(value, device) for key, value in data.items()}
-    if isinstance(data, (list, tuple)):
-        return type(data)(_to_device(value, device) for value in data)
-    return data
-
-
 __all__ = ["accumulator_from_numpy", "accumulator_to_numpy", "add_model_losses", "build_model_fn", "concat",
            "cross_entropy", "enter_context", "exit_context", "feed_forward", "fill_unconnected", "get_buffers",
            "get_device", "get_gradient", "get_lr", "get_state", "init_accumulator", "known_lr", "load_model",
            "load_weights", "make_optimizer", "mean_squared_error", "merge_grad_update", "mixed_precision_policy",
            "move_model", "no_grad", "reduce_mean", "run_step", "save_model", "scale_loss", "set_buffers", "set_lr",
-           "set_mixed_precision_policy", "set_state", "stack", "state_is_view", "stop_gradient", "to_numpy",
-           "to_tensor", "trainable_variables", "unscale_gradients", "update_model"]
+           "set_mixed_precision_policy", "set_state", "stack", "start_step", "state_is_view", "stop_gradient",
+           "to_numpy", "to_tensor", "trainable_variables", "unscale_gradients", "update_model"]

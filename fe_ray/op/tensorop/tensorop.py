@@ -80,10 +80,18 @@ def check_one_output_each(op: TensorOp, name: str) -> None:
                          "as many output keys as input keys.")
 
 
-def run_ops(ops: list[TensorOp], batch: dict[str, Any], state: dict[str, Any]) -> None:
+def run_ops(ops: list[TensorOp], batch: dict[str, Any], state: dict[str, Any], end_step: bool = True) -> None:
     """Run ``ops`` in order on ``batch`` (in place), then apply the updates UpdateOps deferred to step end.
 
     Framework-neutral: the torch and TF backends call this inside their own grad / graph contexts.
+
+    Args:
+        ops: The ops to run.
+        batch: The step's data, read and written in place.
+        state: The context state.
+        end_step: Whether these ops end the step. False runs only the ops and leaves the deferred updates for a
+            later call with the step's remaining ops (a step run in two parts, see the torch backend's
+            ``start_step``).
     """
     for op in ops:
         data = get_inputs_by_op(op, batch)
@@ -93,6 +101,8 @@ def run_ops(ops: list[TensorOp], batch: dict[str, Any], state: dict[str, Any]) -
                 del batch[key]
         elif op.outputs:
             write_outputs_by_op(op, batch, data)
+    if not end_step:
+        return
     deferred = state.get("deferred", {})
     for fn_list in deferred.values():
         for fn in fn_list:
