@@ -220,6 +220,7 @@ class RayNetwork(BaseNetwork):
 
     def _stop_replicas(self) -> None:
         self._prefetched = None
+        self._pending_exit = []  # the stopped group's answers: the next context's replicas owe none
         group = self._holder.group
         if group is not None and self._checkpoints.pending:
             # Rank 0 is writing a checkpoint (also when a peer failed: recovery resumes from that checkpoint).

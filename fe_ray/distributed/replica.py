@@ -23,6 +23,9 @@ from fe_ray.distributed.errors import capture_failure
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+#: Guarded methods that still run on a replica whose step failed after answering (see :meth:`Replica._finish_step`).
+_ALWAYS_RUN = frozenset({"shutdown", "info"})
+
 
 def _guarded(method: F) -> F:
     """Return a RemoteFailure instead of raising, tagged with this replica's rank, node and pid; with a step
@@ -34,6 +37,8 @@ def _guarded(method: F) -> F:
         server = self._server
         if server is not None and not server.on_thread():
             return server.run(functools.partial(wrapper, self, *args, **kwargs))
+        if self._broken is not None and method.__name__ not in _ALWAYS_RUN:
+            return self._broken  # a step's update failed after its answer: this replica's state is not usable
         try:
             return method(self, *args, **kwargs)
         except BaseException as exc:  # noqa: BLE001 - everything must reach the driver as data
@@ -54,6 +59,12 @@ class Replica:
         collective_backend: torch only: "gloo" or "nccl"; None picks NCCL on CUDA and gloo on the CPU.
         step_transport: "stream": start the replica's worker thread now, before any framework work, and run every
             guarded method on it; otherwise methods run on the thread Ray calls them on.
+
+    On the stream, a training step is answered as soon as its outputs are known (:meth:`step_early`): the backward
+    pass and the weight update run while the answer travels, the driver merges it and sends the next batch, which
+    is then waiting when the update ends. An error in that update makes every later call (the next step's
+    included) return it, so it reaches the driver one call later with the remote traceback; the replica is not
+    used again. ``FE_RAY_EARLY_ANSWER=0`` in the replicas' environment answers after the update instead.
     """
 
     def __init__(self, rank: int, world_size: int, framework: str, payload: bytes,
@@ -75,10 +86,12 @@ class Replica:
         self._saver: Any = None  # the checkpoint writer (rank 0; see fe_ray.distributed.checkpointing)
         self._stores: dict[tuple[str, int | None], Any] = {}
         self._server: Any = None
+        self._broken: Any = None  # the RemoteFailure of a step's update that failed after its answer
         if step_transport == "stream":
-            from fe_ray.distributed.step_stream import StepServer
+            from fe_ray.distributed.step_stream import StepServer, early_answers
 
-            self._server = StepServer(self.step, failure=functools.partial(_failure_of, self))
+            self._server = StepServer(self.step_early if early_answers() else self.step,
+                                      failure=functools.partial(_failure_of, self))
 
     # ------------------------------------------------------------------ lifecycle
     @_guarded
@@ -197,6 +210,29 @@ class Replica:
         Returns:
             The outputs the ops produced, as numpy arrays.
         """
+        return self._run_step(self.network.run_step, batch, n_local, n_total, lrs)
+
+    def step_early(self, args: tuple[Any, ...] | None) -> Any:
+        """The step stream's entry point: :meth:`step`, answered before the step's weight update, which the stream's
+        thread runs once the answer is sent (a :class:`~fe_ray.distributed.step_stream.StepReply`)."""
+        if args is None:
+            return True
+        return self.start_run_step(*args)
+
+    @_guarded
+    def start_run_step(self, batch: Mapping[str, Any], n_local: int, n_total: int,
+                       lrs: Mapping[str, float] | None = None) -> Any:
+        """:meth:`run_step` up to the step's outputs (see :meth:`fe_ray.network.BaseNetwork.start_step`).
+
+        Returns:
+            A StepReply of the outputs and :meth:`_finish_step`.
+        """
+        from fe_ray.distributed.step_stream import StepReply
+
+        return StepReply(self._run_step(self.network.start_step, batch, n_local, n_total, lrs), self._finish_step)
+
+    def _run_step(self, run: Callable[[Mapping[str, Any]], dict[str, Any]], batch: Mapping[str, Any], n_local: int,
+                  n_total: int, lrs: Mapping[str, float] | None) -> dict[str, Any]:
         from fe_ray.backend import get_backend
 
         if not self._in_context:
@@ -208,22 +244,38 @@ class Replica:
         # inputs need owned memory, and a compiled graph's channel is not rewritten while a view of it is alive.
         batch = writable(batch)
         try:
-            result = self.network.run_step(batch)
+            result = run(batch)
         except BaseException:
-            # Peers may be waiting for this replica inside the all-reduce, which it will never join: tell them, so
-            # theirs fails now rather than at the collective's timeout (the driver replaces the whole group after
-            # any failed step anyway).
-            for peer in self._peers:
-                peer.abort_collective.remote()
+            self._abort_peers()
             raise
         backend = get_backend(self.framework)
         return {key: _to_numpy(backend, result[key]) for key in self._produced if key in result}
 
+    def _finish_step(self) -> None:
+        """Run the weight update :meth:`start_run_step` left (on the stream's thread, once the answer is sent).
+
+        Never raises: an error makes the replica broken (every later guarded call returns it).
+        """
+        try:
+            self.network.finish_step()
+        except BaseException as exc:  # noqa: BLE001 - reported by the next call, as data
+            self._abort_peers()
+            exc.add_note("(fe_ray: raised by the weight update of this replica's previous step, which runs after that "
+                         "step's outputs were sent; FE_RAY_EARLY_ANSWER=0 runs it before)")
+            self._broken = _failure_of(self, exc)
+
+    def _abort_peers(self) -> None:
+        # Peers may be waiting for this replica inside the all-reduce, which it will never join: tell them, so
+        # theirs fails now rather than at the collective's timeout (the driver replaces the whole group after any
+        # failed step anyway).
+        for peer in self._peers:
+            peer.abort_collective.remote()
+
     @_guarded
     def step(self, args: tuple[Any, ...] | None) -> dict[str, Any] | bool:
         """:meth:`run_step` with its arguments as one tuple: the entry point of the threaded step transports
-        (a compiled graph or a step stream), which pass each replica a single value. None: a warm-up call that only
-        proves the transport's thread is running."""
+        (a compiled graph, or a step stream with ``FE_RAY_EARLY_ANSWER=0``), which pass each replica a single value.
+        None: a warm-up call that only proves the transport's thread is running."""
         if args is None:
             return True
         return self.run_step(*args)

@@ -12,16 +12,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-import fe_ray as fe
 from fe_ray.distributed.checkpointing import CheckpointWriterError, ReplicaCheckpoints
 from fe_ray.distributed.errors import RemoteFailure, ReplicaDiedError
 from fe_ray.distributed.replica import Replica
-from fe_ray.distributed.serialization import check_picklable
 from fe_ray.io.checkpoint import CheckpointStore
 from fe_ray.io.state_files import read_checkpoint
-from fe_ray.op.tensorop.loss import CrossEntropy
-from fe_ray.op.tensorop.model import ModelOp, UpdateOp
-from tests.estimator_helpers import digits_arrays, torch_mlp
+from tests.estimator_helpers import digits_arrays
+from tests.helpers.replicas import configured_replica
 from tests.helpers.state import assert_same_state
 
 
@@ -47,13 +44,7 @@ class LocalGroup:
 
 def trained_replica() -> tuple[Replica, dict[str, np.ndarray]]:
     """A configured one-rank torch replica after two training steps, and a batch."""
-    model = torch_mlp()
-    ops = [ModelOp(model=model, inputs="x", outputs="y_pred"), CrossEntropy(inputs=("y_pred", "y"), outputs="ce"),
-           UpdateOp(model=model, loss_name="ce")]
-    network = fe.Network(ops)
-    replica = Replica(0, 1, "torch", check_picklable(list(network.ops), network.models))
-    for result in (replica.setup(), replica.configure("train", 1, "", {"ce"}, False, False, None)):
-        assert not isinstance(result, RemoteFailure), result
+    replica = configured_replica()
     train, _ = digits_arrays(n_train=16, n_eval=0)
     for _ in range(2):
         assert not isinstance(replica.run_step(train, 16, 16), RemoteFailure)

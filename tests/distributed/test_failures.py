@@ -16,6 +16,7 @@ import pytest
 
 import fe_ray as fe
 from fe_ray.distributed import PlacementError, ReplicaDiedError, ReplicaTimeoutError
+from fe_ray.distributed.step_stream import EARLY_ANSWER_ENV
 from fe_ray.op.tensorop import LambdaOp
 from fe_ray.op.tensorop.loss import MeanSquaredError
 from fe_ray.op.tensorop.model import ModelOp, UpdateOp
@@ -36,12 +37,19 @@ def check_value(x: Any) -> Any:
     return x
 
 
-def make_network(**kwargs: Any) -> Any:
+class BrokenUpdate(UpdateOp):
+    """An UpdateOp whose update fails: with the step stream it runs after the step's answer."""
+
+    def forward(self, data: Any, state: dict[str, Any]) -> None:
+        raise PoisonError("the update broke")
+
+
+def make_network(update: type[UpdateOp] = UpdateOp, **kwargs: Any) -> Any:
     model = linear("torch", lr=0.05)
     ops = [LambdaOp(check_value, inputs="x", outputs="x"),
            ModelOp(model=model, inputs="x", outputs="y_pred"),
            MeanSquaredError(inputs=("y_pred", "y"), outputs="mse"),
-           UpdateOp(model=model, loss_name="mse")]
+           update(model=model, loss_name="mse")]
     return fe.Network(ops, **kwargs)
 
 
@@ -73,6 +81,31 @@ def test_user_error_keeps_type_message_and_traceback_then_recovers(ray_session: 
         with network(mode="train", epoch=1):
             out = network.run_step(batch())
         assert np.isfinite(out["mse"])
+    finally:
+        network.shutdown()
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("early", [True, False], ids=["answered before the update", "FE_RAY_EARLY_ANSWER=0"])
+def test_an_error_in_the_weight_update_reaches_the_driver_by_the_next_call(ray_session: None, early: bool) -> None:
+    env = None if early else {"env_vars": {EARLY_ANSWER_ENV: "0"}}
+    network = make_network(BrokenUpdate, num_replicas=2, runtime_env=env)
+    try:
+        steps_done = 0
+        with pytest.raises(PoisonError, match="the update broke") as info:
+            with network(mode="train", epoch=1):
+                for _ in range(2):
+                    network.run_step(batch())
+                    steps_done += 1
+        # Answered before its update, the first step's outputs arrive and its error comes with the next step.
+        assert steps_done == (1 if early else 0)
+        assert ("previous step" in info.value.remote_traceback) == early
+        # The last step of a context: its error is raised when the context ends (the models are synced then).
+        with pytest.raises(PoisonError, match="the update broke"):
+            with network(mode="train", epoch=1):
+                network.run_step(batch())
+        with network(mode="eval", epoch=1):  # fresh replicas, no update: nothing fails
+            assert np.isfinite(network.run_step(batch())["mse"])
     finally:
         network.shutdown()
 

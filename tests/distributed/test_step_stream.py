@@ -11,10 +11,13 @@ import numpy as np
 import pytest
 
 from fe_ray.distributed.step_stream import (
+    EARLY_ANSWER_ENV,
     SPIN_ENV,
+    StepReply,
     StepServer,
     StepStream,
     StepStreamError,
+    early_answers,
     recv_message,
     send_message,
     spin_seconds,
@@ -287,3 +290,46 @@ def test_a_polling_server_looks_for_the_next_step_without_sleeping(
     finally:
         stream.close()
         close_all([server])
+
+
+@pytest.mark.timeout(30)
+def test_a_reply_is_sent_before_its_follow_up_runs_and_the_next_step_waits_for_it() -> None:
+    sent_first = threading.Event()  # set by the driver once it holds the answer
+    events: list[str] = []
+
+    def step(args: Any) -> Any:
+        if args is None:
+            return True
+        events.append(f"step {args}")
+
+        def then() -> None:
+            # The follow-up of step 1 can only finish once the driver has step 1's answer.
+            assert args != 1 or sent_first.wait(10), "the answer was not sent before the follow-up"
+            time.sleep(0.05)
+            events.append(f"then {args}")
+
+        return StepReply({"step": args}, then)
+
+    server = StepServer(step)
+    stream = StepStream([server.listen("127.0.0.1", accept_timeout_s=10)], timeout_s=10)
+    try:
+        assert stream.run([1], timeout_s=10) == [{"step": 1}]
+        sent_first.set()
+        assert stream.run([2], timeout_s=10) == [{"step": 2}]
+        assert server.run(lambda: list(events)) == ["step 1", "then 1", "step 2", "then 2"]  # handed-over calls too
+    finally:
+        stream.close()
+        close_all([server])
+
+
+def test_early_answer_setting_is_0_or_1(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(EARLY_ANSWER_ENV, raising=False)
+    assert early_answers()
+    monkeypatch.setenv(EARLY_ANSWER_ENV, "0")
+    assert not early_answers()
+    monkeypatch.setenv(EARLY_ANSWER_ENV, " 1 ")
+    assert early_answers()
+    for bad in ("yes", "2", "false"):
+        monkeypatch.setenv(EARLY_ANSWER_ENV, bad)
+        with pytest.raises(ValueError, match=f"{EARLY_ANSWER_ENV} must be 1 .* or 0 .*{bad!r}"):
+            early_answers()
