@@ -7,17 +7,20 @@ replica on the same node compare directly:
 
 - on the driver, :func:`driver_stamps` wraps ``StepStream.run`` and records when each step was called and when
   its answers were back;
-- in each replica, :func:`install` (a Ray worker setup hook, see :func:`runtime_env`) wraps ``Replica.step``, the
-  stream's entry point, and records when the replica started and finished its part of the step, its thread's
+- in each replica, :func:`install` (a Ray worker setup hook, see :func:`runtime_env`) wraps ``Replica.step`` and
+  ``Replica.step_early``, the stream's entry points, and records when the replica started its part of the step,
+  when its answer was ready and when the weight update it runs after answering was done, its thread's
   CPU time, the process's minor page faults during it (memory the allocator gave back and the step touched
   again) and the time the step spent inside the collective's all-reduce calls (see :func:`timed_allreduce`). At
   the end of each epoch (``Replica.exit_context``) it appends them to the file named by
   :data:`LOG_ENV`, so nothing is written during the timed steps; :func:`collect` reads them on the driver.
 
 :func:`breakdown` then gives, per step: ``to_replicas`` (pickling and sending the slices, the replicas' wake-up,
-reading and unpickling them), ``replica`` (the replicas' own step: copying the slice into owned memory, the
-Network step with its all-reduce, outputs to numpy; ``replica_allreduce`` says how much of it each replica spent in
-the all-reduce, waiting for the slowest replica included), ``back`` (pickling and sending the answers, the
+reading and unpickling them, and what was left of the previous step's weight update), ``replica`` (the replicas'
+own step up to their answer: copying the slice into owned memory, the Network step with its all-reduce, or up to
+the weight update where that follows the answer, outputs to numpy; ``replica_allreduce`` says how long each
+replica spent in the all-reduce, waiting for the slowest replica included), ``back`` (pickling and sending the
+answers, the
 driver's wake-up, reading them; also what is left of the driver's overlap work, the following batch, if that
 outlasts the replicas' step) and ``driver`` (from the answers to the next step's call: merging, traces, the
 Estimator's bookkeeping).
@@ -88,38 +91,67 @@ def timed_allreduce(spent: list[float]) -> None:
 
 
 def install() -> None:
-    """Wrap ``Replica.step``, ``Replica.exit_context`` and the collectives' all-reduce in this process (a no-op
-    without :data:`LOG_ENV`)."""
+    """Wrap ``Replica.step``, ``Replica.step_early``, ``Replica.exit_context`` and the collectives' all-reduce in
+    this process (a no-op without :data:`LOG_ENV`).
+
+    A step answered before its weight update (``step_early``) is stamped when its answer is ready (``end``) and
+    when the update that follows the answer is done (``finished``); its CPU time, faults and all-reduce time cover
+    both parts. Other steps have ``finished == end``.
+    """
     path = os.environ.get(LOG_ENV)
     if not path:
         return
     from fe_ray.distributed.replica import Replica
+    from fe_ray.distributed.step_stream import StepReply
 
-    step, exit_context = Replica.step, Replica.exit_context
-    rows: list[tuple[float, float, float, int, float]] = []
+    step, step_early, exit_context = Replica.step, Replica.step_early, Replica.exit_context
+    rows: list[tuple[float, float, float, int, float, float]] = []
     allreduce_s = [0.0]
     timed_allreduce(allreduce_s)
     profile_prefix = os.environ.get(PROFILE_ENV)
     profiler = [cProfile.Profile()] if profile_prefix else []
 
-    def stamped_step(self: Replica, args: Any) -> Any:
-        start, cpu, faults = time.perf_counter(), time.thread_time(), resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-        allreduce_s[0] = 0.0
-        if profiler and args is not None:
-            profiler[0].enable()
-        try:
-            return step(self, args)
-        finally:
-            if profiler and args is not None:
-                profiler[0].disable()
-            if args is not None:  # None is the transport's warm-up call, not a step
-                rows.append((start, time.perf_counter(), time.thread_time() - cpu,
-                             resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults, allreduce_s[0]))
+    def stamped(run: Any) -> Any:
+        def stamped_step(self: Replica, args: Any) -> Any:
+            start, cpu = time.perf_counter(), time.thread_time()
+            faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+            allreduce_s[0] = 0.0
+
+            def record(end: float, finished: float) -> None:
+                if profiler:
+                    profiler[0].disable()
+                rows.append((start, end, time.thread_time() - cpu,
+                             resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults, allreduce_s[0], finished))
+
+            if args is None:  # the transport's warm-up call, not a step
+                return run(self, args)
+            if profiler:
+                profiler[0].enable()
+            result = None
+            try:
+                result = run(self, args)
+            finally:
+                end = time.perf_counter()
+                if not (isinstance(result, StepReply) and result.then is not None):
+                    record(end, end)
+            if not (isinstance(result, StepReply) and result.then is not None):
+                return result
+            then = result.then
+
+            def stamped_then() -> None:
+                try:
+                    then()
+                finally:
+                    record(end, time.perf_counter())
+
+            return StepReply(result.value, stamped_then)
+
+        return stamped_step
 
     def flushing_exit_context(self: Replica) -> Any:
         result = exit_context(self)
-        lines = "".join(f"{self.rank} {start:.9f} {end:.9f} {cpu:.9f} {faults} {allreduce:.9f}\n"
-                        for start, end, cpu, faults, allreduce in rows)
+        lines = "".join(f"{self.rank} {start:.9f} {end:.9f} {cpu:.9f} {faults} {allreduce:.9f} {finished:.9f}\n"
+                        for start, end, cpu, faults, allreduce, finished in rows)
         rows.clear()
         if profiler:  # this context's steps only: a fresh profile for the next one
             profiler[0].dump_stats(f"{profile_prefix}.rank{self.rank}")
@@ -128,13 +160,14 @@ def install() -> None:
             log.write(f"{lines}{self.rank} end\n")
         return result
 
-    Replica.step = stamped_step  # type: ignore[method-assign]
+    Replica.step = stamped(step)  # type: ignore[method-assign]
+    Replica.step_early = stamped(step_early)  # type: ignore[method-assign]
     Replica.exit_context = flushing_exit_context  # type: ignore[method-assign]
 
 
 def collect(log_path: str | os.PathLike[str], replicas: int, timeout_s: float = 10.0) -> dict[int, list[tuple]]:
     """Read and clear one epoch's stamps of ``replicas`` replicas:
-    ``{rank: [(start, end, cpu_s, faults, allreduce_s), ...]}``.
+    ``{rank: [(start, end, cpu_s, faults, allreduce_s, finished), ...]}``.
 
     Replicas leave their context asynchronously (the driver does not wait for it), so this waits up to
     ``timeout_s`` for every replica's end-of-epoch line.
@@ -188,8 +221,11 @@ def driver_stamps(calls: list[tuple[float, float]]) -> Iterator[None]:
 def breakdown(calls: Sequence[tuple[float, float]], replica_rows: dict[int, list[tuple]],
               last: int | None = None) -> dict[str, float]:
     """Mean seconds per step of each of :data:`PHASES`, plus ``replica_cpu`` (the replicas' thread CPU time),
-    ``replica_allreduce`` (the replicas' time inside the all-reduce, part of ``replica``) and ``replica_faults``
-    (minor page faults per replica and step, a count); the last three are means over the replicas.
+    ``replica_allreduce`` (the replicas' time inside the all-reduce), ``replica_faults`` (minor page faults per
+    replica and step, a count), ``replica_tail`` (the weight update a replica runs after answering, which overlaps
+    ``back``, ``driver`` and the next ``to_replicas``; 0 for steps answered after it) and ``replica_idle`` (a
+    replica's wait from the end of one step to the start of the next, its thread asleep or reading); the CPU time,
+    faults, all-reduce and idle time are means over the replicas and include the tail.
 
     Step ``i`` of the driver is step ``i`` of every replica. A replica phase runs from the first replica's start
     to the last one's end. Means, not medians: a step's phases add up to the time from its call to the next one's,
@@ -208,11 +244,15 @@ def breakdown(calls: Sequence[tuple[float, float]], replica_rows: dict[int, list
     if any(count != len(calls) for count in counts.values()):
         raise ValueError(f"the driver ran {len(calls)} steps but the replicas recorded {counts}")
     phases: dict[str, list[float]] = {name: [] for name in (*PHASES, "replica_cpu", "replica_allreduce",
-                                                            "replica_faults")}
+                                                            "replica_faults", "replica_tail", "replica_idle")}
     first = 0 if last is None else max(len(calls) - last, 0)
     for i in range(first, len(calls)):
         called, answered = calls[i]
-        starts, ends, cpus, faults, allreduces = zip(*(rows[i] for rows in replica_rows.values()))
+        starts, ends, cpus, faults, allreduces, finished = zip(*(rows[i] for rows in replica_rows.values()))
+        phases["replica_tail"].append(max(finished) - max(ends))
+        if i:
+            phases["replica_idle"].append(statistics.fmean(
+                rows[i][0] - rows[i - 1][5] for rows in replica_rows.values()))
         stamps = [called, min(starts), max(ends), answered]
         if stamps != sorted(stamps):
             raise ValueError(f"step {i}: stamps out of order {stamps}: driver and replicas on different clocks?")

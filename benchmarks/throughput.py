@@ -38,6 +38,9 @@ Variants (torch):
         now runs its replicas (TF: the same with ``_tf``)
     c_nopad, d_nopad  (informational) c and d with the replicas' malloc settings less ``MALLOC_TOP_PAD_`` (fe_ray's
         settings before 2026-11-25): what the top pad changes for a step computed on the replica's step thread
+    c_late, d_late  (informational) c and d with their replicas answering each step after its weight update
+        (``FE_RAY_EARLY_ANSWER=0``, fe_ray's behaviour before 2026-11-26): what answering before it changes (TF
+        steps are one graph and always answer after it)
 
 ``--framework tf``: the same letters with an ``_tf`` suffix: a plain ``tf.function`` loop (a_tf), fe_ray in-process
 (b0_tf, b_tf) and with replicas (c_tf, d_tf and their calls / compiled twins), and e_tf, a hand-written 2-rank TF
@@ -99,6 +102,8 @@ LABELS = {
     "c_glibc": "(c_glibc) c, glibc's malloc defaults", "d_glibc": "(d_glibc) d, glibc's malloc defaults",
     "c_glibc_tf": "(c_glibc) TF c, glibc's malloc defaults", "d_glibc_tf": "(d_glibc) TF d, glibc's malloc defaults",
     "c_nopad": "(c_nopad) c, no malloc top pad", "d_nopad": "(d_nopad) d, no malloc top pad",
+    "c_late": "(c_late) c, answered after the update", "d_late": "(d_late) d, answered after the update",
+    "c_late_tf": "(c_late) TF c, answered after the update", "d_late_tf": "(d_late) TF d, answered after the update",
     "c_nopad_tf": "(c_nopad) TF c, no malloc top pad", "d_nopad_tf": "(d_nopad) TF d, no malloc top pad",
     "a_tf": "(a) plain tf.function loop", "b0_tf": "(b0) fe_ray TF Network.run_step loop",
     "b_tf": "(b) fe_ray TF Network+Estimator", "c_tf": "(c) fe_ray TF num_replicas=1",
@@ -126,7 +131,8 @@ EXTRA_RATIOS = [
     ("c_glibc/a", "c_glibc", "a"), ("d_glibc/e", "d_glibc", "e"),
     ("c_tf/c_glibc_tf", "c_tf", "c_glibc_tf"), ("d_tf/d_glibc_tf", "d_tf", "d_glibc_tf"),
     ("c_glibc_tf/a_tf", "c_glibc_tf", "a_tf"), ("d_glibc_tf/e_tf", "d_glibc_tf", "e_tf"),
-    ("c/c_nopad", "c", "c_nopad"), ("d/d_nopad", "d", "d_nopad"),
+    ("c/c_nopad", "c", "c_nopad"), ("d/d_nopad", "d", "d_nopad"), ("c/c_late", "c", "c_late"),
+    ("d/d_late", "d", "d_late"), ("c_late/a", "c_late", "a"),
     ("c_tf/c_nopad_tf", "c_tf", "c_nopad_tf"), ("d_tf/d_nopad_tf", "d_tf", "d_nopad_tf"),
     ("c_calls/a", "c_calls", "a"), ("d_calls/e", "d_calls", "e"),
     ("c_calls_tf/a_tf", "c_calls_tf", "a_tf"), ("d_calls_tf/e_tf", "d_calls_tf", "e_tf"),
@@ -261,7 +267,8 @@ def fixed_costs(cfg: dict[str, Any], series: dict[str, harness.Series],
             rest = [batch_size / sps - sum(p[name] for name in step_probe.PHASES)
                     for sps, p in zip(series[key].values, variant.phases)]
             phases = {f"{name}_us": 1e6 * statistics.median(p[name] for p in variant.phases)
-                      for name in (*step_probe.PHASES, "replica_cpu", "replica_allreduce", "driver_cpu")}
+                      for name in (*step_probe.PHASES, "replica_cpu", "replica_allreduce", "replica_tail",
+                                   "replica_idle", "driver_cpu") if all(name in p for p in variant.phases)}
             faults = statistics.median(p["replica_faults"] for p in variant.phases)
             fixed.setdefault(key, {}).update({**phases, "unaccounted_us": 1e6 * statistics.median(rest),
                                               "replica_faults": faults})

@@ -30,7 +30,7 @@ from benchmarks.plain_variants import (
     Variant,
     gpu_share,
 )
-from fe_ray.distributed.step_stream import SPIN_ENV
+from fe_ray.distributed.step_stream import EARLY_ANSWER_ENV, SPIN_ENV
 
 #: FE_RAY_STREAM_SPIN_US of the c_spin / d_spin variants.
 SPIN_US = 5000
@@ -302,7 +302,8 @@ def build_variants(cfg: dict[str, Any], framework: str, only: set[str] | None) -
     # The replicas' malloc settings before the top pad (2026-11-25): a user's MALLOC_* variable replaces fe_ray's.
     no_pad = {key: value for key, value in _malloc_env().items() if key != "MALLOC_TOP_PAD_"}
     # c and d with one of these replica environments each: c_glibc, d_nopad, c_nice15, ... (TF: with _tf).
-    replica_envs = (("glibc", no_glibc), ("nopad", no_pad), ("nice15", RAY_NICENESS))
+    replica_envs = (("glibc", no_glibc), ("nopad", no_pad), ("nice15", RAY_NICENESS),
+                    ("late", {EARLY_ANSWER_ENV: "0"}))
     if framework == "torch":
         add("a", lambda: PlainTorch("a", cfg), needs_ray=False)
         add("a_twin", lambda: PlainTorch("a_twin", cfg), needs_ray=False)

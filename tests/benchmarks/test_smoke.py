@@ -9,6 +9,7 @@ import time
 import pytest
 
 from benchmarks import harness, idle_gap, throughput, variants
+from fe_ray.distributed.step_stream import StepReply
 
 
 def test_alternate_rotates_order_and_takes_medians() -> None:
@@ -252,11 +253,14 @@ def test_paired_stall_is_the_extra_time_of_the_window_with_the_save(tmp_path) ->
 def test_step_probe_breakdown_splits_each_step_into_phases_that_add_up() -> None:
     from benchmarks import step_probe
 
-    # Two steps of two replicas, stamps in ms: call, replicas' start/end, answers back.
+    # Two steps of two replicas, stamps in ms: call, replicas' start/end, answers back. Step 0's replicas finished
+    # their weight update after answering (at 9.5 and 11), step 1's before (finished == end).
     calls = [(0.0, 10.0), (12.0, 25.0)]
-    rows = {0: [(1.0, 8.0, 6.0, 10, 2.0), (13.0, 22.0, 8.0, 0, 1.0)],
-            1: [(2.0, 9.0, 7.0, 30, 1.0), (14.0, 23.0, 9.0, 0, 0.0)]}
+    rows = {0: [(1.0, 8.0, 6.0, 10, 2.0, 9.5), (13.0, 22.0, 8.0, 0, 1.0, 22.0)],
+            1: [(2.0, 9.0, 7.0, 30, 1.0, 11.0), (14.0, 23.0, 9.0, 0, 0.0, 23.0)]}
     phases = step_probe.breakdown(calls, rows)
+    assert phases["replica_tail"] == pytest.approx((2.0 + 0.0) / 2)  # last end -> last finished
+    assert phases["replica_idle"] == pytest.approx(((13.0 - 9.5) + (14.0 - 11.0)) / 2)  # finished -> next start
     assert phases["to_replicas"] == pytest.approx((1.0 + 1.0) / 2)  # to the first replica's start
     assert phases["replica"] == pytest.approx((8.0 + 10.0) / 2)  # first start -> last end
     assert phases["back"] == pytest.approx((1.0 + 2.0) / 2)
@@ -268,7 +272,7 @@ def test_step_probe_breakdown_splits_each_step_into_phases_that_add_up() -> None
     with pytest.raises(ValueError, match="recorded"):
         step_probe.breakdown(calls, {0: rows[0][:1]})
     with pytest.raises(ValueError, match="out of order"):
-        step_probe.breakdown([(5.0, 10.0)], {0: [(1.0, 8.0, 6.0, 0, 0.0)]})  # a replica started before the call
+        step_probe.breakdown([(5.0, 10.0)], {0: [(1.0, 8.0, 6.0, 0, 0.0, 8.0)]})  # a replica started before the call
 
 
 def test_step_probe_hook_stamps_replica_steps_and_writes_them_per_epoch(tmp_path, monkeypatch) -> None:  # noqa: ANN001
@@ -288,7 +292,14 @@ def test_step_probe_hook_stamps_replica_steps_and_writes_them_per_epoch(tmp_path
                 TcpCollective.allreduce_sum(None, [])  # type: ignore[arg-type]
             return {"args": args, "touched": len(memory)}
 
+    def answer_then_update(self: Replica, args: object) -> object:
+        if args is None:
+            return True
+        # The stream's early answer: stamped when the answer is ready, and when the update after it is done.
+        return StepReply({"args": args}, lambda: (TcpCollective.allreduce_sum(None, []), time.sleep(0.03)))
+
     monkeypatch.setattr(Replica, "step", touch_fresh_memory)
+    monkeypatch.setattr(Replica, "step_early", answer_then_update)
     monkeypatch.setattr(Replica, "exit_context", lambda self: True)
     monkeypatch.setattr(TcpCollective, "allreduce_sum", lambda self, arrays: time.sleep(0.02))
     monkeypatch.setattr(TorchCollective, "allreduce_tensor_", TorchCollective.allreduce_tensor_)
@@ -304,16 +315,22 @@ def test_step_probe_hook_stamps_replica_steps_and_writes_them_per_epoch(tmp_path
     assert Replica.step(replica, ("batch",))["args"] == ("batch",)
     Replica.step(replica, ("batch", "reduce"))
     Replica.step(replica, ("batch",))
+    assert Replica.step_early(replica, None) is True  # not stamped either
+    reply = Replica.step_early(replica, ("early",))
+    assert isinstance(reply, StepReply) and reply.value == {"args": ("early",)}
+    reply.then()
     assert not log.exists()  # nothing is written during the steps
     assert Replica.exit_context(replica) is True
     rows = step_probe.collect(log, replicas=1)
-    assert list(rows) == [0] and len(rows[0]) == 3
-    start, end, cpu, faults, allreduce = rows[0][0]
-    assert start <= end and cpu >= 0
+    assert list(rows) == [0] and len(rows[0]) == 4
+    start, end, cpu, faults, allreduce, finished = rows[0][0]
+    assert start <= end == finished and cpu >= 0  # answered after its work: no update follows
     assert faults >= 1_000
     assert allreduce == 0.0
     assert 0.02 <= rows[0][1][4] <= rows[0][1][1] - rows[0][1][0]  # the all-reduce's time, within its step's
     assert rows[0][2][4] == 0.0  # counted per step
+    start, end, cpu, faults, allreduce, finished = rows[0][3]
+    assert finished - end >= 0.05 and allreduce >= 0.02  # the update after the answer, its all-reduce included
     assert not log.exists()  # read and cleared for the next epoch
     with pytest.raises(TimeoutError, match="setup hook"):
         step_probe.collect(log, replicas=1, timeout_s=0.05)
