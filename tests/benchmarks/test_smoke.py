@@ -347,6 +347,7 @@ def test_step_probe_hook_profiles_each_contexts_steps_when_asked(tmp_path, monke
         return sum(range(1000)) if args is not None else None
 
     monkeypatch.setattr(Replica, "step", busy_step)
+    monkeypatch.setattr(Replica, "step_early", Replica.step_early)  # install() wraps it: restored afterwards
     monkeypatch.setattr(Replica, "exit_context", lambda self: True)
     for cls, name in ((TcpCollective, "allreduce_sum"), (TorchCollective, "allreduce_tensor_")):
         monkeypatch.setattr(cls, name, getattr(cls, name))  # install() wraps them: restored afterwards
