@@ -18,15 +18,15 @@ Parts (``--parts`` picks some, e.g. to rerun the ones a cut run skipped):
 
 ==================  ==============================================================================================
 cuda_tests          the CUDA tests CI always skips (backend on a GPU; two replicas on one GPU, gloo on CUDA)
-throughput_lenet    a, a_shuffled, a_malloc, a_served, b0, b, b_prefetch, c, d, e on the GPU (LeNet): the issue's
-                    ratios b/a, c/a, d/e where compute is fast, and what splits them (the data work, the Network
-                    alone, the next batch made in a worker thread, the plain loop in a replica's kind of process and
-                    behind fe_ray's step stream); the driver's thread metered per step
+throughput_lenet    a, a_malloc, a_served, b0, b, b_prefetch, c, c_late, d, e on the GPU (LeNet): the issue's ratios
+                    b/a, c/a, d/e where compute is fast, and what splits them (the Network alone, the next batch
+                    made in a worker thread, the plain loop in a replica's kind of process and behind fe_ray's step
+                    stream, replicas answering after the update as before 2026-11-26); the driver's thread metered
 idle_gap            the plain LeNet step on the GPU right after its thread slept 0.3 / 1 ms (as a replica's thread does
                     between steps) or polled as long: how much of the replica's longer step the sleep explains
 stream_rtt          one step round trip between two processes on the machine's CPUs, taken apart: wake-ups, fe_ray's
                     framing, the batch's bytes, the numpy payload
-cpu_spare_cores     LeNet a, a_served, b, c, c_spin, d, d_spin, e on the CPU with 2 threads on the GPU machine's 16
+cpu_spare_cores     LeNet a, a_served, b, c, c_late, d, d_late, e on the CPU with 2 threads on the GPU machine's 16
                     cores, GPUs hidden: the driver has cores of its own (on the 2-core VM it shares the replicas')
 profile_replica     cProfile of the steps inside replica rank 0 (variant c, ``--replica``)
 profile_step        cProfile of the in-process Estimator (b): what the Pipeline and Estimator add to the Network
@@ -135,10 +135,11 @@ def plan(device: str = "cuda", quick: bool = False) -> list[Part]:
         Part("cuda_tests", ("-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", *cuda_tests), 45, False,
              "the CUDA tests CI skips"),
         Part("throughput_lenet", ("-m", "benchmarks.throughput", "--model", "lenet", "--variants",
-                                  "a,a_shuffled,a_malloc,a_served,b0,b,b_prefetch,c,d,e",
+                                  "a,a_malloc,a_served,b0,b,b_prefetch,c,c_late,d,e",
                                   *lenet_steps, *bench),
              325, True,
-             "b/a, c/a, d/e on the GPU, LeNet; a_shuffled (the Pipeline's data work), b0 (the Network alone), "
+             "b/a, c/a, d/e on the GPU, LeNet; c_late (answers after the update: what answering before it "
+             "saves on a GPU), b0 (the Network alone), "
              "b_prefetch (the next batch made in a worker thread during the step), a_malloc (the plain loop in an "
              "actor) and a_served (the plain step behind fe_ray's stream) split fe_ray's extra time (polled streams, "
              "c_spin, gained nothing on the H200: left to cpu_spare_cores)"),
@@ -149,9 +150,9 @@ def plan(device: str = "cuda", quick: bool = False) -> list[Part]:
              "one step hop taken apart on the GPU machine's CPUs: wake-ups, fe_ray's framing, the batch's bytes "
              "(the H100's hops were ~210 us each)"),
         Part("cpu_spare_cores", ("-m", "benchmarks.throughput", "--model", "lenet", "--variants",
-                                 "a,a_served,b,c,c_spin,d,d_spin,e", "--threads", "2", *cpu_steps, "--device",
+                                 "a,a_served,b,c,c_late,d,d_late,e", "--threads", "2", *cpu_steps, "--device",
                                  "cpu", "--json-out", "{json}", *quick_args), 190, True,
-             "CPU LeNet ratios with cores to spare for the driver (GPUs hidden), polling included"),
+             "CPU LeNet ratios with cores to spare for the driver (GPUs hidden), answering after the update included"),
         Part("profile_replica", ("-m", "benchmarks.profile_step", "--variant", "c", "--replica", "--model", "lenet",
                                  "--steps", "500" if not quick else "20", "--top", "45", "--device", device), 45, True,
              "cProfile of the step inside a replica (its run_backward took ~300 us a step more than in process on "
