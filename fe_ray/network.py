@@ -1,18 +1,20 @@
 """The in-process Network: runs TensorOps on a batch, with slicers and post-processing ops (pops).
 
 A distributed replica owns exactly one of these networks; nothing here knows about Ray. Framework-specific
-execution (grad contexts, tf.function, device moves) lives in :mod:`fe_ray.backend.torch` / ``.tf``.
+execution (grad contexts, tf.function, device moves) lives in :mod:`fe_ray.backend.torch` / ``.tf``, and finding
+the ops' models and framework in :mod:`fe_ray.network_framework`.
 """
 
 from __future__ import annotations
 
 import numbers
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from fe_ray.allocator import tune_process_malloc
-from fe_ray.backend import BACKEND_CACHE_KEY, get_backend, get_framework
+from fe_ray.backend import BACKEND_CACHE_KEY, get_backend
+from fe_ray.network_framework import OpsArg, collect_models, detect_framework, unique_by_identity
 from fe_ray.op.numpyop.numpyop import Batch, NumpyOp, check_numpy_ops, forward_numpyop
 from fe_ray.op.numpyop.numpyop import Delete as NumpyDelete
 from fe_ray.op.tensorop.tensorop import Delete as TensorDelete
@@ -20,8 +22,6 @@ from fe_ray.op.tensorop.tensorop import TensorOp
 from fe_ray.schedule import Scheduler, get_current_items
 from fe_ray.slicer import Slicer, forward_slicers, reverse_slicers, sanity_assert_slicers
 from fe_ray.util import check_ds_id, check_epoch, check_mode, filter_nones, to_list
-
-OpsArg = Any  # TensorOp | Scheduler[TensorOp] | Sequence of them (kept loose for FastEstimator compatibility)
 
 
 class BaseNetwork:
@@ -171,7 +171,7 @@ class BaseNetwork:
         self.ctx_postprocessing = get_current_items(self.postprocessing, mode, epoch, ds_id=ds_id)
         self.ctx_slicers = get_current_items(self.slicers, mode, epoch, ds_id=ds_id)
         sanity_assert_slicers(self.ctx_slicers)
-        self.ctx_models = _unique([model for op in self.ctx_ops for model in op.get_fe_models()])
+        self.ctx_models = unique_by_identity([model for op in self.ctx_ops for model in op.get_fe_models()])
         gradient_ops = [op for op in self.ctx_ops if op.fe_retain_graph() is not None]
         for idx, op in enumerate(gradient_ops):
             # Every gradient computation but the last must keep the graph alive for the ones after it.
@@ -423,59 +423,6 @@ class TFNetwork(BaseNetwork):
         super().__init__("tf", None, ops, pops, slicers)
 
 
-def collect_models(ops: Sequence[Any]) -> list[Any]:
-    """Models used by ``ops`` (scheduled ones included), in first-use order, without duplicates."""
-    return _unique([model for op in get_current_items(ops) for model in _models_of(op)])
-
-
-def _models_of(op: Any) -> list[Any]:
-    getter = getattr(op, "get_fe_models", None)
-    return list(getter()) if getter is not None else []
-
-
-def _unique(items: Iterable[Any]) -> list[Any]:
-    seen: set[int] = set()
-    out = []
-    for item in items:
-        if id(item) not in seen:
-            seen.add(id(item))
-            out.append(item)
-    return out
-
-
-def detect_framework(ops: OpsArg) -> str:
-    """The framework ('torch' or 'tf') of the models in ``ops``.
-
-    Raises:
-        ValueError: If models of both frameworks are mixed, a model is of an unknown type, or two models share a
-            name (case-insensitively).
-    """
-    models = collect_models(filter_nones(to_list(ops)))
-    by_framework: dict[str, list[str]] = {}
-    for model in models:
-        by_framework.setdefault(get_framework(model), []).append(getattr(model, "model_name", type(model).__name__))
-    if "np" in by_framework:
-        raise ValueError(f"Models {by_framework['np']} are neither torch nn.Modules nor Keras Models.")
-    if len(by_framework) > 1:
-        raise ValueError(f"A Network cannot mix frameworks: torch models {by_framework.get('torch')} and TensorFlow "
-                         f"models {by_framework.get('tf')}. Use one framework per Network.")
-    names = [str(getattr(m, "model_name", "")).lower() for m in models]
-    duplicates = sorted({n for n in names if names.count(n) > 1})
-    if duplicates:
-        raise ValueError(f"All models in a Network need unique names (case-insensitive); duplicated: {duplicates}. "
-                         "Pass model_name=... to fe_ray.build.")
-    if by_framework:
-        return next(iter(by_framework))
-    return _default_framework()
-
-
-def _default_framework() -> str:
-    import importlib.util
-
-    # FastEstimator defaults to TensorFlow for model-free networks; fall back to torch where TF is absent.
-    return "tf" if importlib.util.find_spec("tensorflow") is not None else "torch"
-
-
 def Network(ops: OpsArg, pops: OpsArg = None, slicers: Any = None, num_replicas: int | None = None,
             **distributed_options: Any) -> BaseNetwork:
     """Create a Network for ``ops``: in-process, or on ``num_replicas`` Ray actors.
@@ -509,4 +456,5 @@ def Network(ops: OpsArg, pops: OpsArg = None, slicers: Any = None, num_replicas:
 
 from fe_ray.build import build  # noqa: E402  (FastEstimator exposes build from the network module)
 
-__all__ = ["BaseNetwork", "Network", "TFNetwork", "TorchNetwork", "build", "collect_models", "detect_framework"]
+__all__ = ["BaseNetwork", "Network", "OpsArg", "TFNetwork", "TorchNetwork", "build", "collect_models",
+           "detect_framework"]

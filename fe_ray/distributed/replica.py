@@ -13,13 +13,13 @@ from __future__ import annotations
 import functools
 import importlib.util
 import os
-import sys
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 import numpy as np
 
 from fe_ray.distributed.errors import capture_failure
+from fe_ray.distributed.replica_info import node_ip, process_info
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -73,7 +73,7 @@ class Replica:
         self.rank = rank
         self.world_size = world_size
         self.framework = framework
-        self.node_ip = _node_ip()
+        self.node_ip = node_ip()
         self._payload: bytes | None = payload
         self._collective_timeout_s = collective_timeout_s
         self._collective_backend = collective_backend
@@ -430,26 +430,7 @@ class Replica:
 
     # ------------------------------------------------------------------ introspection
     def _info(self) -> dict[str, Any]:
-        device = getattr(self.network, "device", None) if self.network is not None else None
-        if self.framework == "tf":
-            device = _tf_device()
-        from fe_ray.distributed.cluster import source_fingerprint
-
-        info: dict[str, Any] = {"rank": self.rank, "pid": os.getpid(), "node_ip": self.node_ip,
-                                "device": str(device or "cpu"), "framework": self.framework,
-                                "python": sys.version.split()[0], "fe_ray_source": source_fingerprint()}
-        if self.framework == "torch":
-            import torch
-
-            info["cpu_threads"] = torch.get_num_threads()
-        info["malloc_env"] = {var: os.environ[var] for var in sorted(os.environ)
-                              if var.startswith("MALLOC_") or var == "GLIBC_TUNABLES"}
-        info["niceness"] = os.getpriority(os.PRIO_PROCESS, 0) if hasattr(os, "getpriority") else None
-        info["visible_gpus"] = os.environ.get("CUDA_VISIBLE_DEVICES")
-        from fe_ray.backend.determinism import deterministic_kernels
-
-        info["deterministic_kernels"] = deterministic_kernels(self.framework)
-        return info
+        return process_info(self.rank, self.framework, self.network, self.node_ip)
 
     @_guarded
     def info(self) -> dict[str, Any]:
@@ -481,23 +462,6 @@ def _to_numpy(backend: Any, value: Any) -> Any:
     if isinstance(value, (np.ndarray, np.generic)):
         return np.asarray(value)
     return value
-
-
-def _node_ip() -> str:
-    try:
-        from fe_ray.distributed.cluster import node_ip
-    except ImportError:  # used without Ray (e.g. a plain multi-process test)
-        import socket
-
-        return socket.gethostbyname("localhost")
-    return node_ip()
-
-
-def _tf_device() -> str:
-    import tensorflow as tf
-
-    gpus = tf.config.list_logical_devices("GPU")
-    return gpus[0].name if gpus else "/CPU:0"
 
 
 __all__ = ["Replica", "writable"]
