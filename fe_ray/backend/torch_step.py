@@ -91,6 +91,7 @@ def _autocast(device: Any, mixed_precision: bool) -> AbstractContextManager[Any]
         return NonContext()
     return torch.autocast(device_type=torch.device(device).type if device is not None else "cpu")
 
+
 def _to_host(data: Any) -> Any:
     """Detached CPU versions of (nested) tensors.
 

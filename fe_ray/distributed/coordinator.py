@@ -109,7 +109,8 @@ class RayNetwork(BaseNetwork):
             raise ValueError(f"framework must be 'torch' or 'tf', got {framework!r}.")
         placement_timeout_s = placement_timeout(placement_timeout_s, wait_for_nodes)
         check_options(num_replicas, max_failures, step_timeout_s, checkpoint_dir, placement_timeout_s,
-                       collective_timeout_s, placement_strategy, step_transport, wait_for_nodes)
+                       collective_timeout_s, placement_strategy, step_transport, wait_for_nodes,
+                       (runtime_env or {}).get("env_vars"))
         device: Any = None
         if framework == "torch":
             import torch

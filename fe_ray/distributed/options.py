@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import numbers
+import os
+from collections.abc import Mapping
 
 #: Ray placement-group strategies a user may ask for.
 STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
@@ -23,12 +25,15 @@ TRANSPORTS = ("stream", "calls", "compiled")
 
 def check_options(num_replicas: int, max_failures: int, step_timeout_s: float, checkpoint_dir: str | None,
                   placement_timeout_s: float, collective_timeout_s: float | None, strategy: str,
-                  step_transport: str = "stream", wait_for_nodes: bool = False) -> None:
+                  step_transport: str = "stream", wait_for_nodes: bool = False,
+                  replica_env_vars: Mapping[str, str] | None = None) -> None:
     """Check the options of ``fe.Network(..., num_replicas=N, ...)`` before anything starts.
+
+    ``replica_env_vars`` are the variables the replicas' runtime environment adds to this process's.
 
     Raises:
         ValueError: Naming the bad option, its value, and what it accepts.
-            Also a bad ``FE_RAY_STREAM_SPIN_US`` with the stream transport.
+            Also a bad ``FE_RAY_STREAM_SPIN_US`` or ``FE_RAY_EARLY_ANSWER`` with the stream transport.
         TypeError: If ``wait_for_nodes`` is not a bool.
     """
     if not isinstance(num_replicas, numbers.Integral) or isinstance(num_replicas, bool) or num_replicas < 1:
@@ -53,9 +58,12 @@ def check_options(num_replicas: int, max_failures: int, step_timeout_s: float, c
     if step_transport not in TRANSPORTS:
         raise ValueError(f"step_transport must be one of {list(TRANSPORTS)}, got {step_transport!r}.")
     if step_transport == "stream":
-        from fe_ray.distributed.step_stream import spin_seconds
+        from fe_ray.distributed.step_stream import early_answers, spin_seconds
 
-        spin_seconds()  # a bad FE_RAY_STREAM_SPIN_US fails here, not in every replica's constructor
+        # The replicas read these: a bad value fails here, not in every replica's constructor.
+        env = {**os.environ, **(replica_env_vars or {})}
+        spin_seconds(env)
+        early_answers(env)
 
 
 def placement_timeout(placement_timeout_s: float | None, wait_for_nodes: bool) -> float | None:

@@ -46,7 +46,7 @@ import selectors
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, wait
 from typing import Any, NamedTuple
 
@@ -63,13 +63,16 @@ SPIN_ENV = "FE_RAY_STREAM_SPIN_US"
 MAX_SPIN_US = 100_000
 
 
-def spin_seconds() -> float:
+def spin_seconds(env: Mapping[str, str] | None = None) -> float:
     """Seconds to poll a step stream before sleeping, from :data:`SPIN_ENV` (0 when unset).
+
+    Args:
+        env: The environment to read (this process's when None).
 
     Raises:
         ValueError: If the variable is not an integer from 0 to :data:`MAX_SPIN_US`.
     """
-    raw = os.environ.get(SPIN_ENV, "").strip()
+    raw = (os.environ if env is None else env).get(SPIN_ENV, "").strip()
     if not raw:
         return 0.0
     try:
@@ -82,13 +85,16 @@ def spin_seconds() -> float:
     return value / 1e6
 
 
-def early_answers() -> bool:
+def early_answers(env: Mapping[str, str] | None = None) -> bool:
     """Whether replicas answer a step before its weight update (:data:`EARLY_ANSWER_ENV`; the default: yes).
+
+    Args:
+        env: The environment to read (this process's when None).
 
     Raises:
         ValueError: If the variable is set to something other than "0" or "1".
     """
-    raw = os.environ.get(EARLY_ANSWER_ENV, "").strip()
+    raw = (os.environ if env is None else env).get(EARLY_ANSWER_ENV, "").strip()
     if raw not in ("", "0", "1"):
         raise ValueError(f"{EARLY_ANSWER_ENV} must be 1 (answer a step before its weight update, the default) or 0 "
                          f"(after it), got {raw!r}; unset it or set {EARLY_ANSWER_ENV}=0.")

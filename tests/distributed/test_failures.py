@@ -231,6 +231,13 @@ def test_bad_options_are_rejected(monkeypatch: pytest.MonkeyPatch) -> None:
         make_network(num_replicas=2)
     make_network(num_replicas=2, step_transport="calls")  # only the stream reads it
     monkeypatch.delenv("FE_RAY_STREAM_SPIN_US")
+    with pytest.raises(ValueError, match="FE_RAY_STREAM_SPIN_US must be an integer.*'-5'"):  # the replicas' own
+        make_network(num_replicas=2, runtime_env={"env_vars": {"FE_RAY_STREAM_SPIN_US": "-5"}})
+    monkeypatch.setenv(EARLY_ANSWER_ENV, "yes")
+    with pytest.raises(ValueError, match=f"{EARLY_ANSWER_ENV} must be 1 .* or 0 .*'yes'"):
+        make_network(num_replicas=2)
+    make_network(num_replicas=2, runtime_env={"env_vars": {EARLY_ANSWER_ENV: "0"}})  # theirs wins over ours
+    monkeypatch.delenv(EARLY_ANSWER_ENV)
     with pytest.raises(ValueError, match="checkpoint_dir"):
         make_network(num_replicas=2, max_failures=1)
     with pytest.raises(ValueError, match=r"step_transport must be one of \['stream', 'calls', 'compiled'\], "
