@@ -20,9 +20,8 @@ reading and unpickling them, and what was left of the previous step's weight upd
 own step up to their answer: copying the slice into owned memory, the Network step with its all-reduce, or up to
 the weight update where that follows the answer, outputs to numpy; ``replica_allreduce`` says how long each
 replica spent in the all-reduce, waiting for the slowest replica included), ``back`` (pickling and sending the
-answers, the
-driver's wake-up, reading them; also what is left of the driver's overlap work, the following batch, if that
-outlasts the replicas' step) and ``driver`` (from the answers to the next step's call: merging, traces, the
+answers, the driver's wake-up, reading them; also what is left of the driver's overlap work, the following batch,
+if that outlasts the replicas' step) and ``driver`` (from the answers to the next step's call: merging, traces, the
 Estimator's bookkeeping).
 
 This is for the benchmarks only: fe_ray has no such hook, and nothing changes in a process without the variable.
@@ -127,16 +126,16 @@ def install() -> None:
                 return run(self, args)
             if profiler:
                 profiler[0].enable()
-            result = None
+            result = then = None
             try:
                 result = run(self, args)
             finally:
                 end = time.perf_counter()
-                if not (isinstance(result, StepReply) and result.then is not None):
+                then = result.then if isinstance(result, StepReply) else None
+                if then is None:  # answered after all of its work (or failed)
                     record(end, end)
-            if not (isinstance(result, StepReply) and result.then is not None):
+            if then is None:
                 return result
-            then = result.then
 
             def stamped_then() -> None:
                 try:

@@ -17,14 +17,8 @@ from fe_ray.op.tensorop import LambdaOp  # noqa: E402
 from fe_ray.op.tensorop.loss import MeanSquaredError  # noqa: E402
 from fe_ray.op.tensorop.model import ModelOp, UpdateOp  # noqa: E402
 from fe_ray.slicer import ChunkSlicer  # noqa: E402
+from tests.helpers.ops import BrokenUpdate  # noqa: E402
 from tests.test_network import batch, linear_model_fn, sgd, weights_of  # noqa: E402
-
-
-class BrokenUpdate(UpdateOp):
-    """An UpdateOp whose update fails (it runs after the step's answer with start_step)."""
-
-    def forward(self, data: Any, state: dict[str, Any]) -> None:
-        raise RuntimeError("the update broke")
 
 
 def network_of(framework: str = "torch", after: Callable[[Any], list[Any]] = lambda model: [],

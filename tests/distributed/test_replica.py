@@ -3,24 +3,15 @@ actor (the step stream's thread calls ``StepReply.then`` right after sending; he
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import torch
 
 from fe_ray.distributed.errors import RemoteFailure
 from fe_ray.distributed.replica import Replica
 from fe_ray.distributed.step_stream import StepReply
-from fe_ray.op.tensorop.model import UpdateOp
 from tests.estimator_helpers import digits_arrays
+from tests.helpers.ops import BrokenUpdate
 from tests.helpers.replicas import configured_replica
-
-
-class BrokenUpdate(UpdateOp):
-    """An UpdateOp whose update fails."""
-
-    def forward(self, data: Any, state: dict[str, Any]) -> None:
-        raise RuntimeError("the update broke")
 
 
 def weights(replica: Replica) -> list[np.ndarray]:
