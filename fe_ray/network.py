@@ -243,7 +243,10 @@ class BaseNetwork:
             ValueError: If called outside a configured ``with network(...)`` block.
             KeyError: If a key an op needs is missing from the batch (naming the key and the op).
         """
-        batch = self._begin_step(batch, "run_step")
+        return self._run_whole(self._begin_step(batch, "run_step"))
+
+    def _run_whole(self, batch: dict[str, Any]) -> dict[str, Any]:
+        """:meth:`run_step` on a batch :meth:`_begin_step` prepared."""
         if self.ctx_slicers:
             minibatches = forward_slicers(self.ctx_slicers, batch)
             results = [{**mb, **self._run_step(mb)} for mb in minibatches]
@@ -268,12 +271,11 @@ class BaseNetwork:
         Raises:
             As :meth:`run_step`.
         """
-        self._check_context("start_step")
+        batch = self._begin_step(batch, "start_step")
         tail = self._deferrable_tail()
         start = getattr(self._backend, "start_step", None)
         if not tail or start is None or self.ctx_slicers:
-            return self.run_step(batch)
-        batch = self._begin_step(batch, "start_step")
+            return self._run_whole(batch)
         outputs, self._unfinished = start(self.ctx_ops, dict(batch), self.ctx_state, self.ctx_gpu_inputs,
                                           self.ctx_outputs, device=self.device, mixed_precision=self.mixed_precision,
                                           tail=tail)
@@ -297,17 +299,14 @@ class BaseNetwork:
 
     def _begin_step(self, batch: Mapping[str, Any], caller: str) -> dict[str, Any]:
         """Finish any step left unfinished, then return ``batch`` as the framework's tensors, checked."""
-        self._check_context(caller)
+        if not self.ctx_lock.locked() or not self.ctx_state:
+            raise ValueError(f"{caller} must be called inside `with network(mode=..., epoch=...):`.")
         self.finish_step()
         # The framework's tensors throughout, inputs included, as FastEstimator hands them to ops, pops and traces
         # (torch shares the arrays' memory; values already tensors pass through as the same objects).
         batch = self._backend.to_tensor(dict(batch))
         self._check_batch_keys(batch)
         return batch
-
-    def _check_context(self, caller: str) -> None:
-        if not self.ctx_lock.locked() or not self.ctx_state:
-            raise ValueError(f"{caller} must be called inside `with network(mode=..., epoch=...):`.")
 
     def _check_batch_keys(self, batch: Mapping[str, Any]) -> None:
         missing = self.ctx_gpu_inputs - set(batch)
