@@ -18,22 +18,21 @@ Parts (``--parts`` picks some, e.g. to rerun the ones a cut run skipped):
 
 ==================  ==============================================================================================
 cuda_tests          the CUDA tests CI always skips (backend on a GPU; two replicas on one GPU, gloo on CUDA)
-throughput_lenet    a, a_malloc, a_served, b0, b, b_prefetch, c, c_late, d, e on the GPU (LeNet): the issue's ratios
-                    b/a, c/a, d/e where compute is fast, and what splits them (the Network alone, the next batch
-                    made in a worker thread, the plain loop in a replica's kind of process and behind fe_ray's step
-                    stream, replicas answering after the update as before 2026-11-26); the driver's thread metered
+throughput_lenet    a, b0, b, b_prefetch, c, c_late, d, e on the GPU (LeNet): the issue's ratios b/a, c/a, d/e where
+                    compute is fast, and what splits them (the Network alone, the next batch made in a worker
+                    thread, replicas answering after the update as before 2026-11-26); the driver's thread metered
+checkpoint          save / restore of 100M parameters + Adam with the state on the GPU, against torch.save; the
+                    background saves' stall in process and from a replica whose state is on the GPU
+throughput_resnet   the same ratios with the compute-bound ResNet-8 (c_late too)
+profile_replica     cProfile of the steps inside replica rank 0 (variant c, ``--replica``)
+cpu_spare_cores     LeNet a, a_served, b, c, c_late, d, d_late, e on the CPU with 2 threads on the GPU machine's 16
+                    cores, GPUs hidden: the driver has cores of its own (on the 2-core VM it shares the replicas')
+profile_step        cProfile of the in-process Estimator (b): what the Pipeline and Estimator add to the Network
+overhead            the per-step breakdown of the distributed path (slicing, transfer, all-reduce, merge, traces)
 idle_gap            the plain LeNet step on the GPU right after its thread slept 0.3 / 1 ms (as a replica's thread does
                     between steps) or polled as long: how much of the replica's longer step the sleep explains
 stream_rtt          one step round trip between two processes on the machine's CPUs, taken apart: wake-ups, fe_ray's
                     framing, the batch's bytes, the numpy payload
-cpu_spare_cores     LeNet a, a_served, b, c, c_late, d, d_late, e on the CPU with 2 threads on the GPU machine's 16
-                    cores, GPUs hidden: the driver has cores of its own (on the 2-core VM it shares the replicas')
-profile_replica     cProfile of the steps inside replica rank 0 (variant c, ``--replica``)
-profile_step        cProfile of the in-process Estimator (b): what the Pipeline and Estimator add to the Network
-checkpoint          save / restore of 100M parameters + Adam with the state on the GPU, against torch.save; the
-                    background saves' stall in process and from a replica whose state is on the GPU
-throughput_resnet   the same ratios with the compute-bound ResNet-8
-overhead            the per-step breakdown of the distributed path (slicing, transfer, all-reduce, merge, traces)
 example             ``examples/mnist_torch.py --replicas 1``: the user's path, default resources ``{"GPU": 1}``
 ==================  ==============================================================================================
 
@@ -113,9 +112,11 @@ class Outcome:
 
 def plan(device: str = "cuda", quick: bool = False) -> list[Part]:
     """The parts in priority order (the most informative first, so a short budget keeps them): after the CUDA tests,
-    what the open GPU misses need: the LeNet ratios with the variants that split c/a's gap (the stream, the serving
-    thread, polling), the same on the CPU with cores to spare, then the profiles; the checkpoint figures (met on the
-    H100 on 2026-11-26), ResNet-8, the breakdown and the example come after.
+    what the open GPU questions need: the LeNet ratios with replicas answering before and after the weight update
+    and the next batch made in a worker thread, the save stall of a replica whose state is on the GPU, ResNet-8; then
+    the profiles, the CPU with cores to spare and the breakdown; last the probes already measured on the H200
+    (idle_gap, stream_rtt) and the example. The first three fit the default budget of one call; a second call at
+    once takes ResNet-8 and what else its budget holds.
 
     Args:
         device: ``cuda`` for the GPU parts; ``cpu`` runs the same commands on the CPU (to try the suite itself on
@@ -135,41 +136,40 @@ def plan(device: str = "cuda", quick: bool = False) -> list[Part]:
         Part("cuda_tests", ("-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", *cuda_tests), 45, False,
              "the CUDA tests CI skips"),
         Part("throughput_lenet", ("-m", "benchmarks.throughput", "--model", "lenet", "--variants",
-                                  "a,a_malloc,a_served,b0,b,b_prefetch,c,c_late,d,e",
-                                  *lenet_steps, *bench),
-             325, True,
+                                  "a,b0,b,b_prefetch,c,c_late,d,e", *lenet_steps, *bench),
+             260, True,
              "b/a, c/a, d/e on the GPU, LeNet; c_late (answers after the update: what answering before it "
-             "saves on a GPU), b0 (the Network alone), "
-             "b_prefetch (the next batch made in a worker thread during the step), a_malloc (the plain loop in an "
-             "actor) and a_served (the plain step behind fe_ray's stream) split fe_ray's extra time (polled streams, "
-             "c_spin, gained nothing on the H200: left to cpu_spare_cores)"),
+             "saves on a GPU), b0 (the Network alone), b_prefetch (the next batch made in a worker thread during "
+             "the step). a_malloc and a_served, measured on the H100 and the H200, are left out to fit the next "
+             "parts into the first call"),
+        # 84 s on the H100 without the replica path; its replica, Ray start and saves add about a minute.
+        Part("checkpoint", ("-m", "benchmarks.checkpoint", "--repeats", "2", "--paired-repeats", "3", *bench), 170,
+             True, "checkpoint save/restore/stall of 100M params + Adam from the GPU, in process and from a GPU "
+             "replica (rank 0 writes; not yet measured)"),
+        Part("throughput_resnet", ("-m", "benchmarks.throughput", "--model", "resnet", "--variants",
+                                   "a,b,c,c_late,d,e", *resnet_steps, *bench), 150, True,
+             "b/a, c/a, d/e on the GPU, ResNet-8, answering after the update included"),
+        Part("profile_replica", ("-m", "benchmarks.profile_step", "--variant", "c", "--replica", "--model", "lenet",
+                                 "--steps", "500" if not quick else "20", "--top", "45", "--device", device), 45, True,
+             "cProfile of the step inside a replica (its run_backward took ~300 us a step more than in process on "
+             "the H100)"),
+        Part("cpu_spare_cores", ("-m", "benchmarks.throughput", "--model", "lenet", "--variants",
+                                 "a,a_served,b,c,c_late,d,d_late,e", "--threads", "2", *cpu_steps, "--device",
+                                 "cpu", "--json-out", "{json}", *quick_args), 190, True,
+             "CPU LeNet ratios with cores to spare for the driver (GPUs hidden), answering after the update included"),
+        Part("profile_step", ("-m", "benchmarks.profile_step", "--variant", "b", "--model", "lenet", "--steps",
+                              "500" if not quick else "20", "--top", "60", "--device", device), 30, False,
+             "cProfile of fe_ray's in-process Estimator (b) on the GPU: the Pipeline's and Estimator's share of b/a "
+             "(b0, the Network alone, was profiled on the H100: within 3% of the plain loop)"),
+        Part("overhead", ("-m", "benchmarks.overhead", "--model", "lenet", *bench), 60, True,
+             "per-step breakdown of the distributed path on the GPU"),
+        # Measured on the H200 (2026-11-26): last, to see whether the code since changed them.
         Part("idle_gap", ("-m", "benchmarks.idle_gap", "--model", "lenet", "--gaps", "300,1000", *bench), 45, False,
              "the plain LeNet step on the GPU after its thread slept (as a replica's does between steps) or polled"),
         Part("stream_rtt", ("-m", "benchmarks.stream_rtt", "--model", "lenet", "--round-trips",
                             "1000" if not quick else "50", "--json-out", "{json}", *quick_args), 30, False,
              "one step hop taken apart on the GPU machine's CPUs: wake-ups, fe_ray's framing, the batch's bytes "
              "(the H100's hops were ~210 us each)"),
-        Part("cpu_spare_cores", ("-m", "benchmarks.throughput", "--model", "lenet", "--variants",
-                                 "a,a_served,b,c,c_late,d,d_late,e", "--threads", "2", *cpu_steps, "--device",
-                                 "cpu", "--json-out", "{json}", *quick_args), 190, True,
-             "CPU LeNet ratios with cores to spare for the driver (GPUs hidden), answering after the update included"),
-        Part("profile_replica", ("-m", "benchmarks.profile_step", "--variant", "c", "--replica", "--model", "lenet",
-                                 "--steps", "500" if not quick else "20", "--top", "45", "--device", device), 45, True,
-             "cProfile of the step inside a replica (its run_backward took ~300 us a step more than in process on "
-             "the H100)"),
-        Part("profile_step", ("-m", "benchmarks.profile_step", "--variant", "b", "--model", "lenet", "--steps",
-                              "500" if not quick else "20", "--top", "60", "--device", device), 30, False,
-             "cProfile of fe_ray's in-process Estimator (b) on the GPU: the Pipeline's and Estimator's share of b/a "
-             "(b0, the Network alone, was profiled on the H100: within 3% of the plain loop)"),
-        # 84 s on the H100 without the replica path; its replica, Ray start and saves add about a minute.
-        Part("checkpoint", ("-m", "benchmarks.checkpoint", "--repeats", "2", "--paired-repeats", "3", *bench), 170,
-             True, "checkpoint save/restore/stall of 100M params + Adam from the GPU, in process and from a GPU "
-             "replica (rank 0 writes)"),
-        Part("throughput_resnet", ("-m", "benchmarks.throughput", "--model", "resnet", "--variants",
-                                   "a,b,c,d,e", *resnet_steps, *bench), 150, True,
-             "b/a, c/a, d/e on the GPU, ResNet-8"),
-        Part("overhead", ("-m", "benchmarks.overhead", "--model", "lenet", *bench), 60, True,
-             "per-step breakdown of the distributed path on the GPU"),
         Part("example", ("examples/mnist_torch.py", "--epochs", "1", "--replicas", "1"), 45, True,
              "the MNIST example on one GPU replica, default resources"),
     ]
