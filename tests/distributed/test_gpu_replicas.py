@@ -2,7 +2,9 @@
 
 Two :class:`Replica` objects run in two spawned processes on the same GPU, joined by gloo on CUDA tensors (NCCL
 refuses two ranks on one device; fractional-GPU replicas use gloo for the same reason), and must make the same
-updates as one in-process CUDA network on the whole batches, in float32 and in mixed precision.
+updates as one in-process CUDA network on the whole batches, in float32 and in mixed precision, whether each step
+runs whole or is answered before its weight update (as the step stream runs it: outputs read back to the host after
+the forward pass, the backward pass and the update afterwards).
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ def _check(result: Any) -> Any:
     return result
 
 
-def _worker(rank: int, payload: bytes, address_out: Any, address_in: Any, out: Any) -> None:
+def _worker(rank: int, payload: bytes, early: bool, address_out: Any, address_in: Any, out: Any) -> None:
     from fe_ray.distributed.replica import Replica
     from fe_ray.slicer import split_bounds
 
@@ -64,7 +66,13 @@ def _worker(rank: int, payload: bytes, address_out: Any, address_in: Any, out: A
             bounds = split_bounds(size, 2)
             start, stop = bounds[rank] if rank < len(bounds) else (0, 1)
             n_local = stop - start if rank < len(bounds) else 0
-            _check(replica.run_step({k: v[start:stop] for k, v in batch.items()}, n_local, size))
+            piece = {k: v[start:stop] for k, v in batch.items()}
+            if early:
+                reply = _check(replica.start_run_step(piece, n_local, size))
+                assert np.isfinite(reply.value["mse"]).all()
+                reply.then()  # what the stream's thread runs once the answer is sent
+            else:
+                _check(replica.run_step(piece, n_local, size))
         state = _check(replica.get_state())
         out.put((rank, info["device"], state["models"]["linear"]["model"]["weight"]))
     except BaseException as err:  # noqa: BLE001 - report to the parent instead of hanging it
@@ -72,8 +80,9 @@ def _worker(rank: int, payload: bytes, address_out: Any, address_in: Any, out: A
 
 
 @pytest.mark.timeout(180)
+@pytest.mark.parametrize("early", [False, True], ids=["whole steps", "answered before the update"])
 @pytest.mark.parametrize("mixed_precision", [False, True])
-def test_two_replicas_on_cuda_match_in_process(mixed_precision: bool) -> None:
+def test_two_replicas_on_cuda_match_in_process(mixed_precision: bool, early: bool) -> None:
     from fe_ray.distributed.serialization import dumps_ops
     from fe_ray.network import TorchNetwork, collect_models
 
@@ -82,7 +91,7 @@ def test_two_replicas_on_cuda_match_in_process(mixed_precision: bool) -> None:
     ctx = mp.get_context("spawn")
     address_out, out = ctx.Queue(), ctx.Queue()
     address_in = [ctx.Queue(), ctx.Queue()]
-    procs = [ctx.Process(target=_worker, args=(rank, payload, address_out, address_in[rank], out))
+    procs = [ctx.Process(target=_worker, args=(rank, payload, early, address_out, address_in[rank], out))
              for rank in range(2)]
     for proc in procs:
         proc.start()
