@@ -136,3 +136,23 @@ def test_snapshot_into_kept_buffers_copies_device_state_straight_into_warm_host_
             BACKEND.update_model(model, [torch.ones(1, 3, device=DEVICE)])
         third = snapshot_models([model], buffers=buffers)[model.model_name]
         np.testing.assert_array_equal(third["model"]["weight"], model.weight.detach().cpu().numpy())
+
+
+def test_a_step_answered_before_its_update_matches_the_whole_step() -> None:
+    """start_step on the GPU (as a replica answers the driver): its outputs are on the host and final while the update
+    has not run; the update it leaves then makes the same weights and loss scale as run_step, in mixed precision."""
+    whole, early = (torch_linear(torch_sgd(0.1), mixed_precision=True) for _ in range(2))
+    BACKEND.enter_context([whole, early], "train", DEVICE)
+    batch, keys, outputs = data([0.01, 0.02, 0.03], 0.5), {"x", "y"}, {"pred", "mse"}
+    expected = BACKEND.run_step(chain(whole), batch, state(), keys, outputs, device=DEVICE, mixed_precision=True)
+    out, finish = BACKEND.start_step(chain(early), batch, state(), keys, outputs, device=DEVICE, mixed_precision=True,
+                                     tail=1)
+    assert {value.device.type for value in out.values()} == {"cpu"}
+    np.testing.assert_array_equal(weights(early), W0.astype(np.float32))  # the update is still to come
+    for key in outputs:
+        np.testing.assert_array_equal(out[key].float().numpy(), expected[key].float().numpy())
+    finish()
+    BACKEND.exit_context([whole, early], "train", DEVICE)
+    assert not np.array_equal(weights(early), W0.astype(np.float32))
+    np.testing.assert_array_equal(weights(early), weights(whole))
+    assert early.current_optimizer.scaler.get_scale() == whole.current_optimizer.scaler.get_scale()
