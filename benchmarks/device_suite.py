@@ -133,7 +133,7 @@ def plan(device: str = "cuda", quick: bool = False) -> list[Part]:
     cpu_steps = ("--repeats", "5", "--steps", "300") if not quick else ()
     cuda_tests = ("tests/backend/test_torch_cuda.py", "tests/distributed/test_gpu_replicas.py")
     return [
-        Part("cuda_tests", ("-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", *cuda_tests), 45, False,
+        Part("cuda_tests", ("-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", *cuda_tests), 60, False,
              "the CUDA tests CI skips"),
         Part("throughput_lenet", ("-m", "benchmarks.throughput", "--model", "lenet", "--variants",
                                   "a,b0,b,b_prefetch,c,c_late,d,e", *lenet_steps, *bench),
