@@ -20,6 +20,7 @@ import numpy as np
 
 from fe_ray.distributed.errors import capture_failure
 from fe_ray.distributed.replica_info import node_ip, process_info
+from fe_ray.distributed.step_stream import StepReply, StepServer, early_answers
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -88,8 +89,6 @@ class Replica:
         self._server: Any = None
         self._broken: Any = None  # the RemoteFailure of a step's update that failed after its answer
         if step_transport == "stream":
-            from fe_ray.distributed.step_stream import StepServer, early_answers
-
             self._server = StepServer(self.step_early if early_answers() else self.step,
                                       failure=functools.partial(_failure_of, self))
 
@@ -227,8 +226,6 @@ class Replica:
         Returns:
             A StepReply of the outputs and :meth:`_finish_step`.
         """
-        from fe_ray.distributed.step_stream import StepReply
-
         return StepReply(self._run_step(self.network.start_step, batch, n_local, n_total, lrs), self._finish_step)
 
     def _run_step(self, run: Callable[[Mapping[str, Any]], dict[str, Any]], batch: Mapping[str, Any], n_local: int,
