@@ -5,19 +5,24 @@ travels (~0.5 ms a step on the machines measured so far); the plain loop's threa
 such a sleep is slower (caches, TLB and branch predictors refilled after the core idled, the CPU's frequency, a
 virtual CPU halted and resumed), part of c/a's gap is the sleep itself, not fe_ray's code, and polling instead of
 sleeping (``FE_RAY_STREAM_SPIN_US``) would win it back. This script times the plain torch step (the plain loop
-of ``throughput.py``) with no gap, after a sleep of each gap, and after polling for as long, alternating::
+of ``throughput.py``) with no gap, after a sleep of each gap, and after polling for as long, and with no gap on a
+long-lived second thread of the process (``thread``: where a replica runs its steps, its stream's thread, while
+the plain loop runs on the main one), alternating::
 
     python -m benchmarks.idle_gap [--model mlp|lenet|resnet] [--device cuda] [--gaps 300,1000] [--steps 500]
 
 Each measurement is the median time of one step (the loss brought to the host, as a replica's outputs are),
-excluding the gap. Printed as a table per gap; ``slept/none`` and ``polled/none`` above 1 mean slower steps.
+excluding the gap. Printed as a table per gap; ``slept/none``, ``polled/none`` and ``thread/none`` above 1 mean
+slower steps.
 """
 
 from __future__ import annotations
 
+import queue
 import select
 import socket
 import statistics
+import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -50,6 +55,32 @@ def step_times(step: Callable[[dict[str, Any]], Any], batches: Sequence[dict[str
         float(step(batch))
         times.append(time.perf_counter() - start)
     return statistics.median(times)
+
+
+class SecondThread:
+    """One long-lived daemon thread that runs the callables handed to it, one at a time, as a replica's stream
+    thread runs every step of the replica."""
+
+    def __init__(self) -> None:
+        self._tasks: queue.SimpleQueue[Callable[[], Any]] = queue.SimpleQueue()
+        self._results: queue.SimpleQueue[tuple[bool, Any]] = queue.SimpleQueue()
+        threading.Thread(target=self._loop, name="idle_gap-second", daemon=True).start()
+
+    def _loop(self) -> None:
+        while True:
+            task = self._tasks.get()
+            try:
+                self._results.put((True, task()))
+            except BaseException as err:  # noqa: BLE001 - raised again on the caller's thread
+                self._results.put((False, err))
+
+    def call(self, fn: Callable[[], Any], timeout_s: float = harness.REMOTE_TIMEOUT_S) -> Any:
+        """``fn()`` run on the second thread; its result, or its exception raised here."""
+        self._tasks.put(fn)
+        ok, value = self._results.get(timeout=timeout_s)
+        if not ok:
+            raise value
+        return value
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -86,7 +117,10 @@ def main(argv: list[str] | None = None) -> int:
     def measure(wait: Callable[[], None] | None) -> Callable[[], float]:
         return lambda: 1e6 * step_times(step, batches, wait)
 
+    second = SecondThread()
+    second.call(lambda: trainer.run(batches[:10]))  # the thread's own first-call costs (its CUDA state) too
     variants: dict[str, Callable[[], float]] = {"none": measure(None)}
+    variants["thread"] = lambda: second.call(measure(None))
     for gap in gaps_us:
         variants[f"slept_{gap}"] = measure(lambda gap=gap: sleep_for(idle, gap / 1e6))
         variants[f"polled_{gap}"] = measure(lambda gap=gap: poll_for(idle, gap / 1e6))
@@ -97,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     other_end.close()
     rows = []
     ratios: dict[str, float | None] = {}
+    ratios["thread/none"] = harness.ratio(series, "thread", "none", paired=True)
     for gap in gaps_us:
         slept = harness.ratio(series, f"slept_{gap}", "none", paired=True)
         polled = harness.ratio(series, f"polled_{gap}", "none", paired=True)
@@ -105,10 +140,16 @@ def main(argv: list[str] | None = None) -> int:
                      slept, polled))
     print(harness.format_table(rows, ("gap us", "no gap us/step", "after a sleep", "after polling",
                                       "slept/none (paired)", "polled/none (paired)")))
+    print(f"no gap on a second thread: {series['thread'].median:.1f} us/step, thread/none (paired) "
+          f"{_fmt(ratios['thread/none'])}")
     payload = {"benchmark": "idle_gap", "environment": harness.environment(threads, device), "args": vars(args),
                "results": {name: s.to_json() for name, s in series.items()}, "ratios": ratios}
     harness.save_results("idle_gap_quick" if args.quick else "idle_gap", payload, args)
     return 0
+
+
+def _fmt(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
 
 
 if __name__ == "__main__":

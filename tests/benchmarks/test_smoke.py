@@ -421,15 +421,28 @@ def test_every_variant_has_a_label_and_the_priority_variants_set_rays_niceness(m
         assert built[key].spin_env == {"FE_RAY_STREAM_SPIN_US": str(variants.SPIN_US)}, key
 
 
-def test_idle_gap_quick_times_steps_after_sleeping_and_after_polling(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+def test_idle_gap_quick_times_steps_after_sleeping_after_polling_and_on_a_second_thread(
+        tmp_path, monkeypatch) -> None:  # noqa: ANN001
     monkeypatch.setattr(harness, "RESULTS_DIR", tmp_path)
     assert idle_gap.main(["--quick", "--model", "mlp", "--device", "cpu", "--gaps", "200"]) == 0
     payload = json.loads((tmp_path / "idle_gap_quick.json").read_text())
-    assert set(payload["results"]) == {"none", "slept_200", "polled_200"}
+    assert set(payload["results"]) == {"none", "thread", "slept_200", "polled_200"}
     assert all(series["median"] > 0 and series["repeats"] == 2 for series in payload["results"].values())
-    assert set(payload["ratios"]) == {"slept_200/none", "polled_200/none"}
+    assert set(payload["ratios"]) == {"thread/none", "slept_200/none", "polled_200/none"}
+    assert payload["ratios"]["thread/none"] > 0
     with pytest.raises(SystemExit):
         idle_gap.main(["--quick", "--gaps", "0"])
+
+
+def test_idle_gap_second_thread_runs_calls_off_the_callers_thread_and_raises_their_errors_here() -> None:
+    import threading
+
+    second = idle_gap.SecondThread()
+    caller = threading.get_ident()
+    assert second.call(threading.get_ident, timeout_s=10) != caller
+    with pytest.raises(ZeroDivisionError):
+        second.call(lambda: 1 / 0, timeout_s=10)
+    assert second.call(lambda: 41 + 1, timeout_s=10) == 42  # the thread survives its calls' errors
 
 
 def test_idle_gap_waits_sleep_or_poll_for_the_gap() -> None:
