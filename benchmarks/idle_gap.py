@@ -18,13 +18,12 @@ slower steps.
 
 from __future__ import annotations
 
-import queue
 import select
 import socket
 import statistics
-import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from benchmarks import harness
@@ -55,32 +54,6 @@ def step_times(step: Callable[[dict[str, Any]], Any], batches: Sequence[dict[str
         float(step(batch))
         times.append(time.perf_counter() - start)
     return statistics.median(times)
-
-
-class SecondThread:
-    """One long-lived daemon thread that runs the callables handed to it, one at a time, as a replica's stream
-    thread runs every step of the replica."""
-
-    def __init__(self) -> None:
-        self._tasks: queue.SimpleQueue[Callable[[], Any]] = queue.SimpleQueue()
-        self._results: queue.SimpleQueue[tuple[bool, Any]] = queue.SimpleQueue()
-        threading.Thread(target=self._loop, name="idle_gap-second", daemon=True).start()
-
-    def _loop(self) -> None:
-        while True:
-            task = self._tasks.get()
-            try:
-                self._results.put((True, task()))
-            except BaseException as err:  # noqa: BLE001 - raised again on the caller's thread
-                self._results.put((False, err))
-
-    def call(self, fn: Callable[[], Any], timeout_s: float = harness.REMOTE_TIMEOUT_S) -> Any:
-        """``fn()`` run on the second thread; its result, or its exception raised here."""
-        self._tasks.put(fn)
-        ok, value = self._results.get(timeout=timeout_s)
-        if not ok:
-            raise value
-        return value
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -117,16 +90,21 @@ def main(argv: list[str] | None = None) -> int:
     def measure(wait: Callable[[], None] | None) -> Callable[[], float]:
         return lambda: 1e6 * step_times(step, batches, wait)
 
-    second = SecondThread()
-    second.call(lambda: trainer.run(batches[:10]))  # the thread's own first-call costs (its CUDA state) too
-    variants: dict[str, Callable[[], float]] = {"none": measure(None)}
-    variants["thread"] = lambda: second.call(measure(None))
+    # One worker that lives as long as the pool: a long-lived second thread, as a replica's stream thread.
+    second = ThreadPoolExecutor(max_workers=1, thread_name_prefix="idle_gap-second")
+
+    def on_second(fn: Callable[[], Any]) -> Any:
+        return second.submit(fn).result(timeout=harness.REMOTE_TIMEOUT_S)
+
+    on_second(lambda: trainer.run(batches[:10]))  # the thread's own first-call costs (its CUDA state) too
+    variants: dict[str, Callable[[], float]] = {"none": measure(None), "thread": lambda: on_second(measure(None))}
     for gap in gaps_us:
         variants[f"slept_{gap}"] = measure(lambda gap=gap: sleep_for(idle, gap / 1e6))
         variants[f"polled_{gap}"] = measure(lambda gap=gap: poll_for(idle, gap / 1e6))
     print(f"== idle gap: torch {args.model} batch={batch_size} steps={len(batches)} threads={threads} "
           f"device={device} gaps={gaps_us} us")
     series = harness.alternate(variants, repeats, unit="us/step", higher_is_better=False)
+    second.shutdown()
     idle.close()
     other_end.close()
     rows = []

@@ -434,17 +434,6 @@ def test_idle_gap_quick_times_steps_after_sleeping_after_polling_and_on_a_second
         idle_gap.main(["--quick", "--gaps", "0"])
 
 
-def test_idle_gap_second_thread_runs_calls_off_the_callers_thread_and_raises_their_errors_here() -> None:
-    import threading
-
-    second = idle_gap.SecondThread()
-    caller = threading.get_ident()
-    assert second.call(threading.get_ident, timeout_s=10) != caller
-    with pytest.raises(ZeroDivisionError):
-        second.call(lambda: 1 / 0, timeout_s=10)
-    assert second.call(lambda: 41 + 1, timeout_s=10) == 42  # the thread survives its calls' errors
-
-
 def test_idle_gap_waits_sleep_or_poll_for_the_gap() -> None:
     import socket
     import time
