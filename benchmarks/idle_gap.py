@@ -118,16 +118,12 @@ def main(argv: list[str] | None = None) -> int:
                      slept, polled))
     print(harness.format_table(rows, ("gap us", "no gap us/step", "after a sleep", "after polling",
                                       "slept/none (paired)", "polled/none (paired)")))
-    print(f"no gap on a second thread: {series['thread'].median:.1f} us/step, thread/none (paired) "
-          f"{_fmt(ratios['thread/none'])}")
+    print(harness.format_table([(series["none"].median, series["thread"].median, ratios["thread/none"])],
+                               ("no gap us/step", "on a second thread", "thread/none (paired)")))
     payload = {"benchmark": "idle_gap", "environment": harness.environment(threads, device), "args": vars(args),
                "results": {name: s.to_json() for name, s in series.items()}, "ratios": ratios}
     harness.save_results("idle_gap_quick" if args.quick else "idle_gap", payload, args)
     return 0
-
-
-def _fmt(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.3f}"
 
 
 if __name__ == "__main__":
