@@ -7,6 +7,9 @@ from collections.abc import Iterator
 
 import pytest
 
+# Ends the process right after the summary when FE_RAY_TEST_FAST_EXIT=1 (`scripts/dev test`); see its docstring.
+pytest_plugins = ("tests.fast_exit",)
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("RAY_DEDUP_LOGS", "1")
 

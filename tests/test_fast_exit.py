@@ -1,0 +1,46 @@
+"""The fast exit after the test summary keeps pytest's exit status: failures still fail the run."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.fast_exit import ENV
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _pytest(tmp_path: Path, body: str, fast_exit: bool) -> subprocess.CompletedProcess[str]:
+    (tmp_path / "test_sample.py").write_text(body)
+    env = {k: v for k, v in os.environ.items() if k != ENV}
+    if fast_exit:
+        env[ENV] = "1"
+    env["PYTHONPATH"] = str(REPO)
+    # -c /dev/null: not this repository's configuration; -p: only the plugin under test.
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-c", os.devnull,
+                           "--rootdir", str(tmp_path), "-p", "tests.fast_exit", str(tmp_path)],
+                          capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
+
+
+@pytest.mark.parametrize("fast_exit", [True, False])
+def test_a_failing_test_still_fails_the_run(tmp_path: Path, fast_exit: bool) -> None:
+    result = _pytest(tmp_path, "def test_ok():\n    pass\n\ndef test_bad():\n    assert 1 == 2\n", fast_exit)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "1 failed, 1 passed" in result.stdout
+    assert (f"{ENV}=1" in result.stdout) is fast_exit
+
+
+def test_a_passing_run_exits_zero_after_printing_its_summary(tmp_path: Path) -> None:
+    result = _pytest(tmp_path, "def test_ok():\n    pass\n", fast_exit=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "1 passed" in result.stdout
+    assert f"{ENV}=1" in result.stdout
+
+
+def test_no_tests_collected_keeps_its_status(tmp_path: Path) -> None:
+    result = _pytest(tmp_path, "X = 1\n", fast_exit=True)
+    assert result.returncode == pytest.ExitCode.NO_TESTS_COLLECTED, result.stdout + result.stderr
