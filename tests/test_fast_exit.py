@@ -12,6 +12,8 @@ import pytest
 from tests.fast_exit import ENV
 
 REPO = Path(__file__).resolve().parents[1]
+# Printed by an atexit handler of the sample tests: only the interpreter's teardown runs it.
+TEARDOWN = "import atexit\natexit.register(print, 'interpreter teardown ran')\n"
 
 
 def _pytest(tmp_path: Path, body: str, fast_exit: bool) -> subprocess.CompletedProcess[str]:
@@ -28,17 +30,19 @@ def _pytest(tmp_path: Path, body: str, fast_exit: bool) -> subprocess.CompletedP
 
 @pytest.mark.parametrize("fast_exit", [True, False])
 def test_a_failing_test_still_fails_the_run(tmp_path: Path, fast_exit: bool) -> None:
-    result = _pytest(tmp_path, "def test_ok():\n    pass\n\ndef test_bad():\n    assert 1 == 2\n", fast_exit)
+    result = _pytest(tmp_path, TEARDOWN + "def test_ok():\n    pass\n\ndef test_bad():\n    assert 1 == 2\n", fast_exit)
     assert result.returncode == 1, result.stdout + result.stderr
     assert "1 failed, 1 passed" in result.stdout
     assert (f"{ENV}=1" in result.stdout) is fast_exit
+    assert ("interpreter teardown ran" in result.stdout) is not fast_exit
 
 
 def test_a_passing_run_exits_zero_after_printing_its_summary(tmp_path: Path) -> None:
-    result = _pytest(tmp_path, "def test_ok():\n    pass\n", fast_exit=True)
+    result = _pytest(tmp_path, TEARDOWN + "def test_ok():\n    pass\n", fast_exit=True)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "1 passed" in result.stdout
     assert f"{ENV}=1" in result.stdout
+    assert "interpreter teardown ran" not in result.stdout
 
 
 def test_no_tests_collected_keeps_its_status(tmp_path: Path) -> None:
