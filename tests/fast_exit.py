@@ -2,7 +2,7 @@
 
 `scripts/dev test` (and so CI) sets the variable. One CI run printed "2642 passed, 7 skipped" and then died with
 SIGSEGV (exit 139) during the interpreter's teardown, with TensorFlow, PyTorch and Ray all loaded in this one process;
-neither 30 runs of a small script that loads and uses the three nor full local runs reproduced it. The results are
+neither 29 runs of a small script that loads and uses the three nor full local runs reproduced it. The results are
 final once pytest has printed its summary, so the process then ends with the session's own exit status (after shutting
 down any local Ray) and skips only that teardown. A crash during the tests still fails the run, and a failed test still
 gives a failing status (``tests/test_fast_exit.py`` checks both). Unset the variable to run the full teardown.
