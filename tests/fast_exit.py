@@ -5,7 +5,8 @@ SIGSEGV (exit 139) during the interpreter's teardown, with TensorFlow, PyTorch a
 neither 29 runs of a small script that loads and uses the three nor full local runs reproduced it. The results are
 final once pytest has printed its summary, so the process then ends with the session's own exit status (after shutting
 down any local Ray) and skips only that teardown. A crash during the tests still fails the run, and a failed test still
-gives a failing status (``tests/test_fast_exit.py`` checks both). Unset the variable to run the full teardown.
+gives a failing status (``tests/test_fast_exit.py`` checks both). ``FE_RAY_TEST_FAST_EXIT=0 scripts/dev test``
+(or pytest run without the variable) runs the full teardown; unset, `scripts/dev test` sets it to 1.
 """
 
 from __future__ import annotations
