@@ -7,17 +7,27 @@ final once pytest has printed its summary, so the process then ends with the ses
 down any local Ray) and skips only that teardown. A crash during the tests still fails the run, and a failed test still
 gives a failing status (``tests/test_fast_exit.py`` checks both). ``FE_RAY_TEST_FAST_EXIT=0 scripts/dev test``
 (or pytest run without the variable) runs the full teardown; unset, `scripts/dev test` sets it to 1.
+
+The teardown also runs the process's ``atexit`` hooks, some of which delete temporary files (TF deletes each module
+autograph generated). So that a fast exit leaves none behind, the process's own temporary files (Python's
+``tempfile``) go to a folder of the run's own, removed before the exit. pytest's ``tmp_path`` folders stay where they
+were (``PYTEST_DEBUG_TEMPROOT``), so the last runs' are kept for inspection as usual.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import tempfile
 
 import pytest
 
 ENV = "FE_RAY_TEST_FAST_EXIT"
 _SESSION = pytest.StashKey[pytest.Session]()
+_TEMP = pytest.StashKey[str]()
+#: pytest's variable for the root of its ``tmp_path`` folders.
+TEMPROOT_ENV = "PYTEST_DEBUG_TEMPROOT"
 
 
 def _enabled() -> bool:
@@ -26,6 +36,10 @@ def _enabled() -> bool:
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     session.config.stash[_SESSION] = session
+    if _enabled():
+        os.environ.setdefault(TEMPROOT_ENV, tempfile.gettempdir())
+        # A short name: a test may start a local Ray under a temporary folder, and a socket's path has <= 107 bytes.
+        tempfile.tempdir = session.config.stash[_TEMP] = tempfile.mkdtemp(prefix="fe_ray_t")
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
@@ -42,6 +56,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     ray = sys.modules.get("ray")
     if ray is not None and ray.is_initialized():  # the local Ray's processes must not outlive the run
         ray.shutdown()
+    shutil.rmtree(config.stash.get(_TEMP, ""), ignore_errors=True)  # what the skipped atexit hooks would delete
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(int(session.exitstatus))

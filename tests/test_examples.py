@@ -5,8 +5,10 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -15,10 +17,20 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def run_example(name: str, *args: str) -> float:
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "RAY_DEDUP_LOGS": "1"}
-    proc = subprocess.run([sys.executable, str(ROOT / "examples" / name), *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=400)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    """Run an example; its accuracy. It must leave nothing that its processes delete when they end normally (TF's
+    autograph modules) in its temp folder: a replica killed instead of ending like a program would."""
+    # A folder of its own under the system's temp folder (the one Ray uses on Linux), short: the embedded Ray keeps
+    # its sockets there too, and a socket's path has at most 107 bytes.
+    temp = Path(tempfile.mkdtemp(prefix="fe_ray_ex", dir=os.environ.get("TMPDIR") or "/tmp"))
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "RAY_DEDUP_LOGS": "1", "TMPDIR": str(temp)}
+    try:
+        proc = subprocess.run([sys.executable, str(ROOT / "examples" / name), *args], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=400)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        leftovers = sorted(path.name for path in temp.glob("__autograph_generated_file*"))
+        assert not leftovers, f"{len(leftovers)} autograph modules left behind, e.g. {leftovers[:3]}"
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
     match = re.search(r"final eval accuracy: ([0-9.]+)", proc.stdout)
     assert match, proc.stdout[-2000:]
     return float(match.group(1))

@@ -48,3 +48,21 @@ def test_a_passing_run_exits_zero_after_printing_its_summary(tmp_path: Path) -> 
 def test_no_tests_collected_keeps_its_status(tmp_path: Path) -> None:
     result = _pytest(tmp_path, "X = 1\n", fast_exit=True)
     assert result.returncode == pytest.ExitCode.NO_TESTS_COLLECTED, result.stdout + result.stderr
+
+
+def test_the_temporary_files_atexit_hooks_would_delete_are_deleted(tmp_path: Path) -> None:
+    """Like TF's autograph modules: made with tempfile, deleted by an atexit hook, which the fast exit skips."""
+    record = tmp_path / "paths.txt"
+    body = ("import atexit, os, tempfile\n"
+            "def test_makes_a_file(tmp_path):\n"
+            "    handle, path = tempfile.mkstemp(suffix='.py')\n"
+            "    os.close(handle)\n"
+            "    atexit.register(os.remove, path)\n"
+            f"    open({str(record)!r}, 'w').write(path + '\\n' + str(tmp_path))\n")
+    sample = tmp_path / "sample"
+    sample.mkdir()
+    result = _pytest(sample, body, fast_exit=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    made, test_tmp_path = record.read_text().splitlines()
+    assert not os.path.exists(made)
+    assert os.path.isdir(test_tmp_path)  # pytest's tmp_path folders are kept, as without the fast exit

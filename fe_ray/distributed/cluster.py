@@ -360,6 +360,26 @@ def replica_env(runtime_env: Mapping[str, Any] | None, num_cpus: float, *, num_g
     return env
 
 
+def exit_actors(actors: Sequence[Any], grace_s: float) -> int:
+    """Ask idle actors to exit their processes the normal way; how many had not begun to exit after ``grace_s``.
+
+    Each actor first runs its ``shutdown`` method, then Ray's ``__ray_terminate__``, which exits the process as a
+    program ends: its ``atexit`` handlers run (TF deletes the modules autograph generated in the temp directory,
+    logging handlers flush, user hooks run), whereas :func:`kill_actor` ends it at once. Calls to an actor run in
+    order, so the exit waits for the shutdown. The caller kills the actors afterwards: that stops those still busy
+    and leaves an exit that has begun to finish (Ray counts such an actor as dead already).
+    """
+    if not actors or not ray.is_initialized():
+        return len(actors)
+    exits = []
+    for actor in actors:
+        actor.shutdown.remote()
+        exits.append(actor.__ray_terminate__.remote())
+    # An exit's reference resolves (to an ActorDiedError) once the actor has begun to exit.
+    begun, _ = ray.wait(exits, num_returns=len(exits), timeout=grace_s)
+    return len(exits) - len(begun)
+
+
 def kill_actor(actor: Any) -> None:
     """Kill an actor now (no graceful exit: it may be stuck in a collective)."""
     if not ray.is_initialized():
@@ -374,5 +394,5 @@ def kill_actor(actor: Any) -> None:
 source_fingerprint()
 
 __all__ = ["MALLOC_ENV", "SOURCE_ROOT", "VISIBLE_GPUS_VAR", "WORKER_NICENESS_VAR", "actor_runtime_env", "check_bundle",
-           "check_same_source", "default_bundle", "ensure_ray", "hash_sources", "kill_actor", "node_ip", "release",
-           "replica_env", "reserve", "source_fingerprint", "start_actor"]
+           "check_same_source", "default_bundle", "ensure_ray", "exit_actors", "hash_sources", "kill_actor", "node_ip",
+           "release", "replica_env", "reserve", "source_fingerprint", "start_actor"]

@@ -41,7 +41,7 @@ from fe_ray.distributed.recovery import check_recoverable, restore_wizards
 from fe_ray.distributed.replica import writable
 from fe_ray.distributed.serialization import check_picklable
 from fe_ray.distributed.state_transfer import pull_rank0, push_to_replicas, share_buffers, start_rng
-from fe_ray.distributed.supervisor import GroupHolder, ReplicaGroup
+from fe_ray.distributed.supervisor import EXIT_GRACE_S, GroupHolder, ReplicaGroup
 from fe_ray.io.checkpoint import CheckpointStore, normalize_location
 from fe_ray.network import BaseNetwork, OpsArg, detect_framework
 
@@ -215,11 +215,12 @@ class RayNetwork(BaseNetwork):
         return "gloo" if 0 < gpus < 1 else None  # fractional GPUs: ranks may share a device, which NCCL refuses
 
     def shutdown(self) -> None:
-        """Kill the replicas and release their resources (the driver's models keep the last synced state); a
-        background checkpoint write in flight is finished first."""
+        """Stop the replicas and release their resources (the driver's models keep the last synced state); a
+        background checkpoint write in flight is finished first. Idle replicas exit their processes normally, so
+        their exit handlers run; busy or failed ones are killed."""
         self._stop_replicas()
 
-    def _stop_replicas(self) -> None:
+    def _stop_replicas(self, grace_s: float = EXIT_GRACE_S) -> None:
         self._prefetched = None
         self._pending_exit = []  # the stopped group's answers: the next context's replicas owe none
         group = self._holder.group
@@ -230,7 +231,7 @@ class RayNetwork(BaseNetwork):
             except Exception as err:  # noqa: BLE001 - stopping anyway; the store never offers an uncommitted write
                 logger.warning("fe_ray: the checkpoint being written when the replicas stopped was not committed: "
                                "%s", err)
-        self._holder.stop()
+        self._holder.stop(grace_s)
 
     close = shutdown
 
@@ -265,7 +266,9 @@ class RayNetwork(BaseNetwork):
         """Tear a group with a failed member down; the next use starts fresh replicas from the driver's models."""
         self.failures += 1
         logger.error("fe_ray: replica failure #%d (%s); stopping all replicas.", self.failures, type(err).__name__)
-        self._stop_replicas()  # after rank 0's checkpoint write in flight, which recovery may resume from
+        # Killed at once (a replica may be stuck in a collective), after rank 0's checkpoint write in flight, which
+        # recovery may resume from.
+        self._stop_replicas(grace_s=0.0)
 
     def recover(self, error: BaseException, system: Any = None) -> bool:
         """Decide whether a failed run may resume, and prepare it: the Estimator calls this when fit() fails.

@@ -10,6 +10,7 @@ deadline), and the owner tears the whole group down (a group with a failed membe
 
 from __future__ import annotations
 
+import atexit
 import gc
 import logging
 import time
@@ -39,6 +40,9 @@ logger = logging.getLogger(__name__)
 _POLL_S = 1.0
 #: After a collective failure, how long to wait for a peer's death to be reported (it is the better error).
 _PEER_GRACE_S = 5.0
+#: How long a healthy group's replicas get to exit normally when it stops (see :meth:`ReplicaGroup.stop`); Ray
+#: Train's worker groups give theirs 5 s too.
+EXIT_GRACE_S = 5.0
 #: The groups this driver process holds resources for (weak: each is owned by its network's GroupHolder).
 _HOLDING: weakref.WeakSet[ReplicaGroup] = weakref.WeakSet()
 
@@ -100,6 +104,7 @@ class ReplicaGroup:
         """
         self._placement = self._reserve()
         _HOLDING.add(self)
+        _register_exit_hook()
         try:
             for rank in range(self.num_replicas):
                 args = (rank, self.num_replicas, self.framework, self._payload, self._collective_timeout_s,
@@ -170,14 +175,34 @@ class ReplicaGroup:
         """Whether a step's slices are sent by value (threaded transports), never as object-store references."""
         return self._threaded is not None
 
-    def stop(self) -> None:
-        """Kill every actor and release the placement group (safe to call repeatedly)."""
+    def stop(self, grace_s: float = 0.0) -> None:
+        """Stop every actor and release the placement group (safe to call repeatedly).
+
+        Args:
+            grace_s: If the group is alive (no member failed), how long its replicas may take to leave their
+                context and collective and begin a normal process exit (:func:`cluster.exit_actors`: their
+                ``atexit`` handlers run) before they are killed. A failed group is killed at once: its members may
+                be stuck in a collective.
+        """
         threaded, self._threaded = self._threaded, None
+        graceful = grace_s > 0 and self.alive
         self.alive = False
+        if graceful:
+            if isinstance(threaded, StepGraph):
+                threaded.close()  # the replicas are idle: the graph's loops end at once, and calls reach them again
+                threaded = None
+            try:
+                late = cluster.exit_actors(self.actors, grace_s)
+            except Exception as err:  # noqa: BLE001 - they are killed below either way
+                late = len(self.actors)
+                logger.debug("fe_ray: replicas' normal exit failed: %s", err)
+            if late:
+                logger.warning("fe_ray: %d of %d replicas had not begun to exit %g s after being asked to (still "
+                               "busy); killing them.", late, len(self.actors), grace_s)
         if isinstance(threaded, StepStream):
             threaded.close()  # the driver's sockets; the replicas go with the kills below
         for actor in self.actors:
-            cluster.kill_actor(actor)
+            cluster.kill_actor(actor)  # also ends an exit that hangs; one that has begun finishes (see exit_actors)
         if isinstance(threaded, StepGraph):
             threaded.close()  # after the kills: a replica stuck in a step would block the graph's teardown
         self.actors = []
@@ -345,10 +370,26 @@ class GroupHolder:
     def __init__(self) -> None:
         self.group: ReplicaGroup | None = None
 
-    def stop(self) -> None:
+    def stop(self, grace_s: float = EXIT_GRACE_S) -> None:
+        """Stop the group (see :meth:`ReplicaGroup.stop`); a group with a failed member is killed whatever
+        ``grace_s`` says."""
         group, self.group = self.group, None
         if group is not None:
-            group.stop()
+            group.stop(grace_s)
+
+
+def _stop_all_at_exit() -> None:
+    """Let the replicas this process still holds exit normally before Ray's own exit hook kills its workers."""
+    for group in list(_HOLDING):
+        group.stop(EXIT_GRACE_S)
+
+
+def _register_exit_hook() -> None:
+    """Run :func:`_stop_all_at_exit` before Ray's exit hooks, which kill the workers (``ray.shutdown``, registered
+    when Ray is imported, and the embedded Ray's cleanup, registered by ``ray.init``): exit hooks run last registered
+    first, so register (again) once Ray has started."""
+    atexit.unregister(_stop_all_at_exit)
+    atexit.register(_stop_all_at_exit)
 
 
 def _looks_like_lost_peer(err: BaseException) -> bool:
@@ -365,4 +406,4 @@ def _first_line(err: BaseException) -> str:
     return text[0] if text else type(err).__name__
 
 
-__all__ = ["GroupHolder", "ReplicaGroup"]
+__all__ = ["EXIT_GRACE_S", "GroupHolder", "ReplicaGroup"]

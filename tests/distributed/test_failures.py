@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import gc
 import logging
 import os
@@ -9,13 +10,14 @@ import signal
 import threading
 import time
 import timeit
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
 import fe_ray as fe
-from fe_ray.distributed import PlacementError, ReplicaDiedError, ReplicaTimeoutError
+from fe_ray.distributed import PlacementError, ReplicaDiedError, ReplicaTimeoutError, cluster
 from fe_ray.distributed.step_stream import EARLY_ANSWER_ENV
 from fe_ray.op.tensorop import LambdaOp
 from fe_ray.op.tensorop.loss import MeanSquaredError
@@ -44,9 +46,37 @@ class BrokenUpdate(UpdateOp):
         raise PoisonError("the update broke")
 
 
+#: Set in a replica's environment: the folder its exit hook (record_exit) writes to.
+EXIT_DIR_VAR = "FE_RAY_TEST_EXIT_DIR"
+_EXIT_HOOKS: list[str] = []
+
+
+def record_exit(x: Any) -> Any:
+    """In a replica given EXIT_DIR_VAR, register (once) an exit hook that leaves a file named after its process."""
+    folder = os.environ.get(EXIT_DIR_VAR)
+    if folder and not _EXIT_HOOKS:
+        _EXIT_HOOKS.append(folder)
+        atexit.register(lambda: Path(folder, str(os.getpid())).write_text("exit hooks ran"))
+    return x
+
+
+def wait_until_gone(pids: list[int], timeout_s: float = 30.0) -> None:
+    """Wait for the processes (on this machine) to end: after that, whether their exit hooks ran is settled."""
+    deadline = time.monotonic() + timeout_s
+    for pid in pids:
+        while True:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            assert time.monotonic() < deadline, f"process {pid} still runs {timeout_s:g}s after its replica stopped"
+            time.sleep(0.1)
+
+
 def make_network(update: type[UpdateOp] = UpdateOp, **kwargs: Any) -> Any:
     model = linear("torch", lr=0.05)
-    ops = [LambdaOp(check_value, inputs="x", outputs="x"),
+    ops = [LambdaOp(record_exit, inputs="x", outputs="x"),
+           LambdaOp(check_value, inputs="x", outputs="x"),
            ModelOp(model=model, inputs="x", outputs="y_pred"),
            MeanSquaredError(inputs=("y_pred", "y"), outputs="mse"),
            update(model=model, loss_name="mse")]
@@ -149,6 +179,63 @@ def test_hung_replica_times_out(ray_session: None, transport: str) -> None:
     finally:
         os.environ.pop("FE_RAY_TEST_SLEEP", None)
         network.shutdown()
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("transport", ["compiled", "stream"])
+def test_stopped_replicas_exit_normally_unless_their_group_failed(ray_session: None, tmp_path: Path,
+                                                                  transport: str) -> None:
+    """A healthy group's replicas end like a program (their atexit hooks run: e.g. TF deletes the modules autograph
+    wrote to the temp folder); a failed group's are killed at once."""
+    network = make_network(num_replicas=2, step_transport=transport,
+                           runtime_env={"env_vars": {EXIT_DIR_VAR: str(tmp_path)}})
+    try:
+        healthy = [info["pid"] for info in network.replica_info()]
+        with network(mode="train", epoch=1):
+            network.run_step(batch())
+        network.shutdown()
+        wait_until_gone(healthy)
+        assert sorted(os.listdir(tmp_path)) == sorted(str(pid) for pid in healthy)
+
+        failing = [info["pid"] for info in network.replica_info()]  # a new group
+        assert not set(failing) & set(healthy)
+        with pytest.raises(PoisonError):
+            with network(mode="train", epoch=1):
+                network.run_step(batch(poison=999))
+        assert not network.started
+        wait_until_gone(failing)
+        assert sorted(os.listdir(tmp_path)) == sorted(str(pid) for pid in healthy)  # killed: no hook ran
+    finally:
+        network.shutdown()
+
+
+@pytest.mark.timeout(60)
+def test_exit_actors_counts_the_actors_too_busy_to_exit(ray_session: None) -> None:
+    import ray
+
+    @ray.remote(num_cpus=0)
+    class Worker:
+        def __init__(self, busy_s: float) -> None:
+            self.busy_s = busy_s
+
+        def pid(self) -> int:
+            return os.getpid()
+
+        def shutdown(self) -> None:
+            time.sleep(self.busy_s)
+
+    idle, busy = Worker.remote(0.0), Worker.remote(60.0)
+    idle_pid, busy_pid = ray.get([idle.pid.remote(), busy.pid.remote()], timeout=30)
+    try:
+        start = timeit.default_timer()
+        assert cluster.exit_actors([idle, busy], grace_s=2.0) == 1
+        assert timeit.default_timer() - start < 20  # the grace bounds the wait, not the busy actor
+        wait_until_gone([idle_pid])
+        os.kill(busy_pid, 0)  # still busy: the caller kills it
+    finally:
+        cluster.kill_actor(busy)
+    wait_until_gone([busy_pid])
+    assert cluster.exit_actors([], grace_s=1.0) == 0
 
 
 def test_unpicklable_op_is_named_before_any_actor_starts() -> None:

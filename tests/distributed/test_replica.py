@@ -3,7 +3,13 @@ actor (the step stream's thread calls ``StepReply.then`` right after sending; he
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
+import pytest
 import torch
 
 from fe_ray.distributed.errors import RemoteFailure
@@ -64,3 +70,17 @@ def test_a_step_without_an_update_to_leave_answers_after_it() -> None:
     reply.then()
     for got, want in zip(weights(replica), before):
         assert torch.equal(torch.from_numpy(got), torch.from_numpy(want))
+
+
+@pytest.mark.parametrize(("visible_gpus", "lowered"), [("", True), ("0", False)])
+def test_a_replica_without_a_gpu_yields_its_cores_when_it_exits(visible_gpus: str, lowered: bool) -> None:
+    """The exit hook each replica registers; run in a process of its own, whose priority it changes."""
+    code = ("import os\nfrom fe_ray.distributed.replica import yield_cores_at_exit\n"
+            "before = os.getpriority(os.PRIO_PROCESS, 0)\nyield_cores_at_exit()\n"
+            "print(before, os.getpriority(os.PRIO_PROCESS, 0))\n")
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": visible_gpus}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env,
+                            cwd=Path(__file__).resolve().parents[2])
+    assert result.returncode == 0, result.stderr
+    before, after = map(int, result.stdout.split())
+    assert after == (19 if lowered else before)
