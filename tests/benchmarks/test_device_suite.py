@@ -12,6 +12,7 @@ import pytest
 
 from benchmarks import device_suite
 from benchmarks.device_suite import Outcome, Part
+from tests.helpers.processes import pid_alive
 
 
 def _part(name: str, code: str, planned_s: float = 5.0) -> Part:
@@ -93,17 +94,9 @@ def test_a_timed_out_part_is_stopped_with_its_children(tmp_path: Path) -> None:
     assert time.monotonic() - start < 20
     child = int(pid_file.read_text())
     deadline = time.monotonic() + 10
-    while _alive(child) and time.monotonic() < deadline:
+    while pid_alive(child) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not _alive(child), "the part's child outlived the timeout"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
-    except FileNotFoundError:
-        return False
-    return state != "Z"  # a zombie has exited; its new parent reaps it
+    assert not pid_alive(child), "the part's child outlived the timeout"
 
 
 def test_main_runs_in_order_writes_after_each_part_and_skips_what_the_budget_cannot_hold(

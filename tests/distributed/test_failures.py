@@ -23,6 +23,7 @@ from fe_ray.op.tensorop import LambdaOp
 from fe_ray.op.tensorop.loss import MeanSquaredError
 from fe_ray.op.tensorop.model import ModelOp, UpdateOp
 from tests.helpers.models import linear
+from tests.helpers.processes import pid_alive, wait_for
 
 
 class PoisonError(Exception):
@@ -62,15 +63,7 @@ def record_exit(x: Any) -> Any:
 
 def wait_until_gone(pids: list[int], timeout_s: float = 30.0) -> None:
     """Wait for the processes (on this machine) to end: after that, whether their exit hooks ran is settled."""
-    deadline = time.monotonic() + timeout_s
-    for pid in pids:
-        while True:
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                break
-            assert time.monotonic() < deadline, f"process {pid} still runs {timeout_s:g}s after its replica stopped"
-            time.sleep(0.1)
+    wait_for(lambda: not any(pid_alive(pid) for pid in pids), timeout_s, f"processes {pids} to end")
 
 
 def make_network(update: type[UpdateOp] = UpdateOp, **kwargs: Any) -> Any:
@@ -231,7 +224,7 @@ def test_exit_actors_counts_the_actors_too_busy_to_exit(ray_session: None) -> No
         assert cluster.exit_actors([idle, busy], grace_s=2.0) == 1
         assert timeit.default_timer() - start < 20  # the grace bounds the wait, not the busy actor
         wait_until_gone([idle_pid])
-        os.kill(busy_pid, 0)  # still busy: the caller kills it
+        assert pid_alive(busy_pid)  # still busy: the caller kills it
     finally:
         cluster.kill_actor(busy)
     wait_until_gone([busy_pid])

@@ -16,6 +16,7 @@ from fe_ray.op.tensorop.loss import CrossEntropy
 from fe_ray.op.tensorop.model import ModelOp, UpdateOp
 from fe_ray.trace import RestoreWizard, Trace
 from tests.estimator_helpers import ToyPipeline, digits_arrays, model_weights, tf_mlp, torch_mlp
+from tests.helpers.processes import pid_alive, wait_for
 
 EPOCHS = 2
 STEPS_PER_EPOCH = 6  # 60 training samples, batches of 10
@@ -95,25 +96,6 @@ class SlowToPickle:
             Path(self.marker).write_text(str(os.getpid()))
             time.sleep(self.seconds)
         return (SlowToPickle, (self.owner_pid, self.marker, self.seconds))
-
-
-def wait_for(predicate: Any, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
-        time.sleep(0.1)
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:  # a zombie has exited already
-        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
-    except OSError:
-        return False
 
 
 __all__ = ["EPOCHS", "HangReplica", "KillReplica", "RestoreWizard", "SlowToPickle", "build_run", "hang_if_marked",
