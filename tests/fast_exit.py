@@ -10,8 +10,12 @@ gives a failing status (``tests/test_fast_exit.py`` checks both). ``FE_RAY_TEST_
 
 The teardown also runs the process's ``atexit`` hooks, some of which delete temporary files (TF deletes each module
 autograph generated). So that a fast exit leaves none behind, the process's own temporary files (Python's
-``tempfile``) go to a folder of the run's own, removed before the exit. pytest's ``tmp_path`` folders stay where they
-were (``PYTEST_DEBUG_TEMPROOT``), so the last runs' are kept for inspection as usual.
+``tempfile``) go to a folder of the run's own, removed before the exit. So do those of every process the tests start
+(``TMPDIR``): the local Ray's workers, among them replicas that tests kill on purpose or that a module's
+``ray.shutdown()`` kills, which never run their exit hooks either (one CI run left 4,262 autograph modules in
+``/tmp``). Ray's own session folder stays where it was (``RAY_TMPDIR``): it holds the sockets, whose paths are
+limited to 107 bytes, and the logs. pytest's ``tmp_path`` folders stay where they were too (``PYTEST_DEBUG_TEMPROOT``),
+so the last runs' are kept for inspection as usual.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ _SESSION = pytest.StashKey[pytest.Session]()
 _TEMP = pytest.StashKey[str]()
 #: pytest's variable for the root of its ``tmp_path`` folders.
 TEMPROOT_ENV = "PYTEST_DEBUG_TEMPROOT"
+#: Ray's variable for the folder of its session folders (on Linux it otherwise follows ``TMPDIR``).
+RAY_TEMP_ENV = "RAY_TMPDIR"
 
 
 def _enabled() -> bool:
@@ -37,9 +43,12 @@ def _enabled() -> bool:
 def pytest_sessionstart(session: pytest.Session) -> None:
     session.config.stash[_SESSION] = session
     if _enabled():
-        os.environ.setdefault(TEMPROOT_ENV, tempfile.gettempdir())
+        root = tempfile.gettempdir()
+        os.environ.setdefault(TEMPROOT_ENV, root)
+        os.environ.setdefault(RAY_TEMP_ENV, root)
         # A short name: a test may start a local Ray under a temporary folder, and a socket's path has <= 107 bytes.
         tempfile.tempdir = session.config.stash[_TEMP] = tempfile.mkdtemp(prefix="fe_ray_t")
+        os.environ["TMPDIR"] = tempfile.tempdir  # inherited by the local Ray (so its workers) and subprocesses
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -19,8 +19,8 @@ ROOT = Path(__file__).resolve().parents[1]
 def run_example(name: str, *args: str) -> float:
     """Run an example; its accuracy. It must leave nothing that its processes delete when they end normally (TF's
     autograph modules) in its temp folder: a replica killed instead of ending like a program would."""
-    # A folder of its own under the system's temp folder (the one Ray uses on Linux), short: the embedded Ray keeps
-    # its sockets there too, and a socket's path has at most 107 bytes.
+    # A folder of its own under the temp folder, short: unless RAY_TMPDIR says otherwise (as the test plugin's fast
+    # exit does) the embedded Ray keeps its sockets there too, and a socket's path has at most 107 bytes.
     temp = Path(tempfile.mkdtemp(prefix="fe_ray_ex", dir=os.environ.get("TMPDIR") or "/tmp"))
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "RAY_DEDUP_LOGS": "1", "TMPDIR": str(temp)}
     try:

@@ -16,11 +16,15 @@ REPO = Path(__file__).resolve().parents[1]
 TEARDOWN = "import atexit\natexit.register(print, 'interpreter teardown ran')\n"
 
 
-def _pytest(tmp_path: Path, body: str, fast_exit: bool) -> subprocess.CompletedProcess[str]:
+def _pytest(tmp_path: Path, body: str, fast_exit: bool, temp_root: Path | None = None
+            ) -> subprocess.CompletedProcess[str]:
+    """Run pytest with only the plugin on ``body``; ``temp_root``: the system's temp folder it starts with."""
     (tmp_path / "test_sample.py").write_text(body)
-    env = {k: v for k, v in os.environ.items() if k != ENV}
+    env = {k: v for k, v in os.environ.items() if k not in (ENV, "RAY_TMPDIR", "PYTEST_DEBUG_TEMPROOT")}
     if fast_exit:
         env[ENV] = "1"
+    if temp_root is not None:
+        env["TMPDIR"] = str(temp_root)
     env["PYTHONPATH"] = str(REPO)
     # -c /dev/null: not this repository's configuration; -p: only the plugin under test.
     return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-c", os.devnull,
@@ -66,3 +70,24 @@ def test_the_temporary_files_atexit_hooks_would_delete_are_deleted(tmp_path: Pat
     made, test_tmp_path = record.read_text().splitlines()
     assert not os.path.exists(made)
     assert os.path.isdir(test_tmp_path)  # pytest's tmp_path folders are kept, as without the fast exit
+
+
+def test_the_temporary_files_of_processes_the_tests_start_are_deleted(tmp_path: Path) -> None:
+    """Like a killed replica's autograph modules: a child process makes a temporary file and never deletes it. Ray's
+    session folder (its sockets, whose paths are short) stays in the temp folder the run started with."""
+    record = tmp_path / "paths.txt"
+    child = "import os, tempfile; print(tempfile.mkstemp(suffix='.py')[1]); print(os.environ['RAY_TMPDIR'])"
+    body = ("import subprocess, sys\n"
+            "def test_starts_a_process():\n"
+            f"    out = subprocess.run([sys.executable, '-c', {child!r}], capture_output=True, text=True).stdout\n"
+            f"    open({str(record)!r}, 'w').write(out)\n")
+    sample = tmp_path / "sample"
+    sample.mkdir()
+    root = tmp_path / "root"
+    root.mkdir()
+    result = _pytest(sample, body, fast_exit=True, temp_root=root)
+    assert result.returncode == 0, result.stdout + result.stderr
+    made, ray_temp = record.read_text().splitlines()
+    assert Path(made).parent.parent == root  # in the run's own folder under the temp folder, not in it
+    assert not os.path.exists(made)
+    assert ray_temp == str(root)

@@ -176,7 +176,7 @@ class ReplicaGroup:
         return self._threaded is not None
 
     def stop(self, grace_s: float = 0.0) -> None:
-        """Stop every actor and release the placement group (safe to call repeatedly).
+        """Stop every actor and release the placement group (safe to call repeatedly); see :func:`stop_groups`.
 
         Args:
             grace_s: If the group is alive (no member failed), how long its replicas may take to leave their
@@ -184,25 +184,26 @@ class ReplicaGroup:
                 ``atexit`` handlers run) before they are killed. A failed group is killed at once: its members may
                 be stuck in a collective.
         """
+        stop_groups([self], grace_s)
+
+    def _prepare_exit(self) -> bool:
+        """Whether the replicas may exit normally (no member failed); if so, first tear down a compiled graph."""
+        if not self.alive:
+            return False
+        if isinstance(self._threaded, StepGraph):
+            self._threaded.close()  # the replicas are idle: the graph's loops end at once, and calls reach them again
+            self._threaded = None
+        return True
+
+    def _kill(self) -> None:
+        """Kill every actor (also ending an exit that hangs; one that has begun finishes, see
+        :func:`cluster.exit_actors`) and release the placement group."""
         threaded, self._threaded = self._threaded, None
-        graceful = grace_s > 0 and self.alive
         self.alive = False
-        if graceful:
-            if isinstance(threaded, StepGraph):
-                threaded.close()  # the replicas are idle: the graph's loops end at once, and calls reach them again
-                threaded = None
-            try:
-                late = cluster.exit_actors(self.actors, grace_s)
-            except Exception as err:  # noqa: BLE001 - they are killed below either way
-                late = len(self.actors)
-                logger.debug("fe_ray: replicas' normal exit failed: %s", err)
-            if late:
-                logger.warning("fe_ray: %d of %d replicas had not begun to exit %g s after being asked to (still "
-                               "busy); killing them.", late, len(self.actors), grace_s)
         if isinstance(threaded, StepStream):
             threaded.close()  # the driver's sockets; the replicas go with the kills below
         for actor in self.actors:
-            cluster.kill_actor(actor)  # also ends an exit that hangs; one that has begun finishes (see exit_actors)
+            cluster.kill_actor(actor)
         if isinstance(threaded, StepGraph):
             threaded.close()  # after the kills: a replica stuck in a step would block the graph's teardown
         self.actors = []
@@ -378,10 +379,28 @@ class GroupHolder:
             group.stop(grace_s)
 
 
+def stop_groups(groups: Sequence[ReplicaGroup], grace_s: float = 0.0) -> None:
+    """Stop replica groups together (safe to call repeatedly): the healthy groups' replicas are asked to exit
+    normally and share one grace period of ``grace_s``, so a driver that exits holding several networks whose
+    replicas are busy waits ``grace_s`` in all, not once per network; then every replica is killed (those still busy
+    with a warning, the failed groups' at once) and the placement groups are released."""
+    exiting = [actor for group in groups if grace_s > 0 and group._prepare_exit() for actor in group.actors]
+    if exiting:
+        try:
+            late = cluster.exit_actors(exiting, grace_s)
+        except Exception as err:  # noqa: BLE001 - they are killed below either way
+            late = len(exiting)
+            logger.debug("fe_ray: replicas' normal exit failed: %s", err)
+        if late:
+            logger.warning("fe_ray: %d of %d replicas had not begun to exit %g s after being asked to (still "
+                           "busy); killing them.", late, len(exiting), grace_s)
+    for group in groups:
+        group._kill()
+
+
 def _stop_all_at_exit() -> None:
     """Let the replicas this process still holds exit normally before Ray's own exit hook kills its workers."""
-    for group in list(_HOLDING):
-        group.stop(EXIT_GRACE_S)
+    stop_groups(list(_HOLDING), EXIT_GRACE_S)
 
 
 def _register_exit_hook() -> None:
@@ -406,4 +425,4 @@ def _first_line(err: BaseException) -> str:
     return text[0] if text else type(err).__name__
 
 
-__all__ = ["EXIT_GRACE_S", "GroupHolder", "ReplicaGroup"]
+__all__ = ["EXIT_GRACE_S", "GroupHolder", "ReplicaGroup", "stop_groups"]

@@ -1,0 +1,91 @@
+"""Stopping replica groups, in process: which replicas may exit normally, one grace period for all, kills."""
+
+from __future__ import annotations
+
+import logging
+import weakref
+from typing import Any
+
+import pytest
+
+from fe_ray.distributed import cluster, supervisor
+from fe_ray.distributed.supervisor import ReplicaGroup, stop_groups
+
+
+class Calls:
+    """Stands in for the cluster's actor calls: records the exits asked for and the kills."""
+
+    def __init__(self, late: int = 0) -> None:
+        self.late = late
+        self.exits: list[tuple[list[str], float]] = []
+        self.killed: list[str] = []
+
+    def exit_actors(self, actors: list[str], grace_s: float) -> int:
+        self.exits.append((list(actors), grace_s))
+        return self.late
+
+
+@pytest.fixture
+def calls(monkeypatch: pytest.MonkeyPatch) -> Calls:
+    recorder = Calls()
+    monkeypatch.setattr(cluster, "exit_actors", recorder.exit_actors)
+    monkeypatch.setattr(cluster, "kill_actor", recorder.killed.append)
+    monkeypatch.setattr(cluster, "release", lambda group: None)
+    # Only this test's groups: a real one an earlier test left running must not meet the stand-ins.
+    monkeypatch.setattr(supervisor, "_HOLDING", weakref.WeakSet())
+    return recorder
+
+
+def group(name: str, size: int, alive: bool) -> ReplicaGroup:
+    """A group whose actors are names (nothing started); held by this process, as a started group is."""
+    made = ReplicaGroup(size, "torch", b"", {"CPU": 1.0}, 1.0, 1.0, 1.0, None)
+    made.actors = [f"{name}{rank}" for rank in range(size)]
+    made.alive = alive
+    supervisor._HOLDING.add(made)
+    return made
+
+
+def test_healthy_groups_share_one_grace_period_and_failed_ones_are_only_killed(calls: Calls) -> None:
+    first, failed, second = group("a", 2, alive=True), group("f", 2, alive=False), group("b", 1, alive=True)
+    stop_groups([first, failed, second], grace_s=5.0)
+    assert calls.exits == [(["a0", "a1", "b0"], 5.0)]  # one wait for every healthy replica, none for the failed
+    assert sorted(calls.killed) == ["a0", "a1", "b0", "f0", "f1"]
+    for stopped in (first, failed, second):
+        assert stopped.actors == [] and not stopped.alive and stopped not in supervisor._HOLDING
+    stop_groups([first, failed, second], grace_s=5.0)  # again: nothing left to do
+    assert len(calls.exits) == 1 and len(calls.killed) == 5
+
+
+def test_without_a_grace_period_every_replica_is_killed_at_once(calls: Calls) -> None:
+    healthy = group("a", 2, alive=True)
+    healthy.stop()
+    assert calls.exits == [] and calls.killed == ["a0", "a1"]
+
+
+def test_replicas_still_busy_after_the_grace_period_are_named_in_a_warning(calls: Calls,
+                                                                          caplog: pytest.LogCaptureFixture) -> None:
+    calls.late = 1
+    with caplog.at_level(logging.WARNING, logger=supervisor.__name__):
+        stop_groups([group("a", 2, alive=True), group("b", 1, alive=True)], grace_s=5.0)
+    assert "1 of 3 replicas had not begun to exit 5 s after being asked to" in caplog.text
+    assert sorted(calls.killed) == ["a0", "a1", "b0"]
+
+
+def test_a_failed_exit_request_still_kills_every_replica(monkeypatch: pytest.MonkeyPatch, calls: Calls,
+                                                        caplog: pytest.LogCaptureFixture) -> None:
+    def broken(actors: Any, grace_s: float) -> int:
+        raise RuntimeError("Ray is shutting down")
+
+    monkeypatch.setattr(cluster, "exit_actors", broken)
+    with caplog.at_level(logging.WARNING, logger=supervisor.__name__):
+        group("a", 2, alive=True).stop(grace_s=5.0)
+    assert calls.killed == ["a0", "a1"]
+    assert "2 of 2 replicas had not begun to exit" in caplog.text
+
+
+def test_the_exit_hook_stops_every_held_group_with_one_grace_period(calls: Calls) -> None:
+    held = [group("a", 1, alive=True), group("b", 2, alive=True)]
+    supervisor._stop_all_at_exit()
+    assert len(calls.exits) == 1
+    assert sorted(calls.exits[0][0]) == ["a0", "b0", "b1"] and calls.exits[0][1] == supervisor.EXIT_GRACE_S
+    assert all(stopped.actors == [] for stopped in held) and not supervisor._HOLDING
