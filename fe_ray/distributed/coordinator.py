@@ -252,15 +252,26 @@ class RayNetwork(BaseNetwork):
         """The running group (started if needed) for calls whose failure tears it down (see :meth:`_failed`).
 
         With ``keep_if_alive`` only a failure of the replicas themselves does (the group marks itself dead): an error
-        they report as data, such as a failed checkpoint write, leaves the healthy replicas running.
+        they report as data, such as a failed checkpoint write, leaves the healthy replicas running. An interrupt of
+        the driver (Ctrl-C, ``SystemExit``) is not theirs: see :meth:`_interrupted`.
         """
         group = self._group()  # a group that fails to start has stopped itself already
         try:
             yield group
         except BaseException as err:
-            if not (keep_if_alive and group.alive):
+            if not isinstance(err, Exception):
+                self._interrupted(err)
+            elif not (keep_if_alive and group.alive):
                 self._failed(err)
             raise
+
+    def _interrupted(self, err: BaseException) -> None:
+        """The driver was interrupted while calling the replicas (KeyboardInterrupt, SystemExit). That is no failure
+        of theirs (nothing is counted, recovery is not asked for), but the call's answers are still owed, so the
+        group is not reused: its replicas finish what they were doing and exit normally (their exit hooks run),
+        those still busy after :data:`EXIT_GRACE_S` (a peer stuck in a collective) are killed."""
+        logger.warning("fe_ray: interrupted (%s) while the replicas were working; stopping them.", type(err).__name__)
+        self._stop_replicas()
 
     def _failed(self, err: BaseException) -> None:
         """Tear a group with a failed member down; the next use starts fresh replicas from the driver's models."""

@@ -384,18 +384,20 @@ def stop_groups(groups: Sequence[ReplicaGroup], grace_s: float = 0.0) -> None:
     normally and share one grace period of ``grace_s``, so a driver that exits holding several networks whose
     replicas are busy waits ``grace_s`` in all, not once per network; then every replica is killed (those still busy
     with a warning, the failed groups' at once) and the placement groups are released."""
-    exiting = [actor for group in groups if grace_s > 0 and group._prepare_exit() for actor in group.actors]
-    if exiting:
-        try:
-            late = cluster.exit_actors(exiting, grace_s)
-        except Exception as err:  # noqa: BLE001 - they are killed below either way
-            late = len(exiting)
-            logger.debug("fe_ray: replicas' normal exit failed: %s", err)
-        if late:
-            logger.warning("fe_ray: %d of %d replicas had not begun to exit %g s after being asked to (still "
-                           "busy); killing them.", late, len(exiting), grace_s)
-    for group in groups:
-        group._kill()
+    try:
+        exiting = [actor for group in groups if grace_s > 0 and group._prepare_exit() for actor in group.actors]
+        if exiting:
+            try:
+                late = cluster.exit_actors(exiting, grace_s)
+            except Exception as err:  # noqa: BLE001 - they are killed below either way
+                late = len(exiting)
+                logger.debug("fe_ray: replicas' normal exit failed: %s", err)
+            if late:
+                logger.warning("fe_ray: %d of %d replicas had not begun to exit %g s after being asked to (still "
+                               "busy); killing them.", late, len(exiting), grace_s)
+    finally:  # also when a second Ctrl-C ends the wait
+        for group in groups:
+            group._kill()
 
 
 def _stop_all_at_exit() -> None:

@@ -202,6 +202,36 @@ def test_stopped_replicas_exit_normally_unless_their_group_failed(ray_session: N
         network.shutdown()
 
 
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("transport", ["compiled", "stream"])
+def test_an_interrupted_step_is_no_replica_failure_and_its_replicas_exit_normally(
+        ray_session: None, tmp_path: Path, transport: str, caplog: pytest.LogCaptureFixture) -> None:
+    """Ctrl-C while the replicas compute a step: the KeyboardInterrupt reaches the caller and no failure is counted;
+    the group, whose answers are still owed, is replaced, and its replicas finish the step and exit normally."""
+    network = make_network(num_replicas=2, step_transport=transport,
+                           runtime_env={"env_vars": {EXIT_DIR_VAR: str(tmp_path), "FE_RAY_TEST_SLEEP": "3"}})
+    try:
+        pids = [info["pid"] for info in network.replica_info()]
+        # A real SIGINT to this thread, 1 s into the step that rank 1 spends 3 s in: it interrupts the wait for the
+        # answers as Ctrl-C does.
+        interrupt = threading.Timer(1.0, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT))
+        with caplog.at_level(logging.WARNING, logger="fe_ray"):
+            with pytest.raises(KeyboardInterrupt):
+                interrupt.start()
+                with network(mode="train", epoch=1):
+                    network.run_step(batch(poison=-999))
+        interrupt.join()
+        assert network.failures == 0 and not network.started
+        assert "interrupted (KeyboardInterrupt)" in caplog.text
+        assert "replica failure" not in caplog.text and "killing them" not in caplog.text
+        wait_until_gone(pids)
+        assert sorted(os.listdir(tmp_path)) == sorted(str(pid) for pid in pids)  # their exit hooks ran
+        with network(mode="train", epoch=1):
+            assert np.isfinite(network.run_step(batch())["mse"])
+    finally:
+        network.shutdown()
+
+
 @pytest.mark.timeout(60)
 def test_exit_actors_counts_the_actors_too_busy_to_exit(ray_session: None) -> None:
     import ray

@@ -89,3 +89,14 @@ def test_the_exit_hook_stops_every_held_group_with_one_grace_period(calls: Calls
     assert len(calls.exits) == 1
     assert sorted(calls.exits[0][0]) == ["a0", "b0", "b1"] and calls.exits[0][1] == supervisor.EXIT_GRACE_S
     assert all(stopped.actors == [] for stopped in held) and not supervisor._HOLDING
+
+
+def test_an_interrupted_wait_still_kills_every_replica(monkeypatch: pytest.MonkeyPatch, calls: Calls) -> None:
+    def interrupted(actors: Any, grace_s: float) -> int:
+        raise KeyboardInterrupt  # a second Ctrl-C while the replicas exit
+
+    monkeypatch.setattr(cluster, "exit_actors", interrupted)
+    groups = [group("a", 1, alive=True), group("b", 1, alive=False)]
+    with pytest.raises(KeyboardInterrupt):
+        stop_groups(groups, grace_s=5.0)
+    assert sorted(calls.killed) == ["a0", "b0"] and not supervisor._HOLDING
