@@ -34,10 +34,10 @@ from fe_ray.backend.determinism import last_seed
 from fe_ray.distributed import cluster
 from fe_ray.distributed.batching import batch_size_of, merge_outputs, slice_nbytes, split_for_replicas, unchanged_since
 from fe_ray.distributed.checkpointing import ReplicaCheckpoints
-from fe_ray.distributed.errors import is_replica_failure
+from fe_ray.distributed.errors import is_replica_failure  # re-exported
 from fe_ray.distributed.lr_mirror import LrMirror
 from fe_ray.distributed.options import check_options, placement_timeout
-from fe_ray.distributed.recovery import check_recoverable, restore_wizards
+from fe_ray.distributed.recovery import check_recoverable, may_recover
 from fe_ray.distributed.replica import writable
 from fe_ray.distributed.serialization import check_picklable
 from fe_ray.distributed.state_transfer import pull_rank0, push_to_replicas, share_buffers, start_rng
@@ -284,11 +284,11 @@ class RayNetwork(BaseNetwork):
     def recover(self, error: BaseException, system: Any = None) -> bool:
         """Decide whether a failed run may resume, and prepare it: the Estimator calls this when fit() fails.
 
-        Recovery needs ``max_failures > 0``, a failure of the replicas themselves (a dead or hung replica, or a
-        collective broken by one; user-op errors are never retried), fewer recoveries so far than
-        ``max_failures``, a committed checkpoint in ``checkpoint_dir``, and a RestoreWizard writing there. The
-        failed replicas are already gone; fresh ones start on next use from the driver's models, which the
-        RestoreWizard sets from the latest checkpoint when the Estimator re-runs its loop.
+        Recovery needs what :func:`~fe_ray.distributed.recovery.may_recover` asks (a failure of the replicas
+        themselves, fewer recoveries so far than ``max_failures``, a RestoreWizard writing to ``checkpoint_dir``)
+        and a committed checkpoint there. The failed replicas are already gone; fresh ones start on next use from
+        the driver's models, which the RestoreWizard sets from the latest checkpoint when the Estimator re-runs its
+        loop.
 
         Args:
             error: The exception that stopped the run.
@@ -297,15 +297,8 @@ class RayNetwork(BaseNetwork):
         Returns:
             True if the Estimator should restore the latest checkpoint and continue.
         """
-        if self.max_failures == 0 or not self.checkpoint_dir or not is_replica_failure(error):
-            return False
-        if self.recoveries >= self.max_failures:
-            logger.error("fe_ray: replica failure after %d recoveries (max_failures=%d); giving up.",
-                         self.recoveries, self.max_failures)
-            return False
-        if system is not None and not restore_wizards(getattr(system, "traces", []) or [], self.checkpoint_dir):
-            logger.error("fe_ray: cannot recover: no RestoreWizard(directory=%r) trace writes the checkpoints that "
-                         "recovery resumes from.", self.checkpoint_dir)
+        traces = None if system is None else getattr(system, "traces", []) or []
+        if not may_recover(error, self.max_failures, self.recoveries, self.checkpoint_dir, traces):
             return False
         self._stop_replicas()  # a checkpoint rank 0 is still writing counts: it is finished first
         latest = CheckpointStore(self.checkpoint_dir, keep=None).latest()

@@ -8,10 +8,14 @@ own words (a relative path, an absolute one, a ``file://`` URL), so they are com
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from typing import Any
 
+from fe_ray.distributed.errors import is_replica_failure
 from fe_ray.io.checkpoint import normalize_location
+
+logger = logging.getLogger(__name__)
 
 
 def same_location(first: str, second: str) -> bool:
@@ -45,4 +49,24 @@ def check_recoverable(max_failures: int, checkpoint_dir: str | None, traces: Ite
                      "network with max_failures=0.")
 
 
-__all__ = ["check_recoverable", "restore_wizards", "same_location"]
+def may_recover(error: BaseException, max_failures: int, recoveries: int, checkpoint_dir: str | None,
+                traces: Iterable[Any] | None) -> bool:
+    """Whether a run that failed with ``error`` may resume from its checkpoints (the caller then needs a committed
+    one): only a failure of the replicas themselves (a dead or hung replica, or a collective broken by one; user-op
+    errors are never retried), with ``max_failures > 0``, fewer ``recoveries`` so far and, unless ``traces`` is
+    None, a RestoreWizard among them writing to ``checkpoint_dir``. Says why in the log where a recovery was asked
+    for but cannot be made."""
+    if max_failures == 0 or not checkpoint_dir or not is_replica_failure(error):
+        return False
+    if recoveries >= max_failures:
+        logger.error("fe_ray: replica failure after %d recoveries (max_failures=%d); giving up.", recoveries,
+                     max_failures)
+        return False
+    if traces is not None and not restore_wizards(traces, checkpoint_dir):
+        logger.error("fe_ray: cannot recover: no RestoreWizard(directory=%r) trace writes the checkpoints that "
+                     "recovery resumes from.", checkpoint_dir)
+        return False
+    return True
+
+
+__all__ = ["check_recoverable", "may_recover", "restore_wizards", "same_location"]

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 import fe_ray as fe
-from fe_ray.distributed.recovery import check_recoverable, restore_wizards, same_location
+from fe_ray.distributed import ReplicaDiedError
+from fe_ray.distributed.recovery import check_recoverable, may_recover, restore_wizards, same_location
 from fe_ray.io.checkpoint import is_process_local, normalize_location
 from fe_ray.trace import RestoreWizard
 from tests.estimator_helpers import ToyPipeline, classifier_network, digits_arrays, torch_mlp
@@ -58,3 +59,22 @@ def test_fit_refuses_max_failures_without_a_matching_restore_wizard_before_start
     with pytest.raises(ValueError, match="max_failures=1 resumes a failed run"):
         estimator.fit()
     assert not network.started
+
+
+def test_only_a_failure_of_the_replicas_may_resume_and_only_max_failures_times(
+        tmp_path: Any, caplog: pytest.LogCaptureFixture) -> None:
+    died = ReplicaDiedError(1, "node", 42, "ActorDiedError", "the replica process died")
+    directory = str(tmp_path / "ck")
+    wizards = [RestoreWizard(directory)]
+    assert may_recover(died, 2, 1, directory, wizards)
+    assert may_recover(died, 2, 1, directory, None)  # no traces given: not checked
+    assert not may_recover(ValueError("a user op's error"), 2, 0, directory, wizards)
+    assert not may_recover(KeyboardInterrupt(), 2, 0, directory, wizards)
+    assert not may_recover(died, 0, 0, directory, wizards)
+    assert not may_recover(died, 2, 0, None, wizards)
+    assert caplog.text == ""  # nothing asked for a recovery, so nothing to explain
+    with caplog.at_level("ERROR", logger="fe_ray.distributed.recovery"):
+        assert not may_recover(died, 2, 2, directory, wizards)
+        assert not may_recover(died, 2, 0, directory, [RestoreWizard(str(tmp_path / "elsewhere"))])
+    assert "after 2 recoveries (max_failures=2); giving up" in caplog.text
+    assert "no RestoreWizard(directory=" in caplog.text
