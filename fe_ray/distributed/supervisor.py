@@ -191,7 +191,9 @@ class ReplicaGroup:
         if not self.alive:
             return False
         if isinstance(self._threaded, StepGraph):
-            self._threaded.close()  # the replicas are idle: the graph's loops end at once, and calls reach them again
+            # The graph's loops end once the step in flight, if any (an interrupted driver's), is done; then actor
+            # calls reach the replicas again.
+            self._threaded.close()
             self._threaded = None
         return True
 
