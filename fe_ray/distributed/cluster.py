@@ -361,7 +361,8 @@ def replica_env(runtime_env: Mapping[str, Any] | None, num_cpus: float, *, num_g
 
 
 def exit_actors(actors: Sequence[Any], grace_s: float) -> int:
-    """Ask idle actors to exit their processes the normal way; how many had not begun to exit after ``grace_s``.
+    """Ask actors to exit their processes the normal way; how many had not begun to exit after ``grace_s`` (an actor
+    busy with a call, e.g. a step an interrupted driver left, begins once that call ends).
 
     Each actor first runs its ``shutdown`` method, then Ray's ``__ray_terminate__``, which exits the process as a
     program ends: its ``atexit`` handlers run (TF deletes the modules autograph generated in the temp directory,
