@@ -133,10 +133,12 @@ class Backend(Protocol):
     def load_model(self, model: Any, weights_path: str, load_optimizer: bool = False) -> None:
         """Load what :meth:`save_model` wrote; optimizer state is restored exactly."""
 
-    def get_state(self, model: Any, copy: bool = True, deferred: bool = False) -> dict[str, Any]:
+    def get_state(self, model: Any, copy: bool = True, deferred: bool = False,
+                  weights_only: bool = False) -> dict[str, Any]:
         """A picklable numpy snapshot of weights and current optimizer state (``copy=False``: views allowed;
         ``deferred``: accelerator tensors as :class:`~fe_ray.io.snapshot.DeferredCopy` leaves, for a caller that
-        copies the snapshot into its own host buffers at once)."""
+        copies the snapshot into its own host buffers at once; ``weights_only``: the optimizer's entry is None, as
+        for a model without one, so :meth:`set_state` of it changes only the weights)."""
 
     def get_buffers(self, model: Any) -> Any:
         """Copies of the model's state outside gradients (BatchNorm running statistics: torch buffers, Keras

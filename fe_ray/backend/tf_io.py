@@ -177,13 +177,16 @@ def _assign_optimizer(model: Any, arrays: list[np.ndarray]) -> None:
     model.current_optimizer.__dict__.pop(KNOWN_LR_ATTR, None)
 
 
-def get_state(model: keras.Model, copy: bool = True, deferred: bool = False) -> dict[str, Any]:
-    """An in-memory, picklable (numpy-only) snapshot of all weights and the current optimizer's variables.
+def get_state(model: keras.Model, copy: bool = True, deferred: bool = False,
+              weights_only: bool = False) -> dict[str, Any]:
+    """An in-memory, picklable (numpy-only) snapshot of all weights and the current optimizer's variables
+    (``weights_only``: the optimizer's entry is None, so :func:`set_state` of the snapshot keeps the optimizer's
+    variables as they are).
 
     ``copy`` and ``deferred`` are accepted for interface parity with torch; reading a TF variable always yields a
     new host array.
     """
-    optimizer = getattr(model, "current_optimizer", None)
+    optimizer = None if weights_only else getattr(model, "current_optimizer", None)
     if optimizer is not None:
         build_optimizer(model)
     return {"model": [np.array(keras.ops.convert_to_numpy(v)) for v in model.weights],

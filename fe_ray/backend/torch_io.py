@@ -134,7 +134,8 @@ def _load_optimizer_payload(optimizer: torch.optim.Optimizer, payload: dict[str,
         scaler.load_state_dict(payload["scaler"])
 
 
-def get_state(model: torch.nn.Module, copy: bool = True, deferred: bool = False) -> dict[str, Any]:
+def get_state(model: torch.nn.Module, copy: bool = True, deferred: bool = False,
+              weights_only: bool = False) -> dict[str, Any]:
     """An in-memory, picklable (numpy-only) snapshot of the weights and the current optimizer's state.
 
     Used for weight sync between replicas and fast checkpoints; :func:`set_state` restores it exactly.
@@ -146,8 +147,10 @@ def get_state(model: torch.nn.Module, copy: bool = True, deferred: bool = False)
         deferred: Tensors on an accelerator come back as :class:`~fe_ray.io.snapshot.DeferredCopy` leaves instead
             of fresh host arrays, for :class:`~fe_ray.io.snapshot.SnapshotBuffers` to copy into kept host buffers
             (not picklable: copy them before anything else).
+        weights_only: Leave the optimizer out (its entry is None): :func:`set_state` of such a snapshot restores
+            the weights and keeps the optimizer's state as it is.
     """
-    optimizer = getattr(model, "current_optimizer", None)
+    optimizer = None if weights_only else getattr(model, "current_optimizer", None)
     return {"model": {key: _to_numpy(value, copy, deferred) for key, value in model.state_dict().items()},
             "optimizer": _nested_to_numpy(_optimizer_payload(optimizer), copy, deferred) if optimizer is not None
             else None}

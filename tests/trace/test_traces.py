@@ -10,7 +10,15 @@ import pytest
 import fe_ray as fe
 from fe_ray.backend import get_lr
 from fe_ray.trace import Accuracy, BestModelSaver, Data, EarlyStopping, LRScheduler, ModelSaver, Trace, sort_traces
-from tests.estimator_helpers import Feed, ToyPipeline, classifier_network, digits_arrays, torch_mlp
+from tests.estimator_helpers import (
+    Feed,
+    ToyPipeline,
+    classifier_network,
+    digits_arrays,
+    model_weights,
+    tf_mlp,
+    torch_mlp,
+)
 
 
 def _estimator(traces, epochs: int = 2, n_train: int = 32, n_eval: int = 16, log_steps=None, **kwargs):
@@ -131,6 +139,63 @@ def test_early_stopping_baseline_and_max() -> None:
     assert estimator.system.epoch_idx == 1
     with pytest.raises(ValueError, match="compare"):
         EarlyStopping(compare="bigger")
+
+
+class WeightsAtEvalEnd(Trace):
+    """Records the model's weights at the end of each evaluation epoch (weights do not change during one)."""
+
+    def __init__(self, model) -> None:
+        super().__init__(mode="eval")
+        self.model = model
+        self.by_epoch: dict[int, list[np.ndarray]] = {}
+
+    def on_epoch_end(self, data) -> None:
+        self.by_epoch[self.system.epoch_idx] = model_weights(self.model)
+
+
+def _assert_same(weights: list[np.ndarray], other: list[np.ndarray]) -> None:
+    assert len(weights) == len(other)
+    for mine, theirs in zip(weights, other):
+        np.testing.assert_array_equal(mine, theirs)
+
+
+@pytest.mark.parametrize("framework", ["torch", "tf"])
+@pytest.mark.parametrize("restore", [True, False])
+def test_early_stopping_restores_the_best_epochs_weights_when_asked(framework: str, restore: bool) -> None:
+    if framework == "tf":
+        pytest.importorskip("tensorflow")
+    train, evaluation = digits_arrays(framework, n_train=32, n_eval=16)
+    model = torch_mlp() if framework == "torch" else tf_mlp()
+    snapshots = WeightsAtEvalEnd(model)
+    # The best score is epoch 2's; two epochs without improvement stop the run at epoch 4.
+    stopper = EarlyStopping("score", patience=2, compare="max", restore_best_weights=restore)
+    estimator = fe.Estimator(ToyPipeline(train, evaluation, batch_size=8), classifier_network(model), epochs=6,
+                             traces=[snapshots, Feed([0.5, 0.9, 0.3, 0.2, 0.8, 0.8]), stopper], log_steps=None)
+    estimator.fit()
+    assert estimator.system.epoch_idx == 4
+    final = model_weights(model)
+    # Training moved the weights after epoch 2, so the two outcomes can be told apart.
+    assert any(not np.array_equal(a, b) for a, b in zip(snapshots.by_epoch[2], snapshots.by_epoch[4]))
+    _assert_same(final, snapshots.by_epoch[2] if restore else snapshots.by_epoch[4])
+    assert (stopper.best_weights is not None) == restore
+
+
+def test_early_stopping_state_round_trips_with_its_best_weights() -> None:
+    train, evaluation = digits_arrays(n_train=16, n_eval=8)
+    model = torch_mlp()
+    stopper = EarlyStopping("score", patience=5, compare="max", restore_best_weights=True)
+    fe.Estimator(ToyPipeline(train, evaluation, batch_size=8), classifier_network(model), epochs=3,
+                 traces=[Feed([0.5, 0.9, 0.3]), stopper], log_steps=None).fit()
+    state = stopper.state_dict()
+    assert (state["wait"], state["best"]) == (1, 0.9)
+    resumed = EarlyStopping("score", patience=5, compare="max", restore_best_weights=True)
+    resumed.load_state_dict(state)
+    assert (resumed.wait, resumed.best) == (1, 0.9)
+    assert resumed.best_weights is not None and set(resumed.best_weights) == {model.model_name}
+    best = stopper.best_weights[model.model_name]
+    assert best.keys() == resumed.best_weights[model.model_name].keys()
+    for key, value in best.items():
+        np.testing.assert_array_equal(resumed.best_weights[model.model_name][key], value)
 
 
 def test_early_stopping_positional_order_is_fastestimators() -> None:

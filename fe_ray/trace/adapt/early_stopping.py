@@ -71,7 +71,9 @@ class EarlyStopping(Trace):
             self.wait = 0
             if self.restore_best_weights:
                 self.system.sync_models()
-                self.best_weights = {model.model_name: get_backend(model).get_state(model)["model"]
+                # The weights alone: copying the optimizer's state (twice the weights' size for Adam) would be
+                # thrown away, since the restore keeps the optimizer's current state.
+                self.best_weights = {model.model_name: get_backend(model).get_state(model, weights_only=True)["model"]
                                      for model in self.system.network.models}
             return
         self.wait += 1
@@ -82,9 +84,7 @@ class EarlyStopping(Trace):
               f"{self.best} at epoch {self.system.epoch_idx - self.wait}", flush=True)
         if self.restore_best_weights and self.best_weights is not None:
             for model in self.system.network.models:
-                backend = get_backend(model)
-                state = backend.get_state(model)
-                backend.set_state(model, {**state, "model": self.best_weights[model.model_name]})
+                get_backend(model).set_state(model, {"model": self.best_weights[model.model_name], "optimizer": None})
             self.system.push_models()
             print("FastEstimator-EarlyStopping: Restoring best weights", flush=True)
 
