@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from fe_ray.io.state_files import CheckpointError, flatten_state, read_checkpoint, unflatten_state, write_checkpoint
-from fe_ray.summary import System
+from fe_ray.summary import Summary, System
 from fe_ray.trace import Accuracy, EarlyStopping
 from tests.estimator_helpers import ToyPipeline, classifier_network, digits_arrays, model_weights, torch_mlp
 
@@ -44,6 +44,14 @@ def test_save_and_load_state_round_trip(tmp_path, where: str) -> None:
     accuracy.correct, accuracy.total = 3, 4
     system.global_step, system.epoch_idx, system.mode, system.batch_idx = 7, 2, "train", 3
     system.write_summary("loss", 0.25)
+    # Graphs traces add (per-class curves and the like): one Summary, and a list of them.
+    curve = Summary("curve")
+    curve.history["eval"]["recall"].update({2: 0.5, 4: np.float32(0.75)})
+    per_class = [Summary(f"class {label}") for label in range(2)]
+    for label, graph in enumerate(per_class):
+        graph.history["eval"]["ce"][4] = float(label)
+    system.add_graph("curve", curve)
+    system.add_graph("per_class", per_class)
     saved = model_weights(system.network.models[0])
     system.save_state(directory)
     if where == "local":
@@ -60,6 +68,9 @@ def test_save_and_load_state_round_trip(tmp_path, where: str) -> None:
     assert (accuracy2.correct, accuracy2.total) == (3, 4)
     assert other.summary.history["train"]["loss"] == {7: 0.25}
     assert other.exp_id == system.exp_id
+    assert sorted(other.custom_graphs) == ["curve", "per_class"]
+    assert [graph.state_dict() for graph in other.custom_graphs["curve"]] == [curve.state_dict()]
+    assert [graph.state_dict() for graph in other.custom_graphs["per_class"]] == [g.state_dict() for g in per_class]
 
 
 def test_capture_is_a_copy() -> None:
