@@ -211,3 +211,38 @@ def test_restore_wizard_saves_synchronously_when_the_snapshot_does_not_fit(tmp_p
              for url in CheckpointStore(directory, keep=None).committed()]
     assert steps == [2, 4, 4]  # steps 2 and 4, and the end of the epoch (step 4 again, after evaluation)
     assert wizard.last_checkpoint == CheckpointStore(directory).latest()  # a synchronous save returns its URL
+
+
+def _epochs_saved(directory: str) -> list[tuple[int, str]]:
+    store = CheckpointStore(directory, keep=None)
+    infos = [store.manifest(url)["info"] for url in store.committed()]
+    return [(info["epoch_idx"], info["mode"]) for info in infos]
+
+
+def test_restore_wizard_frequency_saves_every_nth_epoch_and_keep_prunes_the_older_ones(tmp_path) -> None:
+    import fe_ray as fe
+    from fe_ray.trace import RestoreWizard
+    from tests.estimator_helpers import ToyPipeline, classifier_network, digits_arrays, torch_mlp
+
+    train, evaluation = digits_arrays(n_train=16, n_eval=8)
+    every_second, kept = str(tmp_path / "every_second"), str(tmp_path / "kept")
+    traces = [RestoreWizard(every_second, frequency=2, keep=10, background=False), RestoreWizard(kept, keep=2)]
+    fe.Estimator(ToyPipeline(train, evaluation, batch_size=8), classifier_network(torch_mlp()), epochs=5,
+                 traces=traces, log_steps=None).fit()
+    # After evaluation of epochs 2 and 4 only; epochs 1, 3 and 5 write nothing.
+    assert _epochs_saved(every_second) == [(2, "eval"), (4, "eval")]
+    assert _epochs_saved(kept) == [(4, "eval"), (5, "eval")]  # the newest two of five
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    ({"frequency": 0}, ValueError, "frequency must be a positive int, got 0"),
+    ({"steps": 0}, ValueError, "steps must be a positive int, got 0"),
+    ({"keep": 1.5}, ValueError, "keep must be a positive int, got 1.5"),
+    ({"frequency": True}, ValueError, "frequency must be a positive int, got True"),
+    ({"background": "yes"}, TypeError, "background must be True or False, got 'yes'"),
+])
+def test_restore_wizard_rejects_bad_arguments_by_name(tmp_path, kwargs, error, message) -> None:
+    from fe_ray.trace import RestoreWizard
+
+    with pytest.raises(error, match=message):
+        RestoreWizard(str(tmp_path), **kwargs)
