@@ -336,7 +336,11 @@ class BaseNetwork:
 
     def transform(self, data: Mapping[str, Any] | Iterable[Mapping[str, Any]], mode: str, epoch: int = 1,
                   ds_id: str = "") -> dict[str, Any] | list[dict[str, Any]]:
-        """Run the network (no weight updates) on one batch dict, a list of them, or a Pipeline.
+        """Run the network on one batch dict, a list of them, or a Pipeline (every batch of its ``mode`` data, in
+        order: never shuffled).
+
+        The ops of ``mode`` run as in a step of that mode: only ``mode="train"`` runs the UpdateOps, so only then do
+        the weights change (as in FastEstimator).
 
         Returns:
             The batch(es) overlaid with predictions; a dict for a dict input, otherwise a list.

@@ -325,6 +325,64 @@ def test_bad_context_arguments_are_named(kwargs: dict, error: type, match: str) 
         assert network.ctx_state["epoch"] == 2
 
 
+def test_transform_of_a_pipeline_runs_every_batch_in_order_and_updates_only_in_train_mode() -> None:
+    from fe_ray.dataset import NumpyDataset
+
+    x = np.arange(15, dtype=np.float32).reshape(5, 3) / 10
+    data = NumpyDataset({"x": x, "y": np.zeros((5, 1), np.float32)})
+    pipeline = fe.Pipeline(train_data=data, eval_data=data, batch_size=2, shuffle_seed=3)  # fits shuffle train data
+    for mode in ("eval", "train"):
+        network, model = linear_network("torch")
+        outs = network.transform(pipeline, mode=mode)
+        assert [len(out["x"]) for out in outs] == [2, 2, 1]
+        np.testing.assert_array_equal(np.concatenate([to_number(out["x"]) for out in outs]), x)
+        # The first batch meets the initial weights; the UpdateOps run (and change them) in train mode only.
+        np.testing.assert_allclose(to_number(outs[0]["y_pred"]).reshape(-1), x[:2] @ [1, 2, 3], rtol=1e-6)
+        assert np.array_equal(weights_of(model), [1, 2, 3]) == (mode == "eval")
+
+
+def test_error_mixed_precision_and_full_precision_models_in_one_network() -> None:
+    full = fe.build(linear_model_fn("torch"), optimizer_fn="sgd", model_name="full")
+    mixed = fe.build(linear_model_fn("torch"), optimizer_fn="sgd", model_name="mixed", mixed_precision=True)
+    with pytest.raises(ValueError, match="Cannot mix full-precision and mixed-precision models.*same mixed_precision"):
+        fe.Network([ModelOp(model=full, inputs="x", outputs="a"), ModelOp(model=mixed, inputs="x", outputs="b")])
+
+
+def test_error_slicers_must_be_slicers() -> None:
+    ops = linear_network("torch")[0].ops
+    with pytest.raises(TypeError, match="Network slicers must be Slicers, got str"):
+        fe.Network(ops, slicers="x")
+
+
+def test_a_network_is_configured_before_and_entered_once() -> None:
+    network, _ = linear_network("torch")
+    with pytest.raises(ValueError, match=r"Configure the network before entering it: `with network\(mode="):
+        with network:
+            pass
+    with network(mode="train", epoch=1):
+        with pytest.raises(ValueError, match="cannot configure a Network while it is in use"):
+            network(mode="eval", epoch=1)
+        with pytest.raises(ValueError, match="already in use"):
+            network.__enter__()
+    with network(mode="eval", epoch=1):  # usable again once the context is left
+        assert network.ctx_state["mode"] == "eval"
+
+
+def test_loading_a_network_state_of_another_configuration_names_what_differs() -> None:
+    from fe_ray.slicer import ChunkSlicer, MeanUnslicer
+
+    sliced = linear_network("torch", slicers=[ChunkSlicer(n_chunks=2, slice=["x", "y"], unslice="y_pred"),
+                                              MeanUnslicer(unslice="mse")])[0]
+    plain = linear_network("torch")[0]
+    with pytest.raises(ValueError, match=r"Checkpoint has 0 network slicers but this Network has 2: saved \[\] vs "
+                                         r"current \['ChunkSlicer', 'MeanUnslicer'\]"):
+        sliced.load_state_dict(plain.state_dict())
+    state = plain.state_dict()
+    state["ops"][0]["type"] = "LambdaOp"
+    with pytest.raises(ValueError, match="Network ops #0 is a ModelOp but the checkpoint holds a LambdaOp"):
+        plain.load_state_dict(state)
+
+
 def test_run_step_outside_context() -> None:
     network, _ = linear_network("torch")
     with pytest.raises(ValueError, match="inside `with network"):
