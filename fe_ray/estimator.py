@@ -346,11 +346,8 @@ class Estimator:
     def _abort(self, error: BaseException) -> None:
         """Tell every trace that fit is failing; a trace's own failure here is logged, never hides ``error``."""
         for trace in get_current_items(self.traces_in_use):
-            on_abort = getattr(trace, "on_abort", None)  # duck-typed traces may lack it
-            if on_abort is None:
-                continue
             try:
-                on_abort(error)
+                trace.on_abort(error)
             except Exception as err:  # noqa: BLE001 - the original error is the one to raise
                 logger.warning("fe_ray: %s.on_abort failed: %s", type(trace).__name__, err)
 

@@ -119,6 +119,40 @@ def test_stop_training_ends_the_run_after_the_event_that_set_it() -> None:
     assert estimator.network.ctx_state == {} and not estimator.network.ctx_lock.locked()  # contexts were left
 
 
+class FailAt(Trace):
+    """Raises ``error`` at the end of training step ``step``; records the error its on_abort hears."""
+
+    def __init__(self, step: int, error: BaseException) -> None:
+        super().__init__(mode="train")
+        self.step, self.error, self.heard = step, error, []
+
+    def on_batch_end(self, data) -> None:
+        if self.system.global_step == self.step:
+            raise self.error
+
+    def on_abort(self, error: BaseException) -> None:
+        self.heard.append(error)
+
+
+class BrokenAbort(Trace):
+    def on_abort(self, error: BaseException) -> None:
+        raise RuntimeError("cleanup went wrong")
+
+
+@pytest.mark.parametrize("error", [ValueError("bad batch"), KeyboardInterrupt()])
+def test_a_failing_fit_tells_every_trace_and_raises_the_original_error(error: BaseException,
+                                                                       caplog: pytest.LogCaptureFixture) -> None:
+    pipeline, network, _ = _setup()
+    failing = FailAt(3, error)
+    estimator = fe.Estimator(pipeline, network, epochs=2, traces=[BrokenAbort(), failing], log_steps=None)
+    with caplog.at_level("WARNING", logger="fe_ray"), pytest.raises(type(error)) as raised:
+        estimator.fit()
+    assert raised.value is error  # neither the broken on_abort nor anything else replaced it
+    assert failing.heard == [error]  # the trace after the broken one still heard it
+    assert "BrokenAbort.on_abort failed: cleanup went wrong" in caplog.text
+    assert estimator.system.global_step == 3 and not network.ctx_lock.locked()
+
+
 def test_test_mode_runs_test_traces() -> None:
     pipeline, network, _ = _setup(test=True)
     estimator = fe.Estimator(pipeline, network, epochs=1, traces=Accuracy("y", "y_pred"), log_steps=None)
