@@ -79,14 +79,49 @@ def test_uncommitted_folder_without_manifest_is_ignored(root: str) -> None:
     assert store.cleanup() and store.latest() == good
 
 
-def test_damaged_checkpoint_is_skipped_with_warning(root: str) -> None:
+def _truncate(fs, path: str) -> None:
+    fs.pipe_file(f"{path}/sub/b.bin", b"x")
+
+
+def _delete(fs, path: str) -> None:
+    fs.rm(f"{path}/sub/b.bin")
+
+
+def _garble_manifest(fs, path: str) -> None:
+    fs.pipe_file(f"{path}/MANIFEST.json", b'{"files": {"a.bin": 3')
+
+
+def _manifest_without_files(fs, path: str) -> None:
+    fs.pipe_file(f"{path}/MANIFEST.json", json.dumps({"format": 1, "number": 2}).encode())
+
+
+@pytest.mark.parametrize("damage, reason", [
+    (_truncate, "file sub/b.bin has 1 bytes, the manifest says 6"),
+    (_delete, "missing file sub/b.bin"),
+    (_garble_manifest, r"unreadable MANIFEST.json \(.*delimiter"),
+    (_manifest_without_files, r"unreadable MANIFEST.json \('files'\)"),
+])
+def test_damaged_checkpoint_is_skipped_with_warning(root: str, damage, reason: str) -> None:
     store = CheckpointStore(root, keep=3)
     first = store.save(_writer(b"one"))
     second = store.save(_writer(b"two"))
     fs, path = fsspec.core.url_to_fs(second)
-    fs.pipe_file(f"{path}/sub/b.bin", b"x")  # truncated after commit
-    with pytest.warns(UserWarning, match="damaged checkpoint"):
+    damage(fs, path)  # after the commit
+    with pytest.warns(UserWarning, match=rf"Skipping damaged checkpoint .*ckpt-000002: {reason}"):
         assert store.latest() == first
+    assert store.committed() == [first]
+
+
+def test_manifest_of_an_uncommitted_or_garbled_checkpoint_says_which(root: str) -> None:
+    store = CheckpointStore(root)
+    url = store.save(_writer(b"one"))
+    fs, path = fsspec.core.url_to_fs(url)
+    _garble_manifest(fs, path)
+    with pytest.raises(ValueError, match=r"Checkpoint manifest .*ckpt-000001/MANIFEST.json is corrupt"):
+        store.manifest(url)
+    fs.rm(f"{path}/MANIFEST.json")
+    with pytest.raises(FileNotFoundError, match="has no MANIFEST.json; it was never committed"):
+        store.manifest(url)
 
 
 def test_local_staging_is_renamed(tmp_path) -> None:
