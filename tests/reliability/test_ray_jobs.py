@@ -1,0 +1,152 @@
+"""A run submitted as a Ray job (``ray job submit --working-dir``, the README's cluster path) and stopped with ``ray job
+stop`` (SIGTERM to the driver, then SIGKILL if it lingers) leaves no replica behind and keeps its committed
+checkpoint; the resubmitted job resumes from it and ends with the weights of an uninterrupted run."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.reliability.helpers import build_run, pid_alive, wait_for, weights_of
+
+ROOT = str(Path(__file__).resolve().parents[2])
+
+HEAD = """
+import sys, ray
+ray.init(num_cpus=3, include_dashboard=True, dashboard_host="127.0.0.1", dashboard_port=int(sys.argv[1]))
+print(ray.get_runtime_context().gcs_address, flush=True)
+sys.stdin.read()  # hold the cluster until the test closes our stdin
+ray.shutdown()
+"""
+
+# The job's driver: the reliability tests' 2-epoch, 12-step run on two replicas with a RestoreWizard. With a ready
+# file it tells the test at step 8 (epoch 1's checkpoint is at step 6) and waits there to be stopped.
+DRIVER = """
+import json, sys, time
+import numpy as np
+from fe_ray.trace import Trace
+from tests.reliability.helpers import RestoreWizard, build_run, weights_of
+
+checkpoint_dir, ready, weights_file = sys.argv[1:4]
+
+
+class WaitAt(Trace):
+    checkpointed = False
+
+    def __init__(self):
+        super().__init__(mode="train")
+
+    def on_batch_end(self, data):
+        if self.system.global_step == 8 and ready != "-":
+            pids = [info["pid"] for info in self.system.network.replica_info()]
+            with open(ready + ".tmp", "w") as file:
+                json.dump(pids, file)
+            import os
+            os.replace(ready + ".tmp", ready)
+            time.sleep(600)
+
+
+estimator, model = build_run(traces=[RestoreWizard(checkpoint_dir), WaitAt()], num_replicas=2)
+estimator.fit()
+np.savez(weights_file, *weights_of(model))
+"""
+
+
+STATUS = """
+import sys
+from ray.job_submission import JobSubmissionClient
+print(JobSubmissionClient(sys.argv[1]).get_job_status(sys.argv[2]).value)
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(360)
+def test_a_job_stopped_with_ray_job_stop_leaves_no_replica_and_its_resubmission_resumes_exactly(
+        tmp_path: Path) -> None:
+    pytest.importorskip("ray.dashboard")
+    ray_cli = os.path.join(os.path.dirname(sys.executable), "ray")
+    if not os.path.exists(ray_cli):
+        pytest.skip("the ray command line is not installed beside this Python")
+    # Ray >= 2.59 authenticates every client of a cluster (the job CLI included) with a token.
+    env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(16), "RAY_DEDUP_LOGS": "0"}
+    env.pop("RAY_ADDRESS", None)
+    port = _free_port()
+    address = f"http://127.0.0.1:{port}"
+    script = tmp_path / "driver.py"
+    script.write_text(textwrap.dedent(DRIVER))
+    checkpoint_dir, ready = tmp_path / "ckpt", tmp_path / "ready.json"
+
+    def job(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+        return subprocess.run([ray_cli, "job", *args, "--address", address], env=env, capture_output=True,
+                              text=True, timeout=timeout)
+
+    def status(job_id: str) -> str:
+        """The job's JobStatus value (PENDING, RUNNING, STOPPED, SUCCEEDED, FAILED), read with Ray's job SDK."""
+        read = subprocess.run([sys.executable, "-c", STATUS, address, job_id], env=env, capture_output=True,
+                              text=True, timeout=60)
+        return read.stdout.strip() or read.stderr[-500:]
+
+    def logs(job_id: str) -> str:
+        return job("logs", job_id).stdout
+
+    def submit(job_id: str, ready_file: str, weights_file: str) -> None:
+        done = job("submit", "--no-wait", "--submission-id", job_id, "--working-dir", ROOT, "--",
+                   sys.executable, str(script), str(checkpoint_dir), ready_file, weights_file, timeout=120)
+        assert done.returncode == 0, done.stdout + done.stderr
+
+    head = subprocess.Popen([sys.executable, "-c", textwrap.dedent(HEAD), str(port)], cwd=ROOT, env=env, text=True,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        assert head.stdout is not None and head.stdin is not None
+        assert head.stdout.readline().strip(), "the head process did not start a cluster"
+        wait_for(lambda: job("list").returncode == 0, 60, "the job server to answer")
+
+        submit("first", str(ready), str(tmp_path / "unused.npz"))
+        wait_for(lambda: ready.exists() or status("first") == "FAILED", 180, "the job to reach step 8")
+        assert ready.exists(), logs("first")[-3000:]
+        replicas = json.loads(ready.read_text())
+        assert len(replicas) == 2 and all(pid_alive(pid) for pid in replicas)
+        stop = job("stop", "first", timeout=90)
+        assert stop.returncode == 0, stop.stdout + stop.stderr
+        wait_for(lambda: status("first") == "STOPPED", 60, "the job to be stopped")
+        wait_for(lambda: not any(pid_alive(pid) for pid in replicas), 60, "the stopped job's replicas to exit")
+        from fe_ray.io import CheckpointStore
+
+        store = CheckpointStore(str(checkpoint_dir), keep=None)
+        assert [store.manifest(url)["info"]["global_step"] for url in store.committed()] == [6]
+
+        weights_file = tmp_path / "resumed.npz"
+        submit("second", "-", str(weights_file))
+        wait_for(lambda: status("second") in ("SUCCEEDED", "FAILED", "STOPPED"), 180, "the resubmitted job to end")
+        text = logs("second")
+        assert status("second") == "SUCCEEDED", text[-3000:]
+        assert "Restored from" in text and "ckpt-000001 (epoch 1, step 6)" in text, text[-3000:]
+    finally:
+        if head.stdin is not None:
+            head.stdin.close()
+        try:
+            head.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            head.kill()
+    # The resumed job ends where an uninterrupted in-process run does.
+    estimator, model = build_run()
+    estimator.fit()
+    with np.load(weights_file) as saved:
+        resumed = [saved[f"arr_{index}"] for index in range(len(saved.files))]
+    for mine, reference in zip(resumed, weights_of(model), strict=True):
+        np.testing.assert_allclose(mine, reference, atol=1e-5, rtol=0)
