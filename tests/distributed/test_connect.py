@@ -11,15 +11,9 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers.processes import ray_head
 
-HEAD = """
-import sys, ray
-ray.init(num_cpus=3, include_dashboard=False)
-print(ray.get_runtime_context().gcs_address, flush=True)
-sys.stdin.read()  # hold the cluster until the test closes our stdin
-ray.shutdown()
-"""
+ROOT = Path(__file__).resolve().parents[2]
 
 DRIVER = """
 import numpy as np, ray, torch
@@ -48,22 +42,10 @@ def test_driver_joins_the_cluster_named_by_ray_address() -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "RAY_DEDUP_LOGS": "0", "RAY_AUTH_MODE": "token",
            "RAY_AUTH_TOKEN": secrets.token_hex(16)}
     env.pop("RAY_ADDRESS", None)
-    head = subprocess.Popen([sys.executable, "-c", textwrap.dedent(HEAD)], cwd=ROOT, env=env, text=True,
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    try:
-        assert head.stdout is not None and head.stdin is not None
-        address = head.stdout.readline().strip()
-        assert address, "the head process did not start a cluster"
+    with ray_head(env, str(ROOT), num_cpus=3, include_dashboard=False) as address:
         driver = subprocess.run([sys.executable, "-c", textwrap.dedent(DRIVER)], cwd=ROOT,
                                 env={**env, "RAY_ADDRESS": address}, capture_output=True, text=True, timeout=120)
-        output = driver.stdout + driver.stderr
-        assert driver.returncode == 0, output
-        assert "ranks [0, 1]" in driver.stdout, output
-        assert f"gcs {address}" in driver.stdout, output  # the existing cluster, not an embedded one
-    finally:
-        if head.stdin is not None:
-            head.stdin.close()
-        try:
-            head.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            head.kill()
+    output = driver.stdout + driver.stderr
+    assert driver.returncode == 0, output
+    assert "ranks [0, 1]" in driver.stdout, output
+    assert f"gcs {address}" in driver.stdout, output  # the existing cluster, not an embedded one

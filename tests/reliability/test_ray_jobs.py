@@ -16,17 +16,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.helpers.processes import ray_head
 from tests.reliability.helpers import build_run, pid_alive, wait_for, weights_of
 
 ROOT = str(Path(__file__).resolve().parents[2])
-
-HEAD = """
-import sys, ray
-ray.init(num_cpus=3, include_dashboard=True, dashboard_host="127.0.0.1", dashboard_port=int(sys.argv[1]))
-print(ray.get_runtime_context().gcs_address, flush=True)
-sys.stdin.read()  # hold the cluster until the test closes our stdin
-ray.shutdown()
-"""
 
 # The job's driver: the reliability tests' 2-epoch, 12-step run on two replicas with a RestoreWizard. With a ready
 # file it tells the test at step 8 (epoch 1's checkpoint is at step 6) and waits there to be stopped.
@@ -109,11 +102,7 @@ def test_a_job_stopped_with_ray_job_stop_leaves_no_replica_and_its_resubmission_
                    sys.executable, str(script), str(checkpoint_dir), ready_file, weights_file, timeout=120)
         assert done.returncode == 0, done.stdout + done.stderr
 
-    head = subprocess.Popen([sys.executable, "-c", textwrap.dedent(HEAD), str(port)], cwd=ROOT, env=env, text=True,
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    try:
-        assert head.stdout is not None and head.stdin is not None
-        assert head.stdout.readline().strip(), "the head process did not start a cluster"
+    with ray_head(env, ROOT, num_cpus=3, include_dashboard=True, dashboard_host="127.0.0.1", dashboard_port=port):
         wait_for(lambda: job("list").returncode == 0, 60, "the job server to answer")
 
         submit("first", str(ready), str(tmp_path / "unused.npz"))
@@ -136,13 +125,6 @@ def test_a_job_stopped_with_ray_job_stop_leaves_no_replica_and_its_resubmission_
         text = logs("second")
         assert status("second") == "SUCCEEDED", text[-3000:]
         assert "Restored from" in text and "ckpt-000001 (epoch 1, step 6)" in text, text[-3000:]
-    finally:
-        if head.stdin is not None:
-            head.stdin.close()
-        try:
-            head.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            head.kill()
     # The resumed job ends where an uninterrupted in-process run does.
     estimator, model = build_run()
     estimator.fit()
