@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from typing import Any
 
-from fe_ray.backend import get_backend, get_framework
+from fe_ray.backend import get_backend, get_framework, is_model
 from fe_ray.schedule import EpochScheduler, RepeatScheduler, Scheduler
 from fe_ray.util import to_list
 
@@ -69,7 +69,8 @@ def build(model_fn: Callable[[], Any], optimizer_fn: Any, weights_path: str | Se
         with get_backend("tf").mixed_precision_policy(True):
             models = to_list(model_fn())
     for model in models:
-        if get_framework(model) not in ("torch", "tf"):
+        # Not get_framework: it also names tensors, optimizers and containers of models by their framework.
+        if not is_model(model):
             raise TypeError(f"model_fn must return torch nn.Module or Keras Model objects, got {type(model).__name__}.")
     optimizers = to_list(optimizer_fn) if isinstance(optimizer_fn, (list, tuple)) else [optimizer_fn]
     if optimizer_fn is None:

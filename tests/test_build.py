@@ -62,3 +62,54 @@ def test_a_torch_model_instance_as_model_fn_is_named() -> None:
     with pytest.raises(TypeError, match=r"model_fn must be a function that creates the model\(s\), got a Linear "
                                         r"instance"):
         fe.build(torch.nn.Linear(2, 2), optimizer_fn="adam")
+
+
+def test_a_repeat_scheduler_of_optimizers_alternates_them_by_epoch() -> None:
+    import torch
+
+    from fe_ray.schedule import RepeatScheduler
+
+    model = fe.build(lambda: torch.nn.Linear(2, 1), optimizer_fn=RepeatScheduler(["sgd", "adam"]))
+    assert isinstance(model.optimizer, RepeatScheduler)
+    first, second = model.optimizer.repeat_list
+    assert (type(first).__name__, type(second).__name__) == ("SGD", "Adam")
+    assert model.current_optimizer is first  # epoch 1's
+    network = fe.Network(_linear_ops(model))
+    for epoch, expected in ((1, first), (2, second), (3, first)):
+        with network(mode="train", epoch=epoch):
+            assert model.current_optimizer is expected
+
+
+def _linear_ops(model: object) -> list:
+    from fe_ray.op.tensorop.loss import MeanSquaredError
+    from fe_ray.op.tensorop.model import ModelOp, UpdateOp
+
+    return [ModelOp(model=model, inputs="x", outputs="y_pred"), MeanSquaredError(inputs=("y_pred", "y"), outputs="mse"),
+            UpdateOp(model=model, loss_name="mse")]
+
+
+def test_build_names_what_it_cannot_take() -> None:
+    import torch
+
+    from fe_ray.schedule import Scheduler
+
+    two = lambda: [torch.nn.Linear(2, 1), torch.nn.Linear(2, 1)]  # noqa: E731
+    with pytest.raises(TypeError, match="model_fn must be a zero-argument callable returning model"):
+        fe.build("LeNet", optimizer_fn="adam")
+    with pytest.raises(TypeError, match="model_fn must return torch nn.Module or Keras Model objects, got dict"):
+        fe.build(lambda: {"net": torch.nn.Linear(2, 1)}, optimizer_fn="adam")
+    with pytest.raises(ValueError, match=r"inconsistent counts \{'models': 2, 'optimizers': 2, 'model names': 1, "
+                                         r"'weights paths': 2\}"):
+        fe.build(two, optimizer_fn=["adam", "sgd"], model_name="only_one")
+    with pytest.raises(ValueError, match=r"Model names must be unique case-insensitively, got \['gen', 'GEN'\]"):
+        fe.build(two, optimizer_fn=["adam", "sgd"], model_name=["gen", "GEN"])
+
+    class EveryOther(Scheduler):
+        def get_current_value(self, epoch):
+            return "adam"
+
+        def get_all_values(self):
+            return ["adam"]
+
+    with pytest.raises(TypeError, match="Unsupported optimizer scheduler EveryOther; use EpochScheduler or "):
+        fe.build(lambda: torch.nn.Linear(2, 1), optimizer_fn=EveryOther())

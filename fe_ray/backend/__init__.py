@@ -87,6 +87,19 @@ def get_framework(obj: Any) -> str:
     return "np"
 
 
+def is_model(obj: Any) -> bool:
+    """True if ``obj`` is a torch or Keras model (a tensor, layer or optimizer is not), without importing either
+    framework."""
+    if getattr(obj, "fe_compiled", False):
+        return True
+    for cls in type(obj).__mro__:
+        qualname = f"{cls.__module__}.{cls.__name__}"
+        if qualname in ("torch.nn.modules.module.Module", "keras.src.models.model.Model",
+                        "keras.src.models.functional.Functional"):
+            return True
+    return False
+
+
 def get_backend(framework_or_obj: Any) -> ModuleType:
     """Return the implementation module for a framework name ('torch', 'tf', 'np') or an object of it.
 

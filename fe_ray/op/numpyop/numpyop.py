@@ -7,21 +7,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from fe_ray.backend import is_model
 from fe_ray.backend import numpy as numpy_backend
 from fe_ray.op.numpyop.randomness import RNG_KEY, op_generator
 from fe_ray.op.op import Op, get_inputs_by_op, write_outputs_by_op
-
-
-def is_model(obj: Any) -> bool:
-    """True if ``obj`` looks like a torch or Keras model (without importing either framework)."""
-    if getattr(obj, "fe_compiled", False):
-        return True
-    for cls in type(obj).__mro__:
-        qualname = f"{cls.__module__}.{cls.__name__}"
-        if qualname in ("torch.nn.modules.module.Module", "keras.src.models.model.Model",
-                        "keras.src.models.functional.Functional"):
-            return True
-    return False
 
 
 class NumpyOp(Op):
