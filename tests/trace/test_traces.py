@@ -234,6 +234,26 @@ def test_model_saver_keeps_last_files(tmp_path) -> None:
     assert sorted(os.listdir(tmp_path)) == ["mlp_epoch_2.pt", "mlp_epoch_3.pt"]
 
 
+def test_model_saver_keeps_counting_its_files_across_a_resume(tmp_path) -> None:
+    """The files an interrupted run saved still count towards max_to_keep after the resume (ModelSaver's state is in
+    the checkpoint): the resumed run deletes them in turn."""
+    from fe_ray.trace import RestoreWizard
+
+    weights_dir, checkpoint_dir = tmp_path / "weights", str(tmp_path / "ckpt")
+    train, evaluation = digits_arrays(n_train=8, n_eval=8)
+
+    def run(epochs: int) -> None:
+        model = torch_mlp()
+        fe.Estimator(ToyPipeline(train, evaluation, batch_size=8), classifier_network(model), epochs=epochs,
+                     traces=[ModelSaver(model, str(weights_dir), max_to_keep=3), RestoreWizard(checkpoint_dir)],
+                     log_steps=None).fit()
+
+    run(epochs=2)  # stops after epoch 2, as an interrupted run would
+    assert sorted(os.listdir(weights_dir)) == ["mlp_epoch_1.pt", "mlp_epoch_2.pt"]
+    run(epochs=5)  # resumes at epoch 3
+    assert sorted(os.listdir(weights_dir)) == ["mlp_epoch_3.pt", "mlp_epoch_4.pt", "mlp_epoch_5.pt"]
+
+
 def test_best_model_saver(tmp_path, capsys) -> None:
     model = torch_mlp()
     train, evaluation = digits_arrays(n_train=8, n_eval=8)
