@@ -19,6 +19,7 @@ from tests.estimator_helpers import (
     tf_mlp,
     torch_mlp,
 )
+from tests.helpers.state import assert_same_state
 
 
 def _estimator(traces, epochs: int = 2, n_train: int = 32, n_eval: int = 16, log_steps=None, **kwargs):
@@ -153,12 +154,6 @@ class WeightsAtEvalEnd(Trace):
         self.by_epoch[self.system.epoch_idx] = model_weights(self.model)
 
 
-def _assert_same(weights: list[np.ndarray], other: list[np.ndarray]) -> None:
-    assert len(weights) == len(other)
-    for mine, theirs in zip(weights, other):
-        np.testing.assert_array_equal(mine, theirs)
-
-
 @pytest.mark.parametrize("framework", ["torch", "tf"])
 @pytest.mark.parametrize("restore", [True, False])
 def test_early_stopping_restores_the_best_epochs_weights_when_asked(framework: str, restore: bool) -> None:
@@ -176,7 +171,7 @@ def test_early_stopping_restores_the_best_epochs_weights_when_asked(framework: s
     final = model_weights(model)
     # Training moved the weights after epoch 2, so the two outcomes can be told apart.
     assert any(not np.array_equal(a, b) for a, b in zip(snapshots.by_epoch[2], snapshots.by_epoch[4]))
-    _assert_same(final, snapshots.by_epoch[2] if restore else snapshots.by_epoch[4])
+    assert_same_state(final, snapshots.by_epoch[2] if restore else snapshots.by_epoch[4])
     assert (stopper.best_weights is not None) == restore
 
 
@@ -192,10 +187,7 @@ def test_early_stopping_state_round_trips_with_its_best_weights() -> None:
     resumed.load_state_dict(state)
     assert (resumed.wait, resumed.best) == (1, 0.9)
     assert resumed.best_weights is not None and set(resumed.best_weights) == {model.model_name}
-    best = stopper.best_weights[model.model_name]
-    assert best.keys() == resumed.best_weights[model.model_name].keys()
-    for key, value in best.items():
-        np.testing.assert_array_equal(resumed.best_weights[model.model_name][key], value)
+    assert_same_state(resumed.best_weights, stopper.best_weights)
 
 
 def test_early_stopping_positional_order_is_fastestimators() -> None:
