@@ -25,7 +25,7 @@ ROOT = str(Path(__file__).resolve().parents[2])
 # The job's driver: the reliability tests' 2-epoch, 12-step run on two replicas with a RestoreWizard. With a ready
 # file it tells the test at step 8 (epoch 1's checkpoint is at step 6) and waits there to be stopped.
 DRIVER = """
-import json, sys, time
+import json, os, sys, time
 import numpy as np
 from fe_ray.trace import Trace
 from tests.reliability.helpers import RestoreWizard, build_run, weights_of
@@ -44,8 +44,7 @@ class WaitAt(Trace):
             pids = [info["pid"] for info in self.system.network.replica_info()]
             with open(ready + ".tmp", "w") as file:
                 json.dump(pids, file)
-            import os
-            os.replace(ready + ".tmp", ready)
+            os.replace(ready + ".tmp", ready)  # the test reads it whole or not at all
             time.sleep(600)
 
 
