@@ -93,6 +93,11 @@ def test_merge_grad_checkpoint_resumes_exactly(framework: str, eager: bool) -> N
     np.testing.assert_array_equal(weights(resumed), weights(reference))
     with pytest.raises(ValueError, match="different configuration"):
         ops[2].load_state_dict({"step": 0})
+    # Sums of another model's weights (one array where this model has one weight matrix too many or too few).
+    wrong = {**snapshot, "grad_sum": list(snapshot["grad_sum"]) * 2}
+    with pytest.raises(ValueError, match=rf"Checkpoint holds {2 * len(snapshot['grad_sum'])} accumulated gradients "
+                                         rf"but model 'linear' has {len(snapshot['grad_sum'])} trainable weights"):
+        ops[2].load_state_dict(wrong)
 
 
 @pytest.mark.parametrize(("framework", "eager"), MODES, ids=IDS)
@@ -192,6 +197,9 @@ def test_constructor_errors_and_bookkeeping() -> None:
     model = torch_linear()
     with pytest.raises(ValueError, match="merge_grad must be a positive int"):
         UpdateOp(model=model, loss_name="mse", merge_grad=0)
+    with pytest.raises(TypeError, match=r"UpdateOp gradients must be one key \(a str\) holding the gradients, or "
+                                        r"None, got \['g1', 'g2'\]"):
+        UpdateOp(model=model, loss_name="mse", gradients=["g1", "g2"])
     op = UpdateOp(model=model, loss_name="mse")
     assert model.loss_name == {"mse"} and op.get_fe_models() == {model} and op.mode == {"train"}
     assert op.fe_retain_graph() is False and op.fe_retain_graph(True) is True

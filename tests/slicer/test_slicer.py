@@ -87,3 +87,30 @@ def test_sanity_assert_rejects_double_claims() -> None:
 def test_missing_slice_key() -> None:
     with pytest.raises(ValueError, match=r"slices keys \['z'\]"):
         forward_slicers([ChunkSlicer(n_chunks=2, slice="z")], {"x": np.arange(4)})
+
+
+def test_a_slicer_needs_a_key_and_one_slice_count_for_all_its_keys() -> None:
+    with pytest.raises(ValueError, match="ChunkSlicer needs at least one 'slice' or 'unslice' key"):
+        ChunkSlicer(n_chunks=2)
+    slicer = ChunkSlicer(chunk_size=2, slice=["x", "y"])
+    with pytest.raises(ValueError, match=r"ChunkSlicer produced different numbers of slices \[2, 3\] for keys "
+                                         r"\['x', 'y'\]; the sliced keys must share the sliced axis length"):
+        forward_slicers([slicer], {"x": np.zeros(4), "y": np.zeros(5)})
+
+
+def test_unslicing_a_key_some_minibatch_lacks_names_the_minibatches() -> None:
+    slicer = ChunkSlicer(n_chunks=2, slice="x", unslice="pred")
+    minibatches = forward_slicers([slicer], {"x": np.arange(4)})
+    results = [{**minibatches[0], "pred": np.ones(2)}, dict(minibatches[1])]
+    with pytest.raises(ValueError, match=r"ChunkSlicer un-slices 'pred', but minibatch\(es\) \[1\] lack it"):
+        reverse_slicers([slicer], results, original_data={"x": np.arange(4)})
+
+
+def test_without_slicers_the_batch_is_one_minibatch_and_stateless_slicers_refuse_state() -> None:
+    data = {"x": np.arange(3)}
+    assert forward_slicers([], data) == [data]
+    slicer = MeanUnslicer(unslice="loss")
+    assert slicer.state_dict() == {}
+    slicer.load_state_dict({})
+    with pytest.raises(ValueError, match=r"MeanUnslicer has no state but was given keys \['n'\]"):
+        slicer.load_state_dict({"n": 1})
