@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import socket
 import subprocess
 import sys
 import textwrap
@@ -54,12 +53,6 @@ np.savez(weights_file, *weights_of(model))
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.mark.slow
 @pytest.mark.timeout(360)
 def test_a_job_stopped_with_ray_job_stop_leaves_no_replica_and_its_resubmission_resumes_exactly(
@@ -71,7 +64,9 @@ def test_a_job_stopped_with_ray_job_stop_leaves_no_replica_and_its_resubmission_
     # Ray >= 2.59 authenticates every client of a cluster (the job CLI included) with a token.
     env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(16), "RAY_DEDUP_LOGS": "0"}
     env.pop("RAY_ADDRESS", None)
-    port = _free_port()
+    from fe_ray.distributed.collective import free_port
+
+    port = free_port("127.0.0.1")
     address = f"http://127.0.0.1:{port}"
     script = tmp_path / "driver.py"
     script.write_text(textwrap.dedent(DRIVER))
