@@ -68,24 +68,17 @@ def test_a_repeat_scheduler_of_optimizers_alternates_them_by_epoch() -> None:
     import torch
 
     from fe_ray.schedule import RepeatScheduler
+    from tests.estimator_helpers import classifier_network
 
     model = fe.build(lambda: torch.nn.Linear(2, 1), optimizer_fn=RepeatScheduler(["sgd", "adam"]))
     assert isinstance(model.optimizer, RepeatScheduler)
     first, second = model.optimizer.repeat_list
     assert (type(first).__name__, type(second).__name__) == ("SGD", "Adam")
     assert model.current_optimizer is first  # epoch 1's
-    network = fe.Network(_linear_ops(model))
+    network = classifier_network(model)
     for epoch, expected in ((1, first), (2, second), (3, first)):
         with network(mode="train", epoch=epoch):
             assert model.current_optimizer is expected
-
-
-def _linear_ops(model: object) -> list:
-    from fe_ray.op.tensorop.loss import MeanSquaredError
-    from fe_ray.op.tensorop.model import ModelOp, UpdateOp
-
-    return [ModelOp(model=model, inputs="x", outputs="y_pred"), MeanSquaredError(inputs=("y_pred", "y"), outputs="mse"),
-            UpdateOp(model=model, loss_name="mse")]
 
 
 def test_build_names_what_it_cannot_take() -> None:
