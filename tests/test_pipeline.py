@@ -329,6 +329,85 @@ def test_resume_with_steps_per_epoch_across_passes_and_threads() -> None:
     assert head + tail == expected
 
 
+
+class _PythonNoise(NumpyOp):
+    """A user's op drawing from Python's global generator."""
+
+    def __init__(self) -> None:
+        super().__init__(outputs="py_noise")
+
+    def forward(self, data: Any, state: dict[str, Any]) -> Any:
+        import random
+
+        return np.float64(random.random())
+
+
+def _global_noise_pipeline(**kwargs: Any) -> Pipeline:
+    """A Pipeline whose user code draws from numpy's (a LambdaOp, and one inside Sometimes) and Python's global
+    generators, as FastEstimator's DCGAN draws its noise."""
+    from fe_ray.op.numpyop.meta import Sometimes
+
+    return Pipeline(_ds(12), batch_size=3, shuffle_seed=5, **kwargs,
+                    ops=[LambdaOp(fn=lambda: np.random.normal(size=2).astype(np.float32), outputs="z"),
+                         Sometimes(LambdaOp(fn=lambda x: x + np.random.uniform(), inputs="x", outputs="x"), prob=1.0),
+                         _PythonNoise()])
+
+
+def _noise(batches: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    return [(batch["z"].tolist(), batch["x"].tolist(), batch["py_noise"].tolist()) for batch in batches]
+
+
+def test_user_code_draws_from_the_global_generators_are_seeded_by_the_batch_position() -> None:
+    """A resumed epoch makes the batches the uninterrupted epoch made, however the global generators moved in
+    between (a distributed Network makes the following batch before the checkpoint of the current one), and making
+    batches leaves the caller's global generators where they were."""
+    import random
+
+    pipeline = _global_noise_pipeline()
+    np.random.seed(0)
+    random.seed(0)
+    numpy_state, python_state = np.random.get_state(), random.getstate()
+    with pipeline("train", 1) as loader:
+        expected = list(loader)
+    assert len(expected) == 4 and len({tuple(batch["z"].ravel()) for batch in expected}) == 4
+    after = np.random.get_state()
+    assert after[0] == numpy_state[0] and np.array_equal(after[1], numpy_state[1]) and after[2:] == numpy_state[2:]
+    assert random.getstate() == python_state
+    restored = _global_noise_pipeline()
+    restored.load_state_dict({**pipeline.state_dict(), "positions": {"train": {"": {"epoch": 1, "batches": 2}}}})
+    np.random.seed(123)  # elsewhere in the program the generators moved on
+    random.seed(123)
+    with restored("train", 1) as loader:
+        assert _noise(list(loader)) == _noise(expected[2:])
+    with _global_noise_pipeline()("train", 2) as loader:  # another epoch draws anew
+        assert _noise(list(loader)) != _noise(expected)
+    # Worker threads share the global generators, so their draws are not seeded; the ops' outputs still arrive.
+    with _global_noise_pipeline(num_process=2)("train", 1) as loader:
+        assert [batch["y"].tolist() for batch in loader] == [batch["y"].tolist() for batch in expected]
+
+
+def test_only_batches_of_user_code_seed_the_global_generators(monkeypatch: pytest.MonkeyPatch) -> None:
+    from fe_ray.op.numpyop.meta import Sometimes
+    from fe_ray.op.numpyop.univariate import GaussianNoise
+    from fe_ray.pipeline import loader as loader_module
+
+    seeded: list[int] = []
+    real = loader_module.seeded_globals
+
+    def spy(entropy: Any) -> Any:
+        seeded.append(entropy[-1])
+        return real(entropy)
+
+    monkeypatch.setattr(loader_module, "seeded_globals", spy)
+    own_ops = [Minmax(inputs="x", outputs="x"), Sometimes(GaussianNoise(inputs="x", outputs="x"))]
+    for ops, collate_fn, expected in [(own_ops, None, []), ([], None, []), ([_Counting()], None, [0, 1]),
+                                      ([Sometimes(_Counting())], None, [0, 1]),
+                                      (own_ops, lambda samples: {"y": np.array([s["y"] for s in samples])}, [0, 1])]:
+        seeded.clear()
+        with Pipeline(_ds(6), batch_size=3, ops=ops, collate_fn=collate_fn)("train", 1) as loader:
+            list(loader)
+        assert seeded == expected, (ops, collate_fn)
+
 def test_position_lifecycle() -> None:
     pipeline = Pipeline(_ds(6), _ds(6), batch_size=2, shuffle_seed=0)
     with pipeline("train", 1) as loader:

@@ -95,40 +95,47 @@ def _print_breakdown(loader: Loader, num_batches: int) -> None:
     visits = np.zeros(len(ops) + 1 + len(after), dtype=np.int64)  # row len(ops) is the collation
     seconds = np.zeros(len(ops) + 1 + len(after))
     for index in range(min(num_batches, loader.num_batches)):
-        sample_ops, ds_id, entries = loader.sample_plan(index)
-        stage = loader.stage(index)
-        random = any(op.is_random for op in sample_ops)
-        state = {"mode": loader.mode, "epoch": loader.epoch, "ds_id": ds_id}
-        samples = []
-        for data_pass, sample_index, item in entries:
-            sample = owned_sample(item, f"Dataset item {sample_index}")
-            entropy = sample_entropy(pass_entropy(loader.seed, loader.mode, loader.ds_id, loader.epoch, data_pass),
-                                     sample_index) if random else None
-            for position, op in enumerate(sample_ops):
-                # The generator the Loader gives this op at this position, so random ops draw as they do in training.
-                op_state = {**state, RNG_KEY: op_generator(entropy, position)} \
-                    if entropy is not None and op.is_random else state
-                begin = time.perf_counter()
-                forward_numpyop([op], sample, op_state)
-                seconds[row_of[id(op)]] += time.perf_counter() - begin
-                visits[row_of[id(op)]] += 1
-            samples.append(sample)
-        begin = time.perf_counter()
-        batch = loader.collate_samples(samples, stage)
-        seconds[len(ops)] += time.perf_counter() - begin
-        visits[len(ops)] += 1
-        entropy = batch_entropy(loader.seed, loader.mode, loader.ds_id, loader.epoch, index)
-        for position, op in enumerate(stage.batch_ops):
-            op_state = {**state, RNG_KEY: op_generator(entropy, position)} if op.is_random else state
-            begin = time.perf_counter()
-            forward_numpyop([op], batch, op_state, batched=True)
-            seconds[row_of[id(op)]] += time.perf_counter() - begin
-            visits[row_of[id(op)]] += 1
+        with loader.globals_of(index):  # user code draws as in training and leaves the caller's generators
+            _time_batch(loader, index, row_of, visits, seconds)
     mode, ds_id = loader.mode.capitalize(), loader.ds_id
     dataset_text = f", Dataset: {ds_id}" if ds_id else ""
     print(f"\nBreakdown of time taken by Pipeline Operations (Mode: {mode}, Epoch: {loader.epoch}{dataset_text})\n",
           flush=True)
     print(format_breakdown(ops, visits, seconds, after), flush=True)
+
+
+def _time_batch(loader: Loader, index: int, row_of: dict[int, int], visits: np.ndarray, seconds: np.ndarray) -> None:
+    """Rebuild batch ``index`` op by op, adding each op's (and the collation's) time and visits to its row."""
+    sample_ops, ds_id, entries = loader.sample_plan(index)
+    stage = loader.stage(index)
+    random = any(op.is_random for op in sample_ops)
+    state = {"mode": loader.mode, "epoch": loader.epoch, "ds_id": ds_id}
+    samples = []
+    for data_pass, sample_index, item in entries:
+        sample = owned_sample(item, f"Dataset item {sample_index}")
+        entropy = sample_entropy(pass_entropy(loader.seed, loader.mode, loader.ds_id, loader.epoch, data_pass),
+                                 sample_index) if random else None
+        for position, op in enumerate(sample_ops):
+            # The generator the Loader gives this op at this position, so random ops draw as they do in training.
+            op_state = {**state, RNG_KEY: op_generator(entropy, position)} \
+                if entropy is not None and op.is_random else state
+            begin = time.perf_counter()
+            forward_numpyop([op], sample, op_state)
+            seconds[row_of[id(op)]] += time.perf_counter() - begin
+            visits[row_of[id(op)]] += 1
+        samples.append(sample)
+    collation = len(loader.all_ops)  # the collation's row comes after the per-sample ops'
+    begin = time.perf_counter()
+    batch = loader.collate_samples(samples, stage)
+    seconds[collation] += time.perf_counter() - begin
+    visits[collation] += 1
+    entropy = batch_entropy(loader.seed, loader.mode, loader.ds_id, loader.epoch, index)
+    for position, op in enumerate(stage.batch_ops):
+        op_state = {**state, RNG_KEY: op_generator(entropy, position)} if op.is_random else state
+        begin = time.perf_counter()
+        forward_numpyop([op], batch, op_state, batched=True)
+        seconds[row_of[id(op)]] += time.perf_counter() - begin
+        visits[row_of[id(op)]] += 1
 
 
 def op_name(op: Any) -> str:

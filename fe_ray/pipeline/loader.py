@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import zlib
 from collections import deque
@@ -11,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from fe_ray.op.numpyop.numpyop import NumpyOp, forward_numpyop
-from fe_ray.op.numpyop.randomness import pass_entropy, sample_entropy
+from fe_ray.op.numpyop.numpyop import NumpyOp, forward_numpyop, may_draw_globally
+from fe_ray.op.numpyop.randomness import pass_entropy, sample_entropy, seeded_globals
 from fe_ray.pipeline.batching import Stage, batch_entropy
 from fe_ray.pipeline.collation import collate, owned_sample
 from fe_ray.pipeline.composite import SampleRef, interleave_refs, read, stream_refs, unwrap_extended
@@ -55,6 +56,12 @@ class Loader:
     random ones draw from generators seeded by the batch's index in the epoch (see
     :func:`fe_ray.pipeline.batching.batch_entropy`), so they are part of the same pure function.
 
+    Ops that run user code (a LambdaOp's function, an op class of one's own, a ``collate_fn``) may draw from numpy's
+    or Python's global generator instead: without worker threads, each of their batches is made with both seeded by
+    the batch's index in the epoch and the caller's states restored after it (:meth:`globals_of`), so those draws
+    are part of the same pure function too. Worker threads share the global generators, so there such draws follow
+    the order in which the threads run.
+
     Args:
         dataset: The map-style dataset of this epoch.
         ops: The per-sample NumpyOps already filtered for mode, epoch and ds_id.
@@ -67,7 +74,8 @@ class Loader:
         drop_last: Drop the last, partial batch of each pass.
         steps_per_epoch: Batches in the epoch; None for one pass over the data.
         start: Index of the first batch to hand out (a resumed epoch).
-        num_process: Worker threads preparing batches ahead, in order; 0 prepares them in the consuming thread.
+        num_process: Worker threads preparing batches ahead, in order; 0 prepares them in the consuming thread (the
+            only way in which user code's draws from the global generators are seeded by the batch's position).
         on_batch: Called with the number of batches handed out so far, right before each batch is yielded.
         pad_value: Padding for samples of one key that differ in shape (see :func:`collate`).
         collate_fn: Makes a batch from the list of sample dicts instead of :func:`collate`.
@@ -150,6 +158,9 @@ class Loader:
             and not self._keyed and self._interleave is None
         # Per-sample entropy is only worth deriving when some op will draw from it.
         self._random = any(op.is_random for op in self.all_ops)
+        # Only batches made by user code pay for seeding and restoring the global generators (~0.1 ms a batch).
+        self._user_code = any(may_draw_globally(op) for op in (*self.all_ops, *self.all_batch_ops)) \
+            or any(stage.collate_fn is not None for stage in self._stages())
         self._iterators: list[Iterator[dict[str, np.ndarray]]] = []
 
     @property
@@ -288,6 +299,14 @@ class Loader:
             samples.append(sample)
         return self.finish(self.collate_samples(samples, stage), stage, ds_id, index)
 
+    def globals_of(self, index: int) -> contextlib.AbstractContextManager[None]:
+        """The context in which batch ``index`` is made: where its ops run user code, numpy's and Python's global
+        generators seeded by the batch's position (:func:`~fe_ray.op.numpyop.randomness.seeded_globals`);
+        otherwise none."""
+        if not self._user_code:
+            return contextlib.nullcontext()
+        return seeded_globals(batch_entropy(self.seed, self.mode, self.ds_id, self.epoch, index))
+
     def _job(self, index: int) -> Callable[[], dict[str, np.ndarray]]:
         """Batch ``index`` as a call to make in any thread; planned here, in the consuming thread."""
         if self._stream or self._interleave is not None:
@@ -337,7 +356,8 @@ class Loader:
 
     def _serial(self) -> Iterator[dict[str, np.ndarray]]:
         while self._cursor < self.num_batches:
-            batch = self._job(self._cursor)()
+            with self.globals_of(self._cursor):
+                batch = self._job(self._cursor)()
             self._handed_out()
             yield batch
 

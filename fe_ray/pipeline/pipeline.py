@@ -66,8 +66,9 @@ class Pipeline:
             (see :func:`fe_ray.pipeline.batching.make_stage`).
         num_process: None or 0 prepares batches in the consuming thread; N > 0 uses N worker threads that prepare
             batches ahead. The batches and their order are identical either way, random fe_ray ops included (they
-            draw from per-sample generators); only custom ops drawing from a global RNG (``np.random.*``) differ, as
-            their draws interleave across threads.
+            draw from per-sample generators); only custom ops drawing from a global RNG (``np.random.*``,
+            ``random.*``) differ: without threads those draws are seeded by the batch's position, with threads they
+            interleave.
         drop_last: Drop the last, partial batch of each pass over a dataset.
         pad_value: Samples of one key that differ in shape are padded with this value at the end of each axis up to
             the batch's largest shape (FastEstimator's ``pad_value``); None makes such a batch an error.
@@ -87,8 +88,12 @@ class Pipeline:
         RandomCrop, Sometimes) draw from a generator that is a pure function of that, the sample's dataset index and
         the op's position in the epoch's op list (``state["rng"]``, see :mod:`fe_ray.op.numpyop.randomness`); random
         ops after a Batch op, from one seeded by the batch's index in the epoch. So their augmentations too are the
-        same after a resume and with any ``num_process``. :meth:`transform` has no
-        sample position: there random ops draw anew on each call, from a generator seeded by numpy's global one.
+        same after a resume and with any ``num_process``. User code (a LambdaOp's function, an op class of one's
+        own, a ``collate_fn``) drawing from numpy's or Python's global generator finds them seeded by the batch's
+        index in the epoch while its batch is made (without worker threads), and the caller's states are put back
+        afterwards: its draws too are the same after a resume (see :mod:`fe_ray.op.numpyop.randomness`).
+        :meth:`transform` has no sample position: there random ops draw anew on each call, from a generator seeded
+        by numpy's global one.
 
     State contract (resuming mid-epoch):
         Every tracked loader records, per (mode, ds_id), ``{"epoch": e, "batches": k}``: ``k`` batches of epoch ``e``

@@ -69,6 +69,18 @@ class LambdaOp(NumpyOp):
         return self.fn(*data)
 
 
+def may_draw_globally(op: NumpyOp) -> bool:
+    """Whether ``op`` may draw from numpy's or Python's global generator: it runs user code (a LambdaOp's function,
+    or is of an op class defined outside fe_ray), or it wraps such an op (Sometimes, OneOf, Fuse, Repeat).
+
+    fe_ray's own ops draw only from the per-sample generator (:func:`~fe_ray.op.numpyop.randomness.get_rng`).
+    """
+    if isinstance(op, LambdaOp) or not type(op).__module__.startswith("fe_ray."):
+        return True
+    wrapped = getattr(op, "ops", None) or [getattr(op, "op", None)]
+    return any(isinstance(child, NumpyOp) and may_draw_globally(child) for child in wrapped)
+
+
 def check_collation(pad_value: Any, collate_fn: Any, owner: str = "") -> None:
     """Check the batching settings a Pipeline or a :class:`Batch` op takes.
 

@@ -12,12 +12,22 @@ Outside a Pipeline epoch (``Pipeline.transform``, a Network pop, a direct ``op.f
 sample position to derive from, so :func:`get_rng` falls back to a generator seeded from numpy's global generator:
 each call draws anew, as FastEstimator's ops do, and ``fe.enable_deterministic`` (which seeds numpy) makes the
 sequence repeat across runs.
+
+User code in a Pipeline (a LambdaOp's function, an op class of one's own) often draws from numpy's or Python's
+global generator instead, as FastEstimator's apphub does (``LambdaOp(fn=lambda: np.random.normal(size=[100]),
+outputs="z")``). Those draws would follow the order in which batches are made: a distributed Network makes the next
+batch while the replicas compute the current one, so a checkpoint would hold global states that already include
+the next batch's draws, and a resumed run would draw that batch anew from them. So the Loader makes such a batch
+inside :func:`seeded_globals`: both global generators are seeded by the batch's position while it is made, and the
+caller's states are put back after it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import random
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -30,6 +40,9 @@ RNG_KEY = "rng"
 _AUGMENT_TAG = 0x41554731
 
 _INT64_MAX = np.iinfo(np.int64).max
+
+# Tags the global generators' seeds, so they never coincide with a per-op generator's.
+_GLOBALS_TAG = 0x474C4F42
 
 
 def pass_entropy(seed: int, mode: str, ds_id: str, epoch: int, data_pass: int) -> tuple[int, ...]:
@@ -73,3 +86,23 @@ def get_rng(state: Mapping[str, Any]) -> np.random.Generator:
         raise TypeError(f"state[{RNG_KEY!r}] must be a numpy.random.Generator (the Pipeline puts one there for random "
                         f"ops), got {type(rng).__name__}; leave the key out to draw from numpy's global generator.")
     return rng
+
+
+@contextlib.contextmanager
+def seeded_globals(entropy: Sequence[int]) -> Iterator[None]:
+    """Run the block with numpy's and Python's global generators seeded by ``entropy``; then restore the caller's.
+
+    What user code draws from ``np.random.*`` or ``random.*`` inside the block is then a pure function of
+    ``entropy`` (a batch's position), and the caller's streams (the network's pops, the traces, the states a
+    checkpoint saves) go on as if the block had drawn nothing. Saving and restoring the two states costs ~0.1 ms,
+    which is why the Loader uses this only around batches whose ops run user code.
+    """
+    numpy_state, python_state = np.random.get_state(), random.getstate()
+    seed = np.random.SeedSequence([_GLOBALS_TAG, *entropy]).generate_state(4)
+    np.random.seed(seed)
+    random.seed(int.from_bytes(seed.tobytes(), "little"))
+    try:
+        yield
+    finally:
+        np.random.set_state(numpy_state)
+        random.setstate(python_state)
