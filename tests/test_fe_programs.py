@@ -435,3 +435,129 @@ def test_digits_torch_meta_ops_and_label_metrics_on_replicas(ray_session: None) 
         _check_digits_run(estimator.fit())
     finally:
         estimator.network.shutdown()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 5. torch DCGAN (apphub/image_generation/dcgan): two models, each with its own UpdateOp, the generator's loss taken
+#    through the discriminator, the noise drawn by a Pipeline LambdaOp from numpy's global generator
+
+
+def _dcgan_models() -> tuple[Any, Any]:
+    import torch
+
+    class Generator(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.LeakyReLU(0.2), torch.nn.Linear(32, 64))
+
+        def forward(self, z: torch.Tensor) -> torch.Tensor:
+            return torch.tanh(self.fc(z)).view(-1, 1, 8, 8)
+
+    class Discriminator(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = torch.nn.Conv2d(1, 4, 3, stride=2, padding=1)
+            self.fc = torch.nn.Linear(64, 1)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.fc(torch.nn.functional.leaky_relu(self.conv(x), 0.2).flatten(1))
+
+    return Generator, Discriminator
+
+
+class GLoss(fe.op.tensorop.TensorOp):
+    """The generator's loss as the apphub writes it: BCE of the fake scores against ones."""
+
+    def forward(self, data: Any, state: dict[str, Any]) -> Any:
+        import torch
+
+        return torch.nn.functional.binary_cross_entropy_with_logits(data, torch.ones_like(data))
+
+
+class DLoss(fe.op.tensorop.TensorOp):
+    """The discriminator's loss: BCE of the true scores against ones plus the fake scores against zeros."""
+
+    def forward(self, data: Any, state: dict[str, Any]) -> Any:
+        import torch
+
+        true_score, fake_score = data
+        bce = torch.nn.functional.binary_cross_entropy_with_logits
+        return bce(true_score, torch.ones_like(true_score)) + bce(fake_score, torch.zeros_like(fake_score))
+
+
+def get_dcgan_estimator(save_dir: str, num_replicas: int | None = None, restore_dir: str | None = None,
+                        interrupt_step: int | None = None) -> tuple[Any, Any, Any]:
+    import torch
+    from sklearn.datasets import load_digits
+
+    from fe_ray.op.numpyop import LambdaOp as NumpyLambdaOp
+    from fe_ray.op.numpyop.univariate import ExpandDims
+    from fe_ray.trace.io import ModelSaver
+
+    fe.enable_deterministic(11)
+    images = load_digits().images[:48].astype(np.float32)  # 0..16
+    pipeline = fe.Pipeline(
+        train_data=NumpyDataset({"x": images}),
+        batch_size=8,
+        ops=[ExpandDims(inputs="x", outputs="x", axis=0),
+             Normalize(inputs="x", outputs="x", mean=1.0, std=1.0, max_pixel_value=8.0),
+             NumpyLambdaOp(fn=lambda: np.random.normal(size=[16]).astype("float32"), outputs="z")])
+    generator, discriminator = _dcgan_models()
+    gen_model = fe.build(model_fn=generator, optimizer_fn=lambda x: torch.optim.Adam(x, lr=1e-3), model_name="gen")
+    disc_model = fe.build(model_fn=discriminator, optimizer_fn=lambda x: torch.optim.Adam(x, lr=1e-3),
+                          model_name="disc")
+    network = fe.Network(ops=[
+        ModelOp(model=gen_model, inputs="z", outputs="x_fake"),
+        ModelOp(model=disc_model, inputs="x_fake", outputs="fake_score"),
+        GLoss(inputs="fake_score", outputs="gloss"),
+        UpdateOp(model=gen_model, loss_name="gloss"),
+        ModelOp(inputs="x", model=disc_model, outputs="true_score"),
+        DLoss(inputs=("true_score", "fake_score"), outputs="dloss"),
+        UpdateOp(model=disc_model, loss_name="dloss")
+    ], **({"num_replicas": num_replicas} if num_replicas else {}))
+    traces: list[Any] = [ModelSaver(model=gen_model, save_dir=save_dir, frequency=2)]
+    if restore_dir is not None:
+        traces += [RestoreWizard(directory=restore_dir, steps=4), InterruptAt(interrupt_step)]
+    estimator = fe.Estimator(pipeline=pipeline, network=network, epochs=3, traces=traces, log_steps=3)
+    return estimator, gen_model, disc_model
+
+
+def _run_dcgan(save_dir: str, **kwargs: Any) -> tuple[dict, list[np.ndarray]]:
+    estimator, gen_model, disc_model = get_dcgan_estimator(save_dir, **kwargs)
+    try:
+        history = _history(estimator.fit())
+    finally:
+        if kwargs.get("num_replicas"):
+            estimator.network.shutdown()
+    _assert_finite(history, "train", ["gloss", "dloss"])
+    assert max(history["train"]["gloss"]) == 18  # 3 epochs of 6 batches
+    assert os.path.isfile(os.path.join(save_dir, "gen_epoch_2.pt"))
+    return history, _weights(gen_model) + _weights(disc_model)
+
+
+@pytest.mark.timeout(120)
+def test_dcgan_torch_in_process_trains_both_models(tmp_path: Any) -> None:
+    estimator, gen_model, disc_model = get_dcgan_estimator(str(tmp_path))
+    before = _weights(gen_model) + _weights(disc_model)
+    history, after = _run_dcgan(str(tmp_path))
+    assert not any(np.array_equal(a, b) for a, b in zip(before, after))  # every tensor of both models trained
+
+
+@pytest.mark.timeout(240)
+def test_dcgan_torch_on_replicas_equals_in_process_and_resumes_exactly(ray_session: None, tmp_path: Any) -> None:
+    """Two replicas train both models as one process does (the gradients of each UpdateOp all-reduced on their own),
+    and a run interrupted before step 11 resumes from its step-8 checkpoint with the pipeline's noise, both
+    optimizers and the ModelSaver where they were."""
+    local_history, local_weights = _run_dcgan(str(tmp_path / "local"))
+    replicas_history, replicas_weights = _run_dcgan(str(tmp_path / "replicas"), num_replicas=2)
+    assert local_history["train"].pop("num_device") == {0: 1}
+    assert replicas_history["train"].pop("num_device") == {0: 2}
+    _assert_same_run(local_history, local_weights, replicas_history, replicas_weights)
+    ckpt = str(tmp_path / "ckpt")
+    with pytest.raises(Interrupted):
+        _run_dcgan(str(tmp_path / "resumed"), num_replicas=2, restore_dir=ckpt, interrupt_step=11)
+    store = CheckpointStore(ckpt)
+    assert store.manifest(store.latest())["info"]["global_step"] == 8
+    resumed_history, resumed_weights = _run_dcgan(str(tmp_path / "resumed"), num_replicas=2, restore_dir=ckpt)
+    assert resumed_history["train"].pop("num_device") == {0: 2}
+    _assert_same_run(replicas_history, replicas_weights, resumed_history, resumed_weights)
