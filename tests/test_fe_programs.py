@@ -2,9 +2,10 @@
 ``import fe_ray as fe``: in-process, on 2 Ray replicas, and through a checkpoint resume.
 
 The programs follow apphub/image_classification/cifar10_fast (torch), apphub/semantic_segmentation/unet (TF),
-tutorial/advanced/t12_hyperparameter_search, and the advanced tutorials' meta ops and metric traces. The downloading
-loaders are replaced with synthetic data of the same shapes and dtypes (CIFAR-10: 32x32x3 uint8 images, (N, 1)
-uint8 labels), and the epochs are cut to a few steps.
+tutorial/advanced/t12_hyperparameter_search, the advanced tutorials' meta ops and metric traces,
+apphub/image_generation/dcgan (torch) and apphub/adversarial_training/fgsm (TF). The downloading loaders are
+replaced with synthetic data of the same shapes and dtypes (CIFAR-10: 32x32x3 uint8 images, (N, 1) uint8 labels)
+or scikit-learn's digits, and the epochs are cut to a few steps.
 """
 
 from __future__ import annotations
@@ -561,3 +562,64 @@ def test_dcgan_torch_on_replicas_equals_in_process_and_resumes_exactly(ray_sessi
     resumed_history, resumed_weights = _run_dcgan(str(tmp_path / "resumed"), num_replicas=2, restore_dir=ckpt)
     assert resumed_history["train"].pop("num_device") == {0: 2}
     _assert_same_run(replicas_history, replicas_weights, resumed_history, resumed_weights)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 6. TF adversarial training (apphub/adversarial_training/fgsm): Watch, FGSM and Average, with an EpochScheduler
+#    that trains on the clean loss first and on the clean and adversarial average from epoch 2
+
+
+def get_fgsm_estimator(num_replicas: int | None = None) -> tuple[Any, Any]:
+    import keras
+    from sklearn.datasets import load_digits
+
+    from fe_ray.op.tensorop import Average
+    from fe_ray.op.tensorop.gradient import FGSM, Watch
+    from fe_ray.schedule import EpochScheduler
+
+    fe.enable_deterministic(21)
+    digits = load_digits()
+    x, y = digits.data[:80].astype(np.float32), digits.target[:80].astype(np.int64)
+    pipeline = fe.Pipeline(train_data=NumpyDataset({"x": x[:60], "y": y[:60]}),
+                           eval_data=NumpyDataset({"x": x[60:], "y": y[60:]}), batch_size=10,
+                           ops=[Minmax(inputs="x", outputs="x")])
+    model = fe.build(model_fn=lambda: keras.Sequential([keras.Input((64,)), keras.layers.Dense(32, activation="relu"),
+                                                        keras.layers.Dense(10, activation="softmax")]),
+                     optimizer_fn="adam", model_name="mlp")
+    network = fe.Network(ops=[
+        Watch(inputs="x"),
+        ModelOp(model=model, inputs="x", outputs="y_pred"),
+        CrossEntropy(inputs=("y_pred", "y"), outputs="base_ce"),
+        # Both bounds given (Minmax's range): on replicas the default bounds would be each slice's min and max.
+        FGSM(data="x", loss="base_ce", outputs="x_adverse", epsilon=0.05, clip_low=0.0, clip_high=1.0),
+        ModelOp(model=model, inputs="x_adverse", outputs="y_pred_adv"),
+        CrossEntropy(inputs=("y_pred_adv", "y"), outputs="adv_ce"),
+        Average(inputs=("base_ce", "adv_ce"), outputs="avg_ce"),
+        EpochScheduler({1: UpdateOp(model=model, loss_name="base_ce"), 2: UpdateOp(model=model, loss_name="avg_ce")})
+    ], **({"num_replicas": num_replicas} if num_replicas else {}))
+    traces = [Accuracy(true_key="y", pred_key="y_pred", output_name="base_accuracy"),
+              Accuracy(true_key="y", pred_key="y_pred_adv", output_name="adversarial_accuracy")]
+    estimator = fe.Estimator(pipeline=pipeline, network=network, epochs=3, traces=traces, log_steps=2,
+                             monitor_names=["base_ce", "adv_ce"])
+    return estimator, model
+
+
+@pytest.mark.timeout(240)
+def test_fgsm_tf_adversarial_training_on_replicas_equals_in_process(ray_session: None) -> None:
+    runs = []
+    for num_replicas in (None, 2):
+        estimator, model = get_fgsm_estimator(num_replicas)
+        try:
+            history = _history(estimator.fit())
+        finally:
+            if num_replicas:
+                estimator.network.shutdown()
+        assert history["train"].pop("num_device") == {0: num_replicas or 1}
+        _assert_finite(history, "train", ["base_ce", "adv_ce", "avg_ce"])
+        _assert_finite(history, "eval", ["base_ce", "adv_ce", "avg_ce", "base_accuracy", "adversarial_accuracy"])
+        assert sorted(history["train"]["avg_ce"]) == [1, 2, 4, 6, 8, 10, 12, 14, 16, 18]
+        eval_keys = ("epoch", "base_ce", "adv_ce", "avg_ce", "base_accuracy", "adversarial_accuracy")
+        assert {key: sorted(values) for key, values in history["eval"].items()} == {key: [6, 12, 18]
+                                                                                  for key in eval_keys}
+        runs.append((history, _weights(model)))
+    _assert_same_run(*runs[0], *runs[1])

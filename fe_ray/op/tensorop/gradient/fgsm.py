@@ -27,6 +27,9 @@ class FGSM(GradientRecordingOp):
     at the data's minimum instead); a loss that does not depend on ``data`` (an unwatched input) raises a ValueError
     saying how to fix it, in both frameworks; a non-scalar torch loss is summed first, as TF does.
 
+    On replicas (and under a slicer) "the batch" of the default bounds is each replica's slice; give both bounds for
+    exactly the samples one process makes from the whole batch.
+
     Args:
         data: Key of the input to attack.
         loss: Key of the loss to increase (a scalar, e.g. a CrossEntropy's mean).
