@@ -150,6 +150,32 @@ def test_single_replica_equals_in_process(ray_session: None, framework: str, tra
         dist.shutdown()
 
 
+
+@pytest.mark.timeout(120)
+def test_user_slicers_on_replicas_equal_in_process(ray_session: None) -> None:
+    """The user's slicers run on the driver as in process; each of their minibatches is then split across the
+    replicas, and the unsliced outputs and the weights are the in-process Network's."""
+    from fe_ray.slicer import ChunkSlicer, MeanUnslicer
+
+    def slicers() -> list[Any]:
+        return [ChunkSlicer(n_chunks=2, slice=["x", "y"], unslice="y_pred"), MeanUnslicer(unslice="mse")]
+
+    local, local_model = make_network("torch", slicers=slicers())
+    dist, _ = make_network("torch", slicers=slicers(), num_replicas=2)
+    try:
+        for step, batch in enumerate(make_batches((8, 6, 5), seed=3)):  # minibatches of 4, 3 and 3 + 2 samples
+            with local(mode="train", epoch=1, desired_output_keys={"y_pred", "mse"}):
+                expected = local.run_step(batch)
+            with dist(mode="train", epoch=1, desired_output_keys={"y_pred", "mse"}):
+                got = dist.run_step(batch)
+            np.testing.assert_allclose(got["y_pred"], to_number(expected["y_pred"]), atol=1e-5)
+            np.testing.assert_allclose(got["mse"], to_number(expected["mse"]), rtol=1e-5)
+            replicas = replica_weights(dist)
+            np.testing.assert_array_equal(replicas[0], replicas[1])
+            np.testing.assert_allclose(replicas[0], weights(local_model), atol=1e-5, err_msg=f"step {step}")
+    finally:
+        dist.shutdown()
+
 def _ones_dense() -> Any:
     import keras
 
