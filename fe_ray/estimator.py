@@ -388,11 +388,14 @@ def _with_lookahead(loader: Any, set_lookahead: Any, convert: Callable[[Any], An
     Pipeline records its position when a batch is handed out, so a checkpoint taken in between would count the
     fetched batch as consumed and a resume would skip it. The Loader's ``on_batch`` report is therefore intercepted
     and replayed only when each batch actually starts: positions stay exactly what they are without lookahead.
-    Loaders without ``on_batch`` and networks without ``set_lookahead`` are iterated plainly. Every batch goes
-    through ``convert`` once, when it is fetched, so the network's look-ahead and the step see the same object.
+    Loaders without ``on_batch`` and networks without ``set_lookahead`` are iterated plainly, as are loaders whose
+    batches are not a pure function of their position (``loader.pure`` False: an op or the dataset keeps state).
+    Making such a batch early would change state a checkpoint of the current step saves, and would miss what a trace
+    changes in that state between the two batches. Every batch goes through ``convert`` once, when it is fetched, so
+    the network's look-ahead and the step see the same object.
     """
     record = getattr(loader, "on_batch", None)
-    if set_lookahead is None or record is None:
+    if set_lookahead is None or record is None or not getattr(loader, "pure", True):
         yield from map(convert, loader)
         return
     handed_out: list[int] = []

@@ -339,6 +339,63 @@ def test_lookahead_raises_a_pipeline_error_after_the_step_not_inside_it() -> Non
     assert [first for first, _, _ in seen] == [0, 2, 4] and peeked == [2, 4, None]
 
 
+
+class _Seen(fe.op.numpyop.NumpyOp):
+    """A stateful Pipeline op: counts the samples it has made."""
+
+    def __init__(self) -> None:
+        super().__init__(inputs="x", outputs="x")
+        self.seen = 0
+
+    def forward(self, data: Any, state: dict[str, Any]) -> Any:
+        self.seen += 1
+        return data
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"seen": self.seen}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.seen = state["seen"]
+
+
+class _Level(fe.dataset.NumpyDataset):
+    """A dataset with state of its own (a curriculum's level)."""
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"level": 1}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        pass
+
+
+@pytest.mark.parametrize("ops, dataset_type, pure", [
+    ([], "numpy", True), (["stateless"], "numpy", True), (["stateful"], "numpy", False),
+    (["sometimes-stateful"], "numpy", False), ([], "level", False), ([], "combined", True),
+    ([], "combined-level", False)])
+def test_only_batches_that_are_a_pure_function_of_their_position_are_made_ahead(ops: list[str], dataset_type: str,
+                                                                               pure: bool) -> None:
+    """A stateful op or dataset would save, in the checkpoint of the current step, state that already counts the
+    batch made ahead (and would miss what a trace changes between the two batches): its loader is iterated plainly,
+    and the network is never offered the following batch."""
+    from fe_ray.dataset import CombinedDataset, NumpyDataset
+    from fe_ray.estimator import _with_lookahead
+    from fe_ray.op.numpyop.meta import Sometimes
+    from fe_ray.op.numpyop.univariate import Minmax
+
+    data = {"x": np.arange(8, dtype=np.float32).reshape(8, 1)}
+    datasets = {"numpy": lambda: NumpyDataset(data), "level": lambda: _Level(data),
+                "combined": lambda: CombinedDataset([NumpyDataset(data), NumpyDataset(data)]),
+                "combined-level": lambda: CombinedDataset([NumpyDataset(data), _Level(data)])}
+    make_op = {"stateless": lambda: Minmax(inputs="x", outputs="x"), "stateful": _Seen,
+               "sometimes-stateful": lambda: Sometimes(_Seen(), prob=1.0)}
+    pipeline = fe.Pipeline(train_data=datasets[dataset_type](), batch_size=2, ops=[make_op[op]() for op in ops])
+    offered: list[Any] = []
+    with pipeline(mode="train", epoch=1, shuffle=False, track=True) as loader:
+        assert loader.pure is pure
+        batches = list(_with_lookahead(loader, offered.append))
+    assert len(batches) == len(loader)
+    assert bool(offered) is pure
+
 class LossTypes(Trace):
     """Replaces x with zeros before each step, and records what a user trace sees of the loss and of the step."""
 

@@ -15,6 +15,7 @@ import numpy as np
 from fe_ray.op.numpyop.numpyop import NumpyOp, forward_numpyop, may_draw_globally
 from fe_ray.op.numpyop.randomness import pass_entropy, sample_entropy, seeded_globals
 from fe_ray.pipeline.batching import Stage, batch_entropy
+from fe_ray.pipeline.checkpoint import holds_state
 from fe_ray.pipeline.collation import collate, owned_sample
 from fe_ray.pipeline.composite import SampleRef, interleave_refs, read, stream_refs, unwrap_extended
 
@@ -161,6 +162,12 @@ class Loader:
         # Only batches made by user code pay for seeding and restoring the global generators (~0.1 ms a batch).
         self._user_code = any(may_draw_globally(op) for op in (*self.all_ops, *self.all_batch_ops)) \
             or any(stage.collate_fn is not None for stage in self._stages())
+        dataset_state = getattr(dataset, "state_dict", None)
+        #: Whether making a batch reads and changes nothing but the loader's position: no op and not the dataset
+        #: keeps state. Only then is a batch made ahead of its turn (a distributed Network's lookahead) the batch
+        #: its turn would make, and what a checkpoint saves unchanged by it.
+        self.pure = not any(holds_state(op.state_dict()) for op in (*self.all_ops, *self.all_batch_ops)) \
+            and not (callable(dataset_state) and holds_state(dataset_state()))
         self._iterators: list[Iterator[dict[str, np.ndarray]]] = []
 
     @property
