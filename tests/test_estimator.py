@@ -340,24 +340,6 @@ def test_lookahead_raises_a_pipeline_error_after_the_step_not_inside_it() -> Non
 
 
 
-class _Seen(fe.op.numpyop.NumpyOp):
-    """A stateful Pipeline op: counts the samples it has made."""
-
-    def __init__(self) -> None:
-        super().__init__(inputs="x", outputs="x")
-        self.seen = 0
-
-    def forward(self, data: Any, state: dict[str, Any]) -> Any:
-        self.seen += 1
-        return data
-
-    def state_dict(self) -> dict[str, Any]:
-        return {"seen": self.seen}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.seen = state["seen"]
-
-
 class _Level(fe.dataset.NumpyDataset):
     """A dataset with state of its own (a curriculum's level)."""
 
@@ -381,13 +363,14 @@ def test_only_batches_that_are_a_pure_function_of_their_position_are_made_ahead(
     from fe_ray.estimator import _with_lookahead
     from fe_ray.op.numpyop.meta import Sometimes
     from fe_ray.op.numpyop.univariate import Minmax
+    from tests.helpers.ops import Warmup
 
     data = {"x": np.arange(8, dtype=np.float32).reshape(8, 1)}
     datasets = {"numpy": lambda: NumpyDataset(data), "level": lambda: _Level(data),
                 "combined": lambda: CombinedDataset([NumpyDataset(data), NumpyDataset(data)]),
                 "combined-level": lambda: CombinedDataset([NumpyDataset(data), _Level(data)])}
-    make_op = {"stateless": lambda: Minmax(inputs="x", outputs="x"), "stateful": _Seen,
-               "sometimes-stateful": lambda: Sometimes(_Seen(), prob=1.0)}
+    make_op = {"stateless": lambda: Minmax(inputs="x", outputs="x"), "stateful": Warmup,
+               "sometimes-stateful": lambda: Sometimes(Warmup(), prob=1.0)}
     pipeline = fe.Pipeline(train_data=datasets[dataset_type](), batch_size=2, ops=[make_op[op]() for op in ops])
     offered: list[Any] = []
     with pipeline(mode="train", epoch=1, shuffle=False, track=True) as loader:

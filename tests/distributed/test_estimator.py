@@ -252,7 +252,9 @@ class SlowState(Trace):
 
 
 class FailAt(Trace):
-    def __init__(self, step: int) -> None:
+    """Raises before training step ``step`` (a failing driver); never with None."""
+
+    def __init__(self, step: int | None) -> None:
         super().__init__(mode="train")
         self.step = step
 
@@ -321,42 +323,12 @@ def test_the_pipeline_makes_the_next_batch_while_the_replica_computes(ray_sessio
 
 
 
-class Warmup(fe.op.numpyop.NumpyOp):
-    """A stateful Pipeline op: scales the input up from 0 over the first 60 samples it makes."""
-
-    def __init__(self) -> None:
-        super().__init__(inputs="x", outputs="x")
-        self.seen = 0
-
-    def forward(self, data: Any, state: dict[str, Any]) -> Any:
-        self.seen += 1
-        return data * min(self.seen / 60.0, 1.0)
-
-    def state_dict(self) -> dict[str, Any]:
-        return {"seen": self.seen}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.seen = int(state["seen"])
-
-
-class StopAt(Trace):
-    """Raises before training step ``step`` (a failing driver: the last periodic checkpoint stays the latest); never
-    with None. Every run of a resumed program has one, as a checkpoint restores only into the same traces."""
-
-    def __init__(self, step: int | None) -> None:
-        super().__init__(mode="train")
-        self.step = step
-
-    def on_batch_begin(self, data: Any) -> None:
-        if self.system.global_step == self.step:
-            raise RuntimeError(f"before step {self.step}")
-
-
 @pytest.mark.timeout(180)
 def test_a_stateful_pipeline_op_resumes_exactly_on_a_replica(ray_session: None, tmp_path: Any) -> None:
     """The replica computes while the driver would make the next batch; with a stateful op that would put the next
     batch's samples into the checkpoint of the current step, so its loader makes each batch in turn instead."""
     from fe_ray.dataset import NumpyDataset
+    from tests.helpers.ops import Warmup
 
     train, _ = digits_arrays("torch", n_train=40, n_eval=0)
 
@@ -366,7 +338,8 @@ def test_a_stateful_pipeline_op_resumes_exactly_on_a_replica(ray_session: None, 
         _, network, model = setup("torch", num_replicas=1)
         pipeline = fe.Pipeline(train_data=NumpyDataset(train), batch_size=10, ops=[Warmup()], shuffle_seed=0)
         steps_run.clear()
-        traces = [RestoreWizard(ckpt, steps=3), StopAt(stop), CountSteps(steps_run)]
+        # Every run has the same traces (a checkpoint restores only into the same ones).
+        traces = [RestoreWizard(ckpt, steps=3), FailAt(stop), CountSteps(steps_run)]
         try:
             summary = fe.Estimator(pipeline, network, epochs=2, traces=traces, log_steps=1).fit()
         finally:
@@ -374,7 +347,7 @@ def test_a_stateful_pipeline_op_resumes_exactly_on_a_replica(ray_session: None, 
         return dict(summary.history["train"]["ce"]), model_weights(model)
 
     expected_ce, expected_weights = run(str(tmp_path / "reference"))
-    with pytest.raises(RuntimeError, match="before step 4"):
+    with pytest.raises(RuntimeError, match="training failed"):
         run(str(tmp_path / "ckpt"), stop=4)
     assert read_checkpoint(CheckpointStore(str(tmp_path / "ckpt")).latest())["system"]["global_step"] == 3
     got_ce, got_weights = run(str(tmp_path / "ckpt"))
