@@ -408,6 +408,30 @@ def test_only_batches_of_user_code_seed_the_global_generators(monkeypatch: pytes
             list(loader)
         assert seeded == expected, (ops, collate_fn)
 
+
+def test_num_process_is_ignored_with_a_warning_where_an_op_keeps_state() -> None:
+    """Worker threads would run a stateful op concurrently and ahead of the consumer; the batches are made in turn."""
+    import threading
+
+    from tests.helpers.ops import Warmup
+
+    class Where(Warmup):
+        def forward(self, data: Any, state: dict[str, Any]) -> Any:
+            threads.add(threading.current_thread().name)
+            return super().forward(data, state)
+
+    threads: set[str] = set()
+    serial = Pipeline(_ds(12), batch_size=3, ops=Where(ramp=8), shuffle_seed=2)
+    with serial("train", 1) as loader:
+        expected = [batch["x"].tolist() for batch in loader]
+    threaded = Pipeline(_ds(12), batch_size=3, ops=Where(ramp=8), shuffle_seed=2, num_process=2)
+    threads.clear()
+    with pytest.warns(UserWarning, match="num_process is ignored where an op keeps state"):
+        with threaded("train", 1) as loader:
+            got = [batch["x"].tolist() for batch in loader]
+    assert threads == {threading.current_thread().name}
+    assert got == expected and threaded.ops[0].seen == 12
+
 def test_position_lifecycle() -> None:
     pipeline = Pipeline(_ds(6), _ds(6), batch_size=2, shuffle_seed=0)
     with pipeline("train", 1) as loader:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import warnings
 import zlib
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
@@ -77,6 +78,7 @@ class Loader:
         start: Index of the first batch to hand out (a resumed epoch).
         num_process: Worker threads preparing batches ahead, in order; 0 prepares them in the consuming thread (the
             only way in which user code's draws from the global generators are seeded by the batch's position).
+            Ignored, with a warning, where an op keeps state (a non-empty ``state_dict``).
         on_batch: Called with the number of batches handed out so far, right before each batch is yielded.
         pad_value: Padding for samples of one key that differ in shape (see :func:`collate`).
         collate_fn: Makes a batch from the list of sample dicts instead of :func:`collate`.
@@ -162,12 +164,12 @@ class Loader:
         # Only batches made by user code pay for seeding and restoring the global generators (~0.1 ms a batch).
         self._user_code = any(may_draw_globally(op) for op in (*self.all_ops, *self.all_batch_ops)) \
             or any(stage.collate_fn is not None for stage in self._stages())
+        self._stateful_ops = any(holds_state(op.state_dict()) for op in (*self.all_ops, *self.all_batch_ops))
         dataset_state = getattr(dataset, "state_dict", None)
         #: Whether making a batch reads and changes nothing but the loader's position: no op and not the dataset
-        #: keeps state. Only then is a batch made ahead of its turn (a distributed Network's lookahead) the batch
-        #: its turn would make, and what a checkpoint saves unchanged by it.
-        self.pure = not any(holds_state(op.state_dict()) for op in (*self.all_ops, *self.all_batch_ops)) \
-            and not (callable(dataset_state) and holds_state(dataset_state()))
+        #: keeps state. Only then is a batch made ahead of its turn (by worker threads, or a distributed Network's
+        #: lookahead) the batch its turn would make, and what a checkpoint saves unchanged by it.
+        self.pure = not self._stateful_ops and not (callable(dataset_state) and holds_state(dataset_state()))
         self._iterators: list[Iterator[dict[str, np.ndarray]]] = []
 
     @property
@@ -352,7 +354,17 @@ class Loader:
         return batch
 
     def __iter__(self) -> Iterator[dict[str, np.ndarray]]:
-        iterator = self._threaded() if self.num_process > 0 else self._serial()
+        threaded = self.num_process > 0
+        if threaded and self._stateful_ops:
+            # Worker threads would run the stateful ops concurrently and ahead of the consumer: their state would
+            # depend on the threads' timing and a checkpoint would count batches not yet handed out. (A dataset
+            # read by threads guards itself, as GeneratorDataset does with its lock.)
+            warnings.warn("Pipeline num_process is ignored where an op keeps state (a non-empty state_dict): those "
+                          "batches are made one at a time in the consuming thread, so the op's state and the "
+                          "checkpoints are exact. Pipelines without stateful ops use the worker threads.",
+                          UserWarning, stacklevel=2)
+            threaded = False
+        iterator = self._threaded() if threaded else self._serial()
         self._iterators.append(iterator)
         return iterator
 

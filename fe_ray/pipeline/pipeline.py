@@ -68,7 +68,8 @@ class Pipeline:
             batches ahead. The batches and their order are identical either way, random fe_ray ops included (they
             draw from per-sample generators); only custom ops drawing from a global RNG (``np.random.*``,
             ``random.*``) differ: without threads those draws are seeded by the batch's position, with threads they
-            interleave.
+            interleave. Where an op keeps state (a non-empty ``state_dict``), batches are made in the consuming
+            thread whatever ``num_process`` says (with a warning), so that its state stays exact.
         drop_last: Drop the last, partial batch of each pass over a dataset.
         pad_value: Samples of one key that differ in shape are padded with this value at the end of each axis up to
             the batch's largest shape (FastEstimator's ``pad_value``); None makes such a batch an error.
