@@ -1,5 +1,6 @@
-"""Traces that drive models on a 2-replica network: LRScheduler's rates, BestModelSaver's final restore and
-EarlyStopping's restore of the best weights reach the replicas, and each run matches the in-process one."""
+"""Traces that drive models on a 2-replica network: LRScheduler's rates, BestModelSaver's final restore,
+EarlyStopping's restore of the best weights and a user's trace changing the weights mid-epoch reach the replicas,
+and each run matches the in-process one."""
 
 from __future__ import annotations
 
@@ -81,3 +82,32 @@ def test_early_stopping_restores_the_best_weights_on_replicas(ray_session: None)
     last = _run(lambda model: [Feed([0.5, 0.9, 0.3, 0.2, 0.8]), EarlyStopping("score", patience=2, compare="max")],
                 epochs=5)
     assert not np.allclose(list(last["test_ce"].values()), list(got["test_ce"].values()), rtol=1e-4)
+
+
+class HalveWeights(fe.trace.Trace):
+    """A user's trace that reads the model's weights after training step 3 and then halves them (as the README
+    asks: ``system.sync_models()`` before, ``system.push_models()`` after)."""
+
+    def __init__(self, model: Any, seen: list[Any]) -> None:
+        super().__init__(mode="train")
+        self.model, self.seen = model, seen
+
+    def on_batch_end(self, data: Any) -> None:
+        if self.system.global_step == 3:
+            self.system.sync_models()
+            self.seen.extend(model_weights(self.model))
+            self.model.set_weights([weight * 0.5 for weight in self.model.get_weights()])
+            self.system.push_models()
+
+
+@pytest.mark.timeout(300)
+def test_a_trace_reads_and_changes_the_weights_mid_epoch_on_replicas(ray_session: None) -> None:
+    runs = []
+    for network_kwargs in ({}, {"num_replicas": 2}):
+        seen: list[Any] = []
+        result = _run(lambda model, seen=seen: [HalveWeights(model, seen)], epochs=1, **network_kwargs)
+        runs.append((seen, result))
+    (expected_seen, expected), (seen, got) = runs
+    for mine, theirs in zip(seen, expected_seen):  # the weights after step 3, mid-epoch (4 steps an epoch)
+        np.testing.assert_allclose(mine, theirs, atol=1e-6)
+    _assert_same_run(got, expected)  # the replicas trained on from the halved weights
