@@ -50,7 +50,6 @@ def dataset_state(dataset: Any) -> Any:
     return copy.deepcopy(state_dict()) if callable(state_dict) else None
 
 
-
 def holds_state(state: Any) -> bool:
     """Whether a ``state_dict`` holds anything: False for None and for dicts and lists of only such values (a
     stateless op's ``{}``, a composite dataset's ``{"datasets": [None, None]}``)."""
@@ -59,6 +58,7 @@ def holds_state(state: Any) -> bool:
     if isinstance(state, (list, tuple)):
         return any(holds_state(value) for value in state)
     return state is not None
+
 
 def dataset_restores(data: Mapping[str, Mapping[str, Any]],
                      states: Mapping[str, Mapping[str, list[Any]]]) -> list[tuple[Any, Any]]:

@@ -161,14 +161,15 @@ class Loader:
             and not self._keyed and self._interleave is None
         # Per-sample entropy is only worth deriving when some op will draw from it.
         self._random = any(op.is_random for op in self.all_ops)
+        every_op = (*self.all_ops, *self.all_batch_ops)
         # Only batches made by user code pay for seeding and restoring the global generators (~0.1 ms a batch).
-        self._user_code = any(may_draw_globally(op) for op in (*self.all_ops, *self.all_batch_ops)) \
+        self._user_code = any(map(may_draw_globally, every_op)) \
             or any(stage.collate_fn is not None for stage in self._stages())
-        self._stateful_ops = any(holds_state(op.state_dict()) for op in (*self.all_ops, *self.all_batch_ops))
+        self._stateful_ops = any(holds_state(op.state_dict()) for op in every_op)  # no worker threads for these
         dataset_state = getattr(dataset, "state_dict", None)
         #: Whether making a batch reads and changes nothing but the loader's position: no op and not the dataset
-        #: keeps state. Only then is a batch made ahead of its turn (by worker threads, or a distributed Network's
-        #: lookahead) the batch its turn would make, and what a checkpoint saves unchanged by it.
+        #: keeps state. Only then is a batch made ahead of its turn (a distributed Network's lookahead) the batch
+        #: its turn would make, and what a checkpoint saves unchanged by it.
         self.pure = not self._stateful_ops and not (callable(dataset_state) and holds_state(dataset_state()))
         self._iterators: list[Iterator[dict[str, np.ndarray]]] = []
 
