@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from fe_ray.op.numpyop.numpyop import NumpyOp, forward_numpyop
+from fe_ray.op.numpyop.numpyop import NumpyOp, forward_numpyop, wrapped_ops
 from fe_ray.op.numpyop.randomness import RNG_KEY, op_generator, pass_entropy, sample_entropy
 from fe_ray.pipeline.batching import batch_entropy
 from fe_ray.pipeline.collation import owned_sample
@@ -141,7 +141,7 @@ def _time_batch(loader: Loader, index: int, row_of: dict[int, int], visits: np.n
 def op_name(op: Any) -> str:
     """An op's class name, with the op(s) a meta op (Sometimes, OneOf) wraps in parentheses."""
     name = type(op).__name__
-    inner = getattr(op, "ops", None) or ([op.op] if isinstance(getattr(op, "op", None), NumpyOp) else None)
+    inner = wrapped_ops(op)
     if inner:
         name += " (" + ", ".join(type(sub).__name__ for sub in inner) + ")"
     return name

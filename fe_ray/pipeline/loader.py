@@ -16,7 +16,7 @@ import numpy as np
 from fe_ray.op.numpyop.numpyop import NumpyOp, forward_numpyop, may_draw_globally
 from fe_ray.op.numpyop.randomness import pass_entropy, sample_entropy, seeded_globals
 from fe_ray.pipeline.batching import Stage, batch_entropy
-from fe_ray.pipeline.checkpoint import holds_state
+from fe_ray.pipeline.checkpoint import dataset_state, holds_state
 from fe_ray.pipeline.collation import collate, owned_sample
 from fe_ray.pipeline.composite import SampleRef, interleave_refs, read, stream_refs, unwrap_extended
 
@@ -166,11 +166,10 @@ class Loader:
         self._user_code = any(map(may_draw_globally, every_op)) \
             or any(stage.collate_fn is not None for stage in self._stages())
         self._stateful_ops = any(holds_state(op.state_dict()) for op in every_op)  # no worker threads for these
-        dataset_state = getattr(dataset, "state_dict", None)
         #: Whether making a batch reads and changes nothing but the loader's position: no op and not the dataset
         #: keeps state. Only then is a batch made ahead of its turn (a distributed Network's lookahead) the batch
         #: its turn would make, and what a checkpoint saves unchanged by it.
-        self.pure = not self._stateful_ops and not (callable(dataset_state) and holds_state(dataset_state()))
+        self.pure = not self._stateful_ops and not holds_state(dataset_state(dataset))
         self._iterators: list[Iterator[dict[str, np.ndarray]]] = []
 
     @property

@@ -77,8 +77,15 @@ def may_draw_globally(op: NumpyOp) -> bool:
     """
     if isinstance(op, LambdaOp) or not type(op).__module__.startswith("fe_ray."):
         return True
-    wrapped = getattr(op, "ops", None) or [getattr(op, "op", None)]
-    return any(isinstance(child, NumpyOp) and may_draw_globally(child) for child in wrapped)
+    return any(map(may_draw_globally, wrapped_ops(op)))
+
+
+def wrapped_ops(op: NumpyOp) -> list[NumpyOp]:
+    """The ops a meta op runs (``ops`` of OneOf and Fuse, ``op`` of Sometimes and Repeat); empty for other ops."""
+    inner = getattr(op, "ops", None)
+    if inner:
+        return list(inner)
+    return [op.op] if isinstance(getattr(op, "op", None), NumpyOp) else []
 
 
 def check_collation(pad_value: Any, collate_fn: Any, owner: str = "") -> None:
