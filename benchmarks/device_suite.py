@@ -18,24 +18,24 @@ Parts (``--parts`` picks some, e.g. to rerun the ones a cut run skipped):
 
 ==================  ==============================================================================================
 cuda_tests          the CUDA tests CI always skips (backend on a GPU; two replicas on one GPU, gloo on CUDA)
-idle_gap            the plain LeNet step on the GPU right after its thread slept 0.3 / 1 ms (as a replica's thread does
-                    between steps) or polled as long, and on a second thread of its process (where a replica runs
-                    its steps): which of the two makes the same torch calls ~20% slower in a replica
 throughput_lenet    a, a_malloc, a_served, b0, b, c, c_late, d, e on the GPU (LeNet): the issue's ratios b/a, c/a, d/e
                     where compute is fast, and what splits them (the plain loop in a replica's kind of actor on its
                     main thread and served on its stream's thread, the Network alone, replicas answering after the
                     update as before 2026-11-26); the driver's thread metered
 example             ``examples/mnist_torch.py --replicas 1``: the user's path, default resources ``{"GPU": 1}``
 profile_replica     cProfile of the steps inside replica rank 0 (variant c, ``--replica``)
-cpu_spare_cores     LeNet a, a_served, b, c, c_late, d, d_late, e on the CPU with 2 threads on the GPU machine's 16
-                    cores, GPUs hidden: the driver has cores of its own (on the 2-core VM it shares the replicas')
 profile_step        cProfile of the in-process Estimator (b): what the Pipeline and Estimator add to the Network
+overhead            the per-step breakdown of the distributed path (slicing, transfer, all-reduce, merge, traces)
+cpu_spare_cores     LeNet a, a_served, b, c, c_late, d, e on the CPU with 2 threads on the GPU machine's 16
+                    cores, GPUs hidden: the driver has cores of its own (on the 2-core VM it shares the replicas')
 throughput_resnet   the same ratios with the compute-bound ResNet-8 (c_late too)
 checkpoint          save / restore of 100M parameters + Adam with the state on the GPU, against torch.save; the
                     background saves' stall in process and from a replica whose state is on the GPU
-overhead            the per-step breakdown of the distributed path (slicing, transfer, all-reduce, merge, traces)
 stream_rtt          one step round trip between two processes on the machine's CPUs, taken apart: wake-ups, fe_ray's
                     framing, the batch's bytes, the numpy payload
+idle_gap            the plain LeNet step on the GPU right after its thread slept 0.3 / 1 ms (as a replica's thread does
+                    between steps) or polled as long, and on a second thread of its process (where a replica runs
+                    its steps); answered on the H200 (2026-11-27): neither explains a replica's slower torch calls
 ==================  ==============================================================================================
 
 TensorFlow is not on the GPU image and its wheel is several times the 64 MiB a call may carry, so no TF part.
@@ -114,12 +114,12 @@ class Outcome:
 
 def plan(device: str = "cuda", quick: bool = False) -> list[Part]:
     """The parts in priority order (the most informative first, so a short budget keeps them): after the CUDA tests,
-    what the open GPU questions need (2026-11-27: LeNet's b/a and c/a are missed, and a replica runs the same torch
-    calls ~20% slower than the driver's process): idle_gap with its second-thread case, the LeNet ratios with the
-    plain loop in a replica's kind of actor (main thread and stream thread), the example and the replica's profile.
-    These fit the default budget of one call; a second call at once takes the CPU with cores to spare (never
-    measured validly) and the in-process profile. ResNet-8, the checkpoint, the breakdown and stream_rtt, all
-    measured on the current code on the H200 on 2026-11-27, come last.
+    what the open GPU questions need (2026-11-27: LeNet's b/a and c/a are missed; most of c's gap is what serving a
+    step one at a time costs, a_served): the LeNet ratios with the plain loop in a replica's kind of actor (main
+    thread and stream thread), the example and the two profiles (the Network's Python in the replica and in
+    process) and the breakdown fit the default budget of one call; a second call at once takes the CPU with cores to
+    spare (cut after 4 of 5 repeats on 2026-11-27). ResNet-8, the checkpoint and stream_rtt, measured on the current
+    step code on the H200 on 2026-11-27, come after, and idle_gap, answered then, last.
 
     Args:
         device: ``cuda`` for the GPU parts; ``cpu`` runs the same commands on the CPU (to try the suite itself on
@@ -133,15 +133,12 @@ def plan(device: str = "cuda", quick: bool = False) -> list[Part]:
     # ResNet-8 116 s, spare cores 101 s for 4 variants), scaled to the variants each part now runs and rounded up.
     lenet_steps = ("--repeats", "5", "--steps", "1000") if not quick else ()
     resnet_steps = ("--repeats", "5", "--steps", "200") if not quick else ()
-    cpu_steps = ("--repeats", "5", "--steps", "300") if not quick else ()
+    # 8 variants of 300 steps needed ~240 s on the H200 (2026-11-27, cut after 4 repeats at 219 s): 7 of 200 now.
+    cpu_steps = ("--repeats", "5", "--steps", "200") if not quick else ()
     cuda_tests = ("tests/backend/test_torch_cuda.py", "tests/distributed/test_gpu_replicas.py")
     return [
         Part("cuda_tests", ("-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", *cuda_tests), 60, False,
              "the CUDA tests CI skips"),
-        # 51 s on the H200 (2026-11-26) with four gapped cases; the second-thread case adds one more.
-        Part("idle_gap", ("-m", "benchmarks.idle_gap", "--model", "lenet", "--gaps", "300,1000", *bench), 60, False,
-             "the plain LeNet step on the GPU after its thread slept (as a replica's does between steps) or polled, "
-             "and on a second thread of its process (where a replica runs its steps)"),
         # 245 s for 8 variants on the H200 (2026-11-27); a_malloc and a_served start an actor each.
         Part("throughput_lenet", ("-m", "benchmarks.throughput", "--model", "lenet", "--variants",
                                   "a,a_malloc,a_served,b0,b,c,c_late,d,e", *lenet_steps, *bench),
@@ -155,26 +152,30 @@ def plan(device: str = "cuda", quick: bool = False) -> list[Part]:
                                  "--steps", "500" if not quick else "20", "--top", "45", "--device", device), 45, True,
              "cProfile of the step inside a replica (the same torch calls ~20% slower than in process on the "
              "H200, 2026-11-27)"),
-        Part("cpu_spare_cores", ("-m", "benchmarks.throughput", "--model", "lenet", "--variants",
-                                 "a,a_served,b,c,c_late,d,d_late,e", "--threads", "2", *cpu_steps, "--device",
-                                 "cpu", "--json-out", "{json}", *quick_args), 190, True,
-             "CPU LeNet ratios with cores to spare for the driver (GPUs hidden), answering after the update included"),
         Part("profile_step", ("-m", "benchmarks.profile_step", "--variant", "b", "--model", "lenet", "--steps",
                               "500" if not quick else "20", "--top", "60", "--device", device), 30, False,
              "cProfile of fe_ray's in-process Estimator (b) on the GPU: the Pipeline's and Estimator's share of b/a"),
-        # Measured on the current code on the H200 (2026-11-27): last.
+        Part("overhead", ("-m", "benchmarks.overhead", "--model", "lenet", *bench), 60, True,
+             "per-step breakdown of the distributed path on the GPU"),
+        Part("cpu_spare_cores", ("-m", "benchmarks.throughput", "--model", "lenet", "--variants",
+                                 "a,a_served,b,c,c_late,d,e", "--threads", "2", *cpu_steps, "--device",
+                                 "cpu", "--json-out", "{json}", *quick_args), 200, True,
+             "CPU LeNet ratios with cores to spare for the driver (GPUs hidden), answering after the update included"),
+        # Measured on the current step code on the H200 (2026-11-27): after those.
         Part("throughput_resnet", ("-m", "benchmarks.throughput", "--model", "resnet", "--variants",
                                    "a,b,c,c_late,d,e", *resnet_steps, *bench), 150, True,
              "b/a, c/a, d/e on the GPU, ResNet-8, answering after the update included"),
         Part("checkpoint", ("-m", "benchmarks.checkpoint", "--repeats", "2", "--paired-repeats", "3", *bench), 170,
              True, "checkpoint save/restore/stall of 100M params + Adam from the GPU, in process and from a GPU "
              "replica (rank 0 writes)"),
-        Part("overhead", ("-m", "benchmarks.overhead", "--model", "lenet", *bench), 60, True,
-             "per-step breakdown of the distributed path on the GPU"),
         Part("stream_rtt", ("-m", "benchmarks.stream_rtt", "--model", "lenet", "--round-trips",
                             "1000" if not quick else "50", "--json-out", "{json}", *quick_args), 30, False,
              "one step hop taken apart on the GPU machine's CPUs: wake-ups, fe_ray's framing, the batch's bytes "
              "(the H100's hops were ~210 us each)"),
+        # Answered on the H200 (2026-11-27, third run: no slowdown on a second thread, +1% after a 300 us gap): last.
+        Part("idle_gap", ("-m", "benchmarks.idle_gap", "--model", "lenet", "--gaps", "300,1000", *bench), 60, False,
+             "the plain LeNet step on the GPU after its thread slept (as a replica's does between steps) or polled, "
+             "and on a second thread of its process (where a replica runs its steps)"),
     ]
 
 

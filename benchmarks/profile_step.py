@@ -36,6 +36,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sort", default="tottime", choices=("tottime", "cumulative"))
     parser.add_argument("--replica", action="store_true",
                         help="profile rank 0's steps inside its replica process (variants c, d) instead of the driver")
+    parser.add_argument("--callers", default="",
+                        help="also print who calls the functions matching this regex (e.g. 'tensor|ones_like')")
     parser.add_argument("--cpu-time", action="store_true",
                         help="time the driver's functions by its thread's CPU time, not by the wall clock")
     args = parser.parse_args(argv)
@@ -84,6 +86,8 @@ def main(argv: list[str] | None = None) -> int:
     out = io.StringIO()
     stats = pstats.Stats(f"{prefix}.rank0", stream=out) if prefix else pstats.Stats(profiler, stream=out)
     stats.sort_stats(args.sort).print_stats(args.top)
+    if args.callers:
+        stats.print_callers(args.callers)
     print(out.getvalue())
     return 0
 
