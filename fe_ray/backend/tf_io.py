@@ -15,6 +15,8 @@ from typing import Any
 import keras
 import numpy as np
 
+from fe_ray.backend.optimizers import SCHEDULED_KEY, restore_scheduled, scheduled_states
+
 WEIGHTS_SUFFIX = ".weights.h5"
 OPTIMIZER_SUFFIX = "_opt.npz"
 ARCHITECTURE_SUFFIX = ".keras"
@@ -24,13 +26,14 @@ ARCHITECTURE_SUFFIX = ".keras"
 KNOWN_LR_ATTR = "_fe_ray_known_lr"
 
 
-def build_optimizer(model: Any) -> None:
-    """Create the current optimizer's variables (slots, iteration count) if it has none yet.
+def build_optimizer(model: Any, optimizer: Any = None) -> None:
+    """Create the variables (slots, iteration count) of ``optimizer`` (default: the current one) if it has none yet.
 
     Needed before reading/restoring optimizer state and before a traced update; a no-op for unbuilt models
-    (no trainable variables yet), whose optimizer builds on first use.
+    (no trainable variables yet), whose optimizer builds on first use. Building early changes nothing: a fresh
+    optimizer's variables hold what its first use would create.
     """
-    optimizer = getattr(model, "current_optimizer", None)
+    optimizer = getattr(model, "current_optimizer", None) if optimizer is None else optimizer
     if optimizer is not None and not optimizer.built and model.trainable_variables:
         optimizer.build(model.trainable_variables)
 
@@ -164,9 +167,11 @@ def _optimizer_arrays(optimizer: Any) -> list[np.ndarray]:
     return [np.array(keras.ops.convert_to_numpy(v)) for v in optimizer.variables]
 
 
-def _assign_optimizer(model: Any, arrays: list[np.ndarray]) -> None:
-    build_optimizer(model)
-    variables = model.current_optimizer.variables
+def _assign_optimizer(model: Any, arrays: list[np.ndarray], optimizer: Any = None) -> None:
+    """Assign saved variables to ``optimizer`` (default: the model's current one), building it first."""
+    optimizer = model.current_optimizer if optimizer is None else optimizer
+    build_optimizer(model, optimizer)
+    variables = optimizer.variables
     if len(variables) != len(arrays):
         raise ValueError(f"Saved optimizer state has {len(arrays)} variables but the optimizer of model "
                          f"{model.model_name!r} has {len(variables)}; it was saved from a different optimizer or "
@@ -174,23 +179,30 @@ def _assign_optimizer(model: Any, arrays: list[np.ndarray]) -> None:
     for variable, value in zip(variables, arrays):
         variable.assign(value)
     # The learning rate is one of these variables: forget the value backend.tf.known_lr remembers for it.
-    model.current_optimizer.__dict__.pop(KNOWN_LR_ATTR, None)
+    optimizer.__dict__.pop(KNOWN_LR_ATTR, None)
 
 
 def get_state(model: keras.Model, copy: bool = True, deferred: bool = False,
               weights_only: bool = False) -> dict[str, Any]:
-    """An in-memory, picklable (numpy-only) snapshot of all weights and the current optimizer's variables
-    (``weights_only``: the optimizer's entry is None, so :func:`set_state` of the snapshot keeps the optimizer's
-    variables as they are).
+    """An in-memory, picklable (numpy-only) snapshot of all weights and the current optimizer's variables (with a
+    Scheduler of optimizers, every scheduled optimizer's: :mod:`fe_ray.backend.optimizers`). ``weights_only``: the
+    optimizer's entry is None, so :func:`set_state` of the snapshot keeps the optimizer's variables as they are.
 
     ``copy`` and ``deferred`` are accepted for interface parity with torch; reading a TF variable always yields a
     new host array.
     """
     optimizer = None if weights_only else getattr(model, "current_optimizer", None)
-    if optimizer is not None:
-        build_optimizer(model)
-    return {"model": [np.array(keras.ops.convert_to_numpy(v)) for v in model.weights],
-            "optimizer": _optimizer_arrays(optimizer) if optimizer is not None else None}
+
+    def optimizer_state(each: Any) -> list[np.ndarray]:
+        build_optimizer(model, each)
+        return _optimizer_arrays(each)
+
+    state = {"model": [np.array(keras.ops.convert_to_numpy(v)) for v in model.weights],
+             "optimizer": optimizer_state(optimizer) if optimizer is not None else None}
+    scheduled = None if weights_only else scheduled_states(model, optimizer, optimizer_state)
+    if scheduled is not None:
+        state[SCHEDULED_KEY] = scheduled
+    return state
 
 
 def get_buffers(model: keras.Model) -> list[np.ndarray]:
@@ -231,6 +243,8 @@ def set_state(model: keras.Model, state: dict[str, Any], copy: bool = True) -> N
                          f"{len(weights)}; it belongs to a different architecture.")
     for variable, value in zip(weights, state["model"]):
         variable.assign(value)
+    if restore_scheduled(model, state, lambda optimizer, arrays: _assign_optimizer(model, arrays, optimizer)):
+        return
     if getattr(model, "current_optimizer", None) is not None and state.get("optimizer") is not None:
         _assign_optimizer(model, state["optimizer"])
 

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from fe_ray.backend.optimizers import SCHEDULED_KEY, restore_scheduled, scheduled_optimizers, scheduled_states
 from fe_ray.io.snapshot import DeferredCopy
 
 #: Key under which :func:`save_model` stores a GradScaler's state inside the optimizer's own state dict; torch's
@@ -136,7 +137,8 @@ def _load_optimizer_payload(optimizer: torch.optim.Optimizer, payload: dict[str,
 
 def get_state(model: torch.nn.Module, copy: bool = True, deferred: bool = False,
               weights_only: bool = False) -> dict[str, Any]:
-    """An in-memory, picklable (numpy-only) snapshot of the weights and the current optimizer's state.
+    """An in-memory, picklable (numpy-only) snapshot of the weights and the current optimizer's state (with a
+    Scheduler of optimizers, every scheduled optimizer's: :mod:`fe_ray.backend.optimizers`).
 
     Used for weight sync between replicas and fast checkpoints; :func:`set_state` restores it exactly.
 
@@ -151,9 +153,16 @@ def get_state(model: torch.nn.Module, copy: bool = True, deferred: bool = False,
             the weights and keeps the optimizer's state as it is.
     """
     optimizer = None if weights_only else getattr(model, "current_optimizer", None)
-    return {"model": {key: _to_numpy(value, copy, deferred) for key, value in model.state_dict().items()},
-            "optimizer": _nested_to_numpy(_optimizer_payload(optimizer), copy, deferred) if optimizer is not None
-            else None}
+
+    def optimizer_state(each: torch.optim.Optimizer) -> dict[str, Any]:
+        return _nested_to_numpy(_optimizer_payload(each), copy, deferred)
+
+    state = {"model": {key: _to_numpy(value, copy, deferred) for key, value in model.state_dict().items()},
+             "optimizer": optimizer_state(optimizer) if optimizer is not None else None}
+    scheduled = None if weights_only else scheduled_states(model, optimizer, optimizer_state)
+    if scheduled is not None:
+        state[SCHEDULED_KEY] = scheduled
+    return state
 
 
 def get_buffers(model: torch.nn.Module) -> dict[str, np.ndarray]:
@@ -180,8 +189,10 @@ def state_is_view(model: torch.nn.Module) -> bool:
     """Whether :func:`get_state` with ``copy=False`` returns views of live tensors (any CPU tensor except bfloat16,
     which is converted, hence copied); a model on a GPU yields host arrays of its own."""
     tensors = list(model.state_dict().values())
-    optimizer = getattr(model, "current_optimizer", None)
-    if optimizer is not None:
+    current = getattr(model, "current_optimizer", None)
+    optimizers = [current] if current is not None else []
+    optimizers += [optimizer for optimizer in scheduled_optimizers(model) if optimizer is not current]
+    for optimizer in optimizers:
         tensors += [value for entry in optimizer.state.values() for value in entry.values()
                     if isinstance(value, torch.Tensor)]
     return any(t.device.type == "cpu" and t.dtype != torch.bfloat16 for t in tensors)
@@ -201,12 +212,16 @@ def set_state(model: torch.nn.Module, state: dict[str, Any], copy: bool = True) 
             own parameters.
     """
     model.load_state_dict({key: _tensor_to_read(value) for key, value in state["model"].items()})
+
+    def load(optimizer: torch.optim.Optimizer, payload: dict[str, Any]) -> None:
+        if not (copy and _load_optimizer_in_place(optimizer, payload)):
+            _load_optimizer_payload(optimizer, _nested_to_torch(payload, copy))
+
+    if restore_scheduled(model, state, load):
+        return
     optimizer = getattr(model, "current_optimizer", None)
-    if optimizer is None or state.get("optimizer") is None:
-        return
-    if copy and _load_optimizer_in_place(optimizer, state["optimizer"]):
-        return
-    _load_optimizer_payload(optimizer, _nested_to_torch(state["optimizer"], copy))
+    if optimizer is not None and state.get("optimizer") is not None:
+        load(optimizer, state["optimizer"])
 
 
 def _tensor_to_read(value: Any) -> Any:
