@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import copy
 import functools
 import importlib.util
 import os
@@ -389,6 +390,12 @@ class Replica:
         if key not in self._stores:
             self._stores[key] = CheckpointStore(root, keep=keep)
         models = self.network.models
+        if payload.get("network") is not None:
+            # The driver's op states are those of its last sync; this replica's ops hold the live ones (merge_grad
+            # accumulators, the TensorOp meta ops' generators), as its models hold the live weights. Copied: the
+            # write runs while training changes them.
+            ops = copy.deepcopy(self.network.state_dict()["ops"])  # after finishing a step answered early
+            payload = {**payload, "network": {**payload["network"], "ops": ops}}
         try:
             self._saver.save(self._stores[key],
                              lambda buffers: {**payload, "models": snapshot_models(models, buffers=buffers)}, info)

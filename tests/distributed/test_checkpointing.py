@@ -17,6 +17,7 @@ from fe_ray.distributed.errors import RemoteFailure, ReplicaDiedError
 from fe_ray.distributed.replica import Replica
 from fe_ray.io.checkpoint import CheckpointStore
 from fe_ray.io.state_files import read_checkpoint
+from fe_ray.op.tensorop.model import UpdateOp
 from tests.estimator_helpers import digits_arrays
 from tests.helpers.replicas import configured_replica
 from tests.helpers.state import assert_same_state
@@ -58,6 +59,7 @@ def test_rank0_commits_its_own_models_with_the_drivers_payload(tmp_path: Path) -
     replica, batch = trained_replica()
     group, checkpoints = LocalGroup(replica), ReplicaCheckpoints()
     expected = copy.deepcopy(replica.get_state()["models"])  # get_state gives views of the live tensors
+    ops = copy.deepcopy(replica.network.state_dict()["ops"])
     checkpoints.save(group, str(tmp_path), PAYLOAD, keep=2, info={"global_step": 2}, timeout_s=60)
     assert checkpoints.pending
     # Training goes on right away: the snapshot is rank 0's own copy, later steps do not reach the checkpoint.
@@ -65,11 +67,36 @@ def test_rank0_commits_its_own_models_with_the_drivers_payload(tmp_path: Path) -
     url = checkpoints.finish(group, timeout_s=60)
     assert not checkpoints.pending and url == checkpoints.last_committed == CheckpointStore(str(tmp_path)).latest()
     saved = read_checkpoint(url)
-    assert saved["system"] == PAYLOAD["system"] and saved["network"] == PAYLOAD["network"]
+    assert saved["system"] == PAYLOAD["system"] and saved["network"] == {**PAYLOAD["network"], "ops": ops}
     assert_same_state(saved["models"], expected)
     assert CheckpointStore(str(tmp_path)).manifest(url)["info"] == {"global_step": 2}
     assert replica._saver is None  # finishing frees the writer thread and its copy of the state
     assert checkpoints.finish(group, timeout_s=60) == url and group.calls.count("finish_checkpoint") == 1
+
+
+class MergeTwo(UpdateOp):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(merge_grad=2, **kwargs)
+
+
+def test_rank0_commits_its_live_op_states_not_the_drivers_copies(tmp_path: Path) -> None:
+    """Mid-epoch the driver's op states are those of its last sync; rank 0's ops hold the live ones. Here the
+    merge_grad accumulator after 3 steps (the third step's gradient held) goes into the checkpoint, not the stale
+    copy in the driver's payload, and a step after the save does not reach it."""
+    replica = configured_replica(MergeTwo)
+    train, _ = digits_arrays(n_train=16, n_eval=0)
+    for _ in range(3):
+        assert not isinstance(replica.run_step(train, 16, 16), RemoteFailure)
+    stale = {"type": "UpdateOp", "state": {"step": 0, "grad_sum": []}}
+    payload = {**PAYLOAD, "network": {"ops": [{"type": "ModelOp", "state": {}}, {"type": "CrossEntropy", "state": {}},
+                                              stale], "slicers": [], "pops": []}}
+    group, checkpoints = LocalGroup(replica), ReplicaCheckpoints()
+    checkpoints.save(group, str(tmp_path), payload, keep=2, info=None, timeout_s=60)
+    assert not isinstance(replica.run_step(train, 16, 16), RemoteFailure)  # applies and zeroes the sums
+    saved = read_checkpoint(checkpoints.finish(group, timeout_s=60))
+    assert saved["network"]["slicers"] == [] and saved["network"]["pops"] == []
+    accumulator = saved["network"]["ops"][2]["state"]
+    assert accumulator["step"] == 3 and any(np.any(total) for total in accumulator["grad_sum"])
 
 
 def test_a_failed_write_is_raised_at_the_next_save_with_its_type(tmp_path: Path) -> None:
