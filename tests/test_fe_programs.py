@@ -3,7 +3,8 @@
 
 The programs follow apphub/image_classification/cifar10_fast (torch), apphub/semantic_segmentation/unet (TF),
 tutorial/advanced/t12_hyperparameter_search, the advanced tutorials' meta ops and metric traces,
-apphub/image_generation/dcgan (torch) and apphub/adversarial_training/fgsm (TF). The downloading loaders are
+apphub/image_generation/dcgan (torch), apphub/adversarial_training/fgsm (TF) and the beginner tutorials' schedulers
+(an optimizer per epoch). The downloading loaders are
 replaced with synthetic data of the same shapes and dtypes (CIFAR-10: 32x32x3 uint8 images, (N, 1) uint8 labels)
 or scikit-learn's digits, and the epochs are cut to a few steps.
 """
@@ -21,7 +22,7 @@ import pytest
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import fe_ray as fe  # noqa: E402
-from fe_ray.dataset import NumpyDataset  # noqa: E402
+from fe_ray.dataset import BatchDataset, NumpyDataset  # noqa: E402
 from fe_ray.io.checkpoint import CheckpointStore  # noqa: E402
 from fe_ray.op.numpyop.meta import Sometimes  # noqa: E402
 from fe_ray.op.numpyop.multivariate import HorizontalFlip, PadIfNeeded, RandomCrop, Rotate  # noqa: E402
@@ -29,7 +30,7 @@ from fe_ray.op.numpyop.univariate import ChannelTranspose, CoarseDropout, Minmax
 from fe_ray.op.tensorop import Dice  # noqa: E402
 from fe_ray.op.tensorop.loss import CrossEntropy, DiceLoss  # noqa: E402
 from fe_ray.op.tensorop.model import ModelOp, UpdateOp  # noqa: E402
-from fe_ray.schedule import cosine_decay  # noqa: E402
+from fe_ray.schedule import EpochScheduler, RepeatScheduler, cosine_decay  # noqa: E402
 from fe_ray.search import GridSearch  # noqa: E402
 from fe_ray.trace import Trace  # noqa: E402
 from fe_ray.trace.adapt import LRScheduler, ReduceLROnPlateau, TerminateOnNaN  # noqa: E402
@@ -560,3 +561,108 @@ def test_dcgan_torch_on_replicas_equals_in_process_and_resumes_exactly(ray_sessi
     resumed_history, resumed_weights = _run_dcgan(str(tmp_path / "resumed"), num_replicas=2, restore_dir=ckpt)
     assert resumed_history["train"].pop("num_device") == {0: 2}
     _assert_same_run(local_history, local_weights, resumed_history, resumed_weights)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 6. Schedulers as FastEstimator's tutorials use them (tutorial/beginner/t09_scheduler): an optimizer per epoch,
+#    here RepeatScheduler([Adam, SGD with momentum]) so that Adam's moments from epoch 1 are needed again in epoch 3,
+#    and an eval batch size per epoch; with a BatchDataset mixing two datasets in every training batch,
+#    train_steps_per_epoch and merge_grad
+
+
+def get_scheduled_program(framework: str, num_replicas: int | None = None, restore_dir: str | None = None,
+                          interrupt_step: int | None = None) -> tuple[Any, Any]:
+    from sklearn.datasets import load_digits
+
+    from fe_ray.op.numpyop.univariate import ExpandDims
+
+    fe.enable_deterministic(5)
+    digits = load_digits()
+    x, y = digits.images.astype(np.float32), digits.target.astype(np.int64)
+    if framework == "torch":
+        import torch
+
+        def model_fn() -> Any:
+            return torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 32), torch.nn.ReLU(),
+                                       torch.nn.Linear(32, 10), torch.nn.Softmax(dim=-1))
+
+        optimizers = [lambda params: torch.optim.Adam(params, lr=1e-3),
+                      lambda params: torch.optim.SGD(params, lr=0.05, momentum=0.9)]
+    else:
+        import keras
+
+        def model_fn() -> Any:
+            return keras.Sequential([keras.Input((8, 8, 1)), keras.layers.Flatten(),
+                                     keras.layers.Dense(32, activation="relu"),
+                                     keras.layers.Dense(10, activation="softmax")])
+
+        optimizers = [lambda: keras.optimizers.Adam(1e-3), lambda: keras.optimizers.SGD(0.05, momentum=0.9)]
+    pipeline = fe.Pipeline(
+        train_data=BatchDataset([NumpyDataset({"x": x[:300], "y": y[:300]}),
+                                 NumpyDataset({"x": x[300:500], "y": y[300:500]})], num_samples=[6, 4]),
+        eval_data=NumpyDataset({"x": x[1500:1560], "y": y[1500:1560]}),
+        batch_size=EpochScheduler({1: 20, 3: 15}),  # the eval batches' (a BatchDataset makes its own)
+        ops=[ExpandDims(inputs="x", outputs="x", axis=0 if framework == "torch" else -1),
+             Minmax(inputs="x", outputs="x")])
+    model = fe.build(model_fn=model_fn, optimizer_fn=RepeatScheduler(optimizers), model_name="digits")
+    network = fe.Network(ops=[ModelOp(model=model, inputs="x", outputs="pred"),
+                              CrossEntropy(inputs=("pred", "y"), outputs="ce"),
+                              UpdateOp(model=model, loss_name="ce", merge_grad=2)],
+                         **({"num_replicas": num_replicas} if num_replicas else {}))
+    traces: list[Any] = [Accuracy(true_key="y", pred_key="pred")]
+    if restore_dir is not None:
+        traces += [RestoreWizard(directory=restore_dir, steps=3), InterruptAt(interrupt_step)]
+    estimator = fe.Estimator(pipeline=pipeline, network=network, epochs=4, train_steps_per_epoch=5, traces=traces,
+                             log_steps=2)
+    return estimator, model
+
+
+def _run_scheduled(framework: str, **kwargs: Any) -> tuple[dict, list[np.ndarray]]:
+    estimator, model = get_scheduled_program(framework, **kwargs)
+    try:
+        history = _history(estimator.fit())
+    finally:
+        if kwargs.get("num_replicas"):
+            estimator.network.shutdown()
+    _assert_finite(history, "train", ["ce"])
+    assert max(history["train"]["ce"]) == 20 and sorted(history["eval"]["accuracy"]) == [5, 10, 15, 20]
+    history["train"].pop("num_device")
+    return history, _weights(model)
+
+
+def _interrupt_and_resume(framework: str, ckpt: str, **kwargs: Any) -> tuple[dict, list[np.ndarray]]:
+    """Interrupted before step 8 (epoch 2, the SGD's), resumed from the step-6 checkpoint."""
+    from fe_ray.io.state_files import read_checkpoint
+
+    with pytest.raises(Interrupted):
+        _run_scheduled(framework, restore_dir=ckpt, interrupt_step=8, **kwargs)
+    store = CheckpointStore(ckpt)
+    assert store.manifest(store.latest())["info"]["global_step"] == 6
+    # The merge_grad accumulator as it was after step 6 (six gradients counted, the sum just applied); on replicas
+    # rank 0's, not the driver's copy from the end of epoch 1 (five counted, the fifth step's gradient held).
+    update_op = read_checkpoint(store.latest())["network"]["ops"][-1]
+    assert update_op["type"] == "UpdateOp" and update_op["state"]["step"] == 6
+    assert not any(np.any(total) for total in update_op["state"]["grad_sum"])
+    return _run_scheduled(framework, restore_dir=ckpt, **kwargs)
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("framework", ["torch", "tf"])
+def test_an_optimizer_per_epoch_resumes_exactly_in_process(framework: str, tmp_path: Any) -> None:
+    """Resumed in the SGD's epoch, the run restores both optimizers (before the fix, the checkpoint held only the
+    current one's state, which restoring loaded into the Adam, current before the first epoch: torch raised
+    KeyError 'step' and TF a variable-count error), and its history and weights are the uninterrupted run's."""
+    history, weights = _run_scheduled(framework)
+    resumed_history, resumed_weights = _interrupt_and_resume(framework, str(tmp_path / "ckpt"))
+    _assert_same_run(history, weights, resumed_history, resumed_weights)
+
+
+@pytest.mark.timeout(180)
+def test_an_optimizer_per_epoch_on_replicas_resumes_as_in_process(ray_session: None, tmp_path: Any) -> None:
+    """On two replicas (each with its own two optimizers; the driver's copies synced from replica rank 0), a run
+    resumed in the SGD's epoch matches the uninterrupted in-process run: Adam's moments from epoch 1 reach the
+    replicas' Adam for epoch 3, and the merge_grad accumulator resumes from rank 0's live state (a background save
+    mid-epoch took the driver's stale copy of the ops' states until 2026-11-27)."""
+    history, weights = _run_scheduled("torch")
+    resumed_history, resumed_weights = _interrupt_and_resume("torch", str(tmp_path / "ckpt"), num_replicas=2)
+    _assert_same_run(history, weights, resumed_history, resumed_weights)
