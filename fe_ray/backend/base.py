@@ -135,7 +135,8 @@ class Backend(Protocol):
 
     def get_state(self, model: Any, copy: bool = True, deferred: bool = False,
                   weights_only: bool = False) -> dict[str, Any]:
-        """A picklable numpy snapshot of weights and current optimizer state (``copy=False``: views allowed;
+        """A picklable numpy snapshot of weights and current optimizer state, with every scheduled optimizer's for a
+        model built with a Scheduler of them (:mod:`fe_ray.backend.optimizers`) (``copy=False``: views allowed;
         ``deferred``: accelerator tensors as :class:`~fe_ray.io.snapshot.DeferredCopy` leaves, for a caller that
         copies the snapshot into its own host buffers at once; ``weights_only``: the optimizer's entry is None, as
         for a model without one, so :meth:`set_state` of it changes only the weights)."""

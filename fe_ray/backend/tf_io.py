@@ -230,7 +230,8 @@ def state_is_view(model: keras.Model) -> bool:
 
 
 def set_state(model: keras.Model, state: dict[str, Any], copy: bool = True) -> None:
-    """Restore a :func:`get_state` snapshot exactly (weights, and optimizer variables if both sides have them).
+    """Restore a :func:`get_state` snapshot exactly (weights, and optimizer variables if both sides have them: each
+    scheduled optimizer's into its own, whichever is current).
 
     ``copy`` is accepted for the backend interface; TF variables always copy what they are assigned.
 

@@ -199,7 +199,8 @@ def state_is_view(model: torch.nn.Module) -> bool:
 
 
 def set_state(model: torch.nn.Module, state: dict[str, Any], copy: bool = True) -> None:
-    """Restore a :func:`get_state` snapshot (weights, and optimizer state if both sides have an optimizer).
+    """Restore a :func:`get_state` snapshot (weights, and optimizer state if both sides have an optimizer: each
+    scheduled optimizer's into its own, whichever is current).
 
     Args:
         model: The model.
