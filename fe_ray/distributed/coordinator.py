@@ -468,11 +468,8 @@ class RayNetwork(BaseNetwork):
         self._lrs.assume_synced(self.models)
 
     def state_dict(self) -> dict[str, Any]:
-        """Op / slicer / pop states, taken from rank 0 when the replicas run (they own the live op states).
-
-        Inside a context (mid-epoch) the ops' states are the driver's copies from the last sync: a checkpoint
-        syncs first (``System.capture_state``), and a background save's rank 0 puts in its own (``save_checkpoint``).
-        """
+        """Op / slicer / pop states, taken from rank 0 when the replicas run (they own the live op states); inside a
+        context, the driver's copies from the last sync (checkpoints sync first, or rank 0 adds its own)."""
         if self.started and not self.ctx_lock.locked():
             with self._replicas() as group:
                 state = group.call_one(0, "get_state", args=(False,), timeout_s=self._control_timeout_s,
