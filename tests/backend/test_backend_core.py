@@ -28,8 +28,12 @@ def tensor(framework: str, values: Any) -> Any:
 
 
 def optimizer_state(model: Any) -> list[np.ndarray]:
-    """Every optimizer slot (moments, step counts) as numpy, in a stable order."""
-    optimizer = model.current_optimizer
+    """Every slot (moments, step counts) of the model's current optimizer as numpy, in a stable order."""
+    return optimizer_slots(model.current_optimizer)
+
+
+def optimizer_slots(optimizer: Any) -> list[np.ndarray]:
+    """Every slot of one optimizer (torch or Keras) as numpy, in a stable order."""
     if hasattr(optimizer, "param_groups"):
         state = optimizer.state_dict()["state"]
         return [np.array(v.detach().numpy() if hasattr(v, "detach") else v)  # copies: .numpy() shares memory
@@ -459,13 +463,6 @@ def _momentum_sgd(framework: str) -> Any:
     return lambda: keras.optimizers.SGD(learning_rate=0.1, momentum=0.9)
 
 
-def _slots(optimizer: Any) -> list[np.ndarray]:
-    """One optimizer's state as numpy, in a stable order (as :func:`optimizer_state` reads the current one's)."""
-    holder = type("Holder", (), {})()
-    holder.current_optimizer = optimizer
-    return optimizer_state(holder)
-
-
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_a_snapshot_restores_every_scheduled_optimizer_into_its_own(framework: str) -> None:
     """A model built with RepeatScheduler([adam, sgd]) holds two optimizers. A snapshot taken while the SGD one is
@@ -492,13 +489,13 @@ def test_a_snapshot_restores_every_scheduled_optimizer_into_its_own(framework: s
     adam_step(framework, model, (3.0, 3.0, -3.0))  # epoch 2
     snapshot = pickle.loads(pickle.dumps(backend.get_state(model)))
     assert snapshot[SCHEDULED_KEY]["current"] == 1 and snapshot[SCHEDULED_KEY]["states"][1] is None  # not twice
-    saved_w, saved = weights(model), [_slots(adam), _slots(sgd)]
+    saved_w, saved = weights(model), [optimizer_slots(adam), optimizer_slots(sgd)]
     target = build((9.0, 9.0, 9.0))
     assert target.current_optimizer is scheduled_optimizers(target)[0]
     backend.set_state(target, snapshot)
     np.testing.assert_array_equal(weights(target), saved_w)
     for optimizer, want in zip(scheduled_optimizers(target), saved, strict=True):
-        got = _slots(optimizer)
+        got = optimizer_slots(optimizer)
         assert len(got) == len(want) and got
         for got_slot, want_slot in zip(got, want):
             np.testing.assert_array_equal(got_slot, want_slot)
