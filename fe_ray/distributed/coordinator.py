@@ -468,8 +468,7 @@ class RayNetwork(BaseNetwork):
         self._lrs.assume_synced(self.models)
 
     def state_dict(self) -> dict[str, Any]:
-        """Op / slicer / pop states, taken from rank 0 when the replicas run (they own the live op states); inside a
-        context, the driver's copies from the last sync (checkpoints sync first, or rank 0 adds its own)."""
+        """Op / slicer / pop states; the ops' from rank 0 outside a context, inside one the last sync's copies."""
         if self.started and not self.ctx_lock.locked():
             with self._replicas() as group:
                 state = group.call_one(0, "get_state", args=(False,), timeout_s=self._control_timeout_s,
