@@ -62,6 +62,15 @@ def _history(summary: Any) -> dict:
             for mode, keys in summary.history.items()}
 
 
+def _fit_history(estimator: Any, distributed: bool) -> dict:
+    """``estimator.fit()``'s history without timings; a distributed network's replicas are stopped afterwards."""
+    try:
+        return _history(estimator.fit())
+    finally:
+        if distributed:
+            estimator.network.shutdown()
+
+
 def _weights(model: Any) -> list[np.ndarray]:
     from fe_ray.backend import get_backend
 
@@ -526,11 +535,7 @@ def get_dcgan_estimator(save_dir: str, num_replicas: int | None = None, restore_
 
 def _run_dcgan(save_dir: str, **kwargs: Any) -> tuple[dict, list[np.ndarray]]:
     estimator, gen_model, disc_model = get_dcgan_estimator(save_dir, **kwargs)
-    try:
-        history = _history(estimator.fit())
-    finally:
-        if kwargs.get("num_replicas"):
-            estimator.network.shutdown()
+    history = _fit_history(estimator, distributed=bool(kwargs.get("num_replicas")))
     _assert_finite(history, "train", ["gloss", "dloss"])
     assert max(history["train"]["gloss"]) == 18  # 3 epochs of 6 batches
     assert os.path.isfile(os.path.join(save_dir, "gen_epoch_2.pt"))
@@ -619,11 +624,7 @@ def get_scheduled_program(framework: str, num_replicas: int | None = None, resto
 
 def _run_scheduled(framework: str, **kwargs: Any) -> tuple[dict, list[np.ndarray]]:
     estimator, model = get_scheduled_program(framework, **kwargs)
-    try:
-        history = _history(estimator.fit())
-    finally:
-        if kwargs.get("num_replicas"):
-            estimator.network.shutdown()
+    history = _fit_history(estimator, distributed=bool(kwargs.get("num_replicas")))
     _assert_finite(history, "train", ["ce"])
     assert max(history["train"]["ce"]) == 20 and sorted(history["eval"]["accuracy"]) == [5, 10, 15, 20]
     history["train"].pop("num_device")
