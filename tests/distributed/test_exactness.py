@@ -13,6 +13,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import fe_ray as fe  # noqa: E402
 from fe_ray.backend import to_number  # noqa: E402
 from fe_ray.op.numpyop import LambdaOp as NumpyLambda  # noqa: E402
+from fe_ray.op.tensorop import LambdaOp as TensorLambda  # noqa: E402
+from fe_ray.op.tensorop.gradient import GradientOp  # noqa: E402
 from fe_ray.op.tensorop.loss import MeanSquaredError  # noqa: E402
 from fe_ray.op.tensorop.model import ModelOp, UpdateOp  # noqa: E402
 from tests.helpers.models import linear, weights  # noqa: E402
@@ -175,6 +177,35 @@ def test_user_slicers_on_replicas_equal_in_process(ray_session: None) -> None:
             np.testing.assert_allclose(replicas[0], weights(local_model), atol=1e-5, err_msg=f"step {step}")
     finally:
         dist.shutdown()
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_gradients_clipped_between_gradient_op_and_update_op_equal_in_process(ray_session: None,
+                                                                               framework: str) -> None:
+    """A GradientOp's gradients w.r.t. the weights are the whole batch's on replicas too, so clipping them before
+    ``UpdateOp(gradients=...)`` updates as one process does (clipping each slice's gradients before averaging
+    them did not)."""
+    def network(**kwargs: Any) -> tuple[Any, Any]:
+        model = linear(framework, lr=0.05)
+        ops = [ModelOp(model=model, inputs="x", outputs="y_pred"),
+               MeanSquaredError(inputs=("y_pred", "y"), outputs="mse"),
+               GradientOp(finals="mse", model=model, outputs="grads"),
+               TensorLambda(lambda grads: [fe.backend.clip_by_value(g, -1.0, 1.0) for g in grads], inputs="grads",
+                            outputs="clipped"),
+               UpdateOp(model=model, loss_name="mse", gradients="clipped")]
+        return fe.Network(ops, **kwargs), model
+
+    local, local_model = network()
+    dist, _ = network(num_replicas=2)
+    try:
+        for step, batch in enumerate(make_batches((4, 5, 1, 6, 3), seed=4)):
+            train_step_both(local, dist, batch)
+            replicas = replica_weights(dist)
+            np.testing.assert_array_equal(replicas[0], replicas[1])
+            np.testing.assert_allclose(replicas[0], weights(local_model), atol=1e-5, err_msg=f"step {step}")
+    finally:
+        dist.shutdown()
+
 
 def _ones_dense() -> Any:
     import keras

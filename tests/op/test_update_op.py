@@ -139,6 +139,36 @@ def test_grad_reducer_result_is_applied(framework: str, eager: bool) -> None:
     np.testing.assert_allclose(weights(model), W0 - 2 * LR * 0.5, atol=1e-6)
 
 
+@pytest.mark.parametrize("transformed", [False, True], ids=["as written", "transformed"])
+@pytest.mark.parametrize(("framework", "eager"), MODES, ids=IDS)
+def test_a_gradient_ops_gradients_are_reduced_once(framework: str, eager: bool, transformed: bool) -> None:
+    """GradientOp reduces its gradients w.r.t. the weights itself; UpdateOp applies those as they are, and reduces
+    again only a list some op made from them (reducing gradients equal on every replica leaves them as they are)."""
+    from fe_ray.op.tensorop.gradient import GradientOp
+
+    calls: list[list[np.ndarray]] = []
+    backend = get_backend(framework)
+
+    def reducer(model: Any, gradients: list[Any]) -> list[Any]:
+        calls.append([np.array(backend.to_numpy(g)) for g in gradients])
+        return [g * 0 + 0.5 for g in gradients]
+
+    model = linear(framework, lr=LR, name="reduced")
+    ops = [ModelOp(model=model, inputs="x", outputs="pred"), MeanSquaredError(inputs=("pred", "y"), outputs="mse"),
+           GradientOp(finals="mse", model=model, outputs="grads")]
+    if transformed:
+        ops.append(LambdaOp(lambda grads: [g * 4 for g in grads], inputs="grads", outputs="grads"))
+    ops.append(UpdateOp(model=model, loss_name="mse", gradients="grads"))
+    for op in ops:
+        op.build(framework)
+    step(framework, ops, batch([1, 1, 1], 1), new_state(eager, reducer=reducer))
+    assert len(calls) == (2 if transformed else 1)
+    np.testing.assert_allclose(calls[0][0].reshape(-1), mse_grad(W0, [1, 1, 1], 1), atol=1e-5)
+    if transformed:
+        np.testing.assert_allclose(calls[1][0].reshape(-1), [2.0, 2.0, 2.0])  # the GradientOp's 0.5s, times 4
+    np.testing.assert_allclose(weights(model), W0 - LR * 0.5, atol=1e-6)
+
+
 @pytest.mark.parametrize(("framework", "eager"), MODES, ids=IDS)
 def test_warmup_skips_update(framework: str, eager: bool) -> None:
     model = linear(framework, lr=LR)

@@ -46,6 +46,14 @@ class GradientRecordingOp(TensorOp):
                                     retain_graph=self.retain_graph if retain is None else retain, keep_none=keep_none)
 
 
+class ReducedGradients(list):
+    """Gradients w.r.t. a model's weights that a :class:`GradientOp` already averaged over the replicas.
+
+    An UpdateOp given this very list does not all-reduce it again; any other list (an op that clipped or scaled
+    these gradients makes a new one) is reduced as usual, which leaves gradients equal on every replica as they are.
+    """
+
+
 class GradientOp(GradientRecordingOp):
     """Write the gradients of ``finals`` w.r.t. ``inputs`` (pairwise), or w.r.t. ``model``'s trainable weights.
 
@@ -53,6 +61,12 @@ class GradientOp(GradientRecordingOp):
     :class:`Watch` on an input key before the ops that use it), in TF the step's GradientTape must watch it (Watch
     again; weights and model outputs are recorded anyway). The Network records gradients in every mode in which a
     GradientOp runs, so it also works in "eval" (e.g. saliency or adversarial examples).
+
+    On replicas, gradients w.r.t. a model's weights are the whole batch's, as one process computes them: each replica
+    differentiates its slice and the op averages the results over the replicas, weighted by slice size (the
+    network's ``grad_reducer``, as UpdateOp does; finals are taken to be means over the samples, as losses are). So
+    ops that change them non-linearly before an ``UpdateOp(gradients=...)`` (clipping) act as in one process.
+    Gradients w.r.t. tensors of the batch are each sample's and stay with the replica's slice.
 
     Args:
         finals: Key(s) of the tensors to differentiate (scalars, e.g. losses; a non-scalar tensor is summed first,
@@ -94,10 +108,15 @@ class GradientOp(GradientRecordingOp):
             sources = [list(backend.trainable_variables(self.model))] * len(finals)
         else:
             sources = data[:-self.num_finals]
+        # On replicas, gradients w.r.t. the weights are averaged over them (see the class docstring).
+        reducer = state.get("grad_reducer") if self.model is not None else None
         results = []
         for idx, (final, source) in enumerate(zip(finals, sources)):
             # Only the last gradient may free torch's graph, and only when no later op needs it (the Network decides
             # retain_graph from the ops after this one).
             retain = self.retain_graph or idx < len(finals) - 1
-            results.append(self.gradient(final, source, state, retain=retain))
+            gradients = self.gradient(final, source, state, retain=retain)
+            if reducer is not None:
+                gradients = ReducedGradients(reducer(self.model, gradients))
+            results.append(gradients)
         return results

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from fe_ray.backend import get_backend
+from fe_ray.op.tensorop.gradient.gradient import ReducedGradients
 from fe_ray.op.tensorop.tensorop import TensorOp
 
 # The start of torch's autograd error when a tensor saved for backward was later modified in place.
@@ -31,10 +32,10 @@ class UpdateOp(TensorOp):
 
     Distributed training: after the gradients are computed (and before accumulation or update), a callable in
     ``state["grad_reducer"]`` is applied as ``gradients = reducer(model, gradients)``; the distributed layer uses it
-    to all-reduce gradients across replicas. For a loss-scaled (mixed-precision) model and a reducer with a
-    ``loss_share()`` method, the loss is first multiplied by that share and the reducer called with
-    ``prescaled=True``, so each process's float16 backward pass keeps the magnitudes of a whole-batch one. This op
-    never imports a distribution library itself.
+    to all-reduce gradients across replicas (not the gradients a GradientOp wrote, which it already reduced). For a
+    loss-scaled (mixed-precision) model and a reducer with a ``loss_share()`` method, the loss is first multiplied by
+    that share and the reducer called with ``prescaled=True``, so each process's float16 backward pass keeps the
+    magnitudes of a whole-batch one. This op never imports a distribution library itself.
 
     Raises:
         TypeError: If ``model`` was not built with :func:`fe_ray.build`, or ``loss_name`` / ``gradients`` is not a
@@ -124,6 +125,8 @@ class UpdateOp(TensorOp):
             variables = self._backend.trainable_variables(self.model)  # listed once, for both uses below
             gradients = self._compute_gradients(data, state.get("tape"), variables, share)
         else:
+            if isinstance(data, ReducedGradients):  # a GradientOp's, already averaged over the replicas
+                reducer = None
             gradients = list(data)
         if variables is None:
             variables = self._backend.trainable_variables(self.model)
