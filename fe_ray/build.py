@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import random
 import sys
 import threading
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from typing import Any
+
+import numpy as np
 
 from fe_ray.backend import get_backend, get_framework, is_model
 from fe_ray.schedule import EpochScheduler, RepeatScheduler, Scheduler
@@ -61,11 +64,16 @@ def build(model_fn: Callable[[], Any], optimizer_fn: Any, weights_path: str | Se
     # model_fn implies keras is already imported; torch users never pay for importing TensorFlow here.
     keras_loaded = "keras" in sys.modules
     policy = get_backend("tf").mixed_precision_policy(mixed_precision) if keras_loaded else nullcontext()
+    # Keras draws its initializers' seeds from Python's generator: a second run of model_fn (below) starts where the
+    # first one started, so a seeded build gets the same weights whether or not model_fn imports Keras itself.
+    random_states = (random.getstate(), np.random.get_state()) if mixed_precision and not keras_loaded else None
     with policy:
         models = to_list(model_fn())
-    if mixed_precision and not keras_loaded and any(get_framework(model) == "tf" for model in models):
+    if random_states is not None and any(get_framework(model) == "tf" for model in models):
         # model_fn imported Keras itself, too late for the policy: its layers compute in float32. Build again
         # under the policy (model_fn runs twice only in this case).
+        random.setstate(random_states[0])
+        np.random.set_state(random_states[1])
         with get_backend("tf").mixed_precision_policy(True):
             models = to_list(model_fn())
     for model in models:

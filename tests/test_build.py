@@ -16,24 +16,32 @@ import fe_ray as fe
 
 def test_mixed_precision_applies_when_model_fn_imports_keras_itself() -> None:
     """A script whose model_fn is the first to import Keras still gets float16 layers (the policy could not be set
-    before model_fn ran); Keras stays unimported for builds that do not need it."""
+    before model_fn ran); Keras stays unimported for builds that do not need it. Seeded, that build's weights are
+    those of any later build with the same seed: the second run of model_fn starts from the random state the first
+    one started from (Keras draws its initializers' seeds from Python's generator)."""
     script = textwrap.dedent("""
         import sys
+        import numpy as np
         import fe_ray as fe
 
         def model_fn():
             import keras
-            return keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+            return keras.Sequential([keras.Input((3,)), keras.layers.Dense(2), keras.layers.Dense(2)])
 
         assert "keras" not in sys.modules
+        fe.enable_deterministic(13)
         model = fe.build(model_fn, optimizer_fn="adam", mixed_precision=True)
         import keras
         print(model.layers[-1].compute_dtype, keras.mixed_precision.global_policy().name)
+        fe.enable_deterministic(13)
+        again = fe.build(model_fn, optimizer_fn="adam", mixed_precision=True)
+        print(all(np.array_equal(a, b) for a, b in zip(model.get_weights(), again.get_weights())))
     """)
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=240,
                          check=True)
-    assert out.stdout.split()[-2:] == ["float16", "float32"]  # float32 compute before; the global policy put back
+    # float32 compute before; the global policy put back; the same weights
+    assert out.stdout.split()[-3:] == ["float16", "float32", "True"]
 
 
 @pytest.mark.parametrize("framework, optimizer_fn, match", [
