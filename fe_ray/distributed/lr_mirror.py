@@ -47,33 +47,44 @@ class LrMirror:
         """
         changed: dict[str, float] = {}
         for model in models:
-            if getattr(model, "current_optimizer", None) is None:
-                continue
-            try:
-                lr = float(get_lr(model) if read else get_backend(model).known_lr(model))
-            except Exception:  # noqa: BLE001 - e.g. a Keras LearningRateSchedule: the replicas follow it themselves
-                continue
-            if self._sent.get(model.model_name) != lr:
+            lr = _rate(model, read)
+            if lr is not None and self._sent.get(model.model_name) != lr:
                 changed[model.model_name] = lr
                 self._sent[model.model_name] = lr
         return changed or None
 
     def keep_unsent(self, models: list[Any], sync: Any) -> None:
-        """Run ``sync()`` (which overwrites the driver's optimizers with the replicas' state) without losing a
-        rate the driver's models were given behind ``set_lr`` during the epoch: it is set again afterwards, with a
-        warning, and the next context sends it."""
+        """Run ``sync()`` (which overwrites the driver's optimizers with the replicas' state) without losing a rate
+        the driver's models were given since the last step: it is set again afterwards, and the next context sends
+        it. A rate set with ``set_lr`` after the context's last step (by a trace after that step, or before a step
+        that did not run) was missed by no step; one written around ``set_lr`` during the epoch was, with a
+        warning."""
+        # Before reading: a TF read makes the read value the known one.
+        known = {model.model_name: _rate(model, read=False) for model in models}
         unsent = self.changes(models, read=True)
         sync()
         if not unsent:
             return
         for model in models:
             if model.model_name in unsent:
-                logger.warning("The learning rate of model %r was changed to %g during the epoch without "
-                               "fe_ray.backend.set_lr, so the replicas trained the rest of the epoch with the old "
-                               "rate; they use the new one from the next epoch. Set rates with "
-                               "fe_ray.backend.set_lr (as LRScheduler does) to apply them at the next step.",
-                               model.model_name, unsent[model.model_name])
+                if known[model.model_name] != unsent[model.model_name]:
+                    logger.warning("The learning rate of model %r was changed to %g during the epoch without "
+                                   "fe_ray.backend.set_lr, so the replicas trained the rest of the epoch with the "
+                                   "old rate; they use the new one from the next epoch. Set rates with "
+                                   "fe_ray.backend.set_lr (as LRScheduler does) to apply them at the next step.",
+                                   model.model_name, unsent[model.model_name])
                 set_lr(model, unsent[model.model_name])
+
+
+def _rate(model: Any, read: bool) -> float | None:
+    """``model``'s learning rate: read from its optimizer, or (``read=False``) the backend's ``known_lr``; None
+    without an optimizer or a plain rate (e.g. a Keras LearningRateSchedule: the replicas follow it themselves)."""
+    if getattr(model, "current_optimizer", None) is None:
+        return None
+    try:
+        return float(get_lr(model) if read else get_backend(model).known_lr(model))
+    except Exception:  # noqa: BLE001 - e.g. a LearningRateSchedule
+        return None
 
 
 __all__ = ["LrMirror"]

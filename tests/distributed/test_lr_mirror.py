@@ -66,3 +66,27 @@ def test_epoch_end_sync_without_unsent_rates_is_quiet(caplog: pytest.LogCaptureF
     with caplog.at_level(logging.WARNING):
         mirror.keep_unsent([model], lambda: synced.append(True))
     assert synced == [True] and not caplog.text
+
+
+@pytest.mark.parametrize("framework", ["torch", "tf"])
+def test_a_rate_set_after_the_last_step_is_kept_without_a_warning(framework: str,
+                                                                  caplog: pytest.LogCaptureFixture) -> None:
+    """A context that ends before the step whose rate a trace set through set_lr (an interrupted run: LRScheduler's
+    on_batch_begin ran, the step did not): no step missed that rate, so it is kept quietly for the next one."""
+    model = linear(framework, lr=0.1)
+    backend = get_backend(framework)
+    replica_state = backend.get_state(model)
+    mirror = LrMirror()
+    mirror.changes([model])
+    set_lr(model, 0.5)
+
+    def sync() -> None:
+        backend.set_state(model, replica_state)
+        mirror.reset()
+        mirror.changes([model])
+
+    with caplog.at_level(logging.WARNING, logger="fe_ray.distributed.lr_mirror"):
+        mirror.keep_unsent([model], sync)
+    assert get_lr(model) == pytest.approx(0.5)
+    assert not caplog.text
+    assert mirror.changes([model]) == {"linear": pytest.approx(0.5)}
