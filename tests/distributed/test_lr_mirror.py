@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -38,19 +40,26 @@ def test_a_tf_rate_written_behind_set_lr_is_sent_when_read() -> None:
     assert mirror.changes([model], read=True) == {"linear": pytest.approx(0.5)}  # entering a context: read
 
 
-def test_epoch_end_sync_keeps_an_unsent_rate(caplog: pytest.LogCaptureFixture) -> None:
-    model = linear("tf", lr=0.1)
-    backend = get_backend("tf")
-    replica_state = backend.get_state(model)  # the replicas still train with 0.1
-    mirror = LrMirror()
-    mirror.changes([model])
-    model.current_optimizer.learning_rate.assign(0.5)
+def replica_sync(mirror: LrMirror, model: Any) -> Callable[[], None]:
+    """A sync as RayNetwork.sync_models_to_driver's: the replicas' state (``model``'s now: they still train with its
+    current rate) replaces the driver's, and the mirror records the synced rates."""
+    backend = get_backend(model)
+    replica_state = backend.get_state(model)
 
-    def sync() -> None:  # as RayNetwork.sync_models_to_driver: the replicas' state replaces the driver's
+    def sync() -> None:
         backend.set_state(model, replica_state)
         mirror.reset()
         mirror.changes([model])
 
+    return sync
+
+
+def test_epoch_end_sync_keeps_an_unsent_rate(caplog: pytest.LogCaptureFixture) -> None:
+    model = linear("tf", lr=0.1)
+    mirror = LrMirror()
+    sync = replica_sync(mirror, model)
+    mirror.changes([model])
+    model.current_optimizer.learning_rate.assign(0.5)
     with caplog.at_level(logging.WARNING, logger="fe_ray.distributed.lr_mirror"):
         mirror.keep_unsent([model], sync)
     assert get_lr(model) == pytest.approx(0.5)
@@ -74,17 +83,10 @@ def test_a_rate_set_after_the_last_step_is_kept_without_a_warning(framework: str
     """A context that ends before the step whose rate a trace set through set_lr (an interrupted run: LRScheduler's
     on_batch_begin ran, the step did not): no step missed that rate, so it is kept quietly for the next one."""
     model = linear(framework, lr=0.1)
-    backend = get_backend(framework)
-    replica_state = backend.get_state(model)
     mirror = LrMirror()
+    sync = replica_sync(mirror, model)
     mirror.changes([model])
     set_lr(model, 0.5)
-
-    def sync() -> None:
-        backend.set_state(model, replica_state)
-        mirror.reset()
-        mirror.changes([model])
-
     with caplog.at_level(logging.WARNING, logger="fe_ray.distributed.lr_mirror"):
         mirror.keep_unsent([model], sync)
     assert get_lr(model) == pytest.approx(0.5)
