@@ -48,6 +48,13 @@ def train_step_both(local: Any, dist: Any, batch: dict[str, np.ndarray]) -> tupl
     return expected, got
 
 
+def assert_replicas_match(dist: Any, local_model: Any, step: int) -> None:
+    """The replicas' weights are bit-identical, and those of the in-process model after the same steps."""
+    replicas = replica_weights(dist)
+    np.testing.assert_array_equal(replicas[0], replicas[1])
+    np.testing.assert_allclose(replicas[0], weights(local_model), atol=1e-5, err_msg=f"step {step}")
+
+
 def replica_weights(network: Any) -> list[np.ndarray]:
     """The first weight tensor of every replica, read from their exact state snapshots."""
     group = network._holder.group
@@ -97,9 +104,7 @@ def test_training_steps_equal_in_process(ray_session: None, monkeypatch: pytest.
                 n0 = (size + 1) // 2
                 weighted = (per_replica[0] * n0 + per_replica[1] * (size - n0)) / size
                 np.testing.assert_allclose(got["mse"], weighted, rtol=1e-6)
-            replicas = replica_weights(dist)
-            np.testing.assert_array_equal(replicas[0], replicas[1])  # bit-identical replicas
-            np.testing.assert_allclose(replicas[0], weights(local_model), atol=1e-5, err_msg=f"step {step}")
+            assert_replicas_match(dist, local_model, step)
         # The driver's model is synced at the end of every training epoch.
         np.testing.assert_allclose(weights(dist_model), weights(local_model), atol=1e-5)
         # transform (no update) matches too, in order, for a single batch and a list of batches.
@@ -125,9 +130,7 @@ def test_merge_grad_and_lr_change_equal_in_process(ray_session: None, framework:
                 for model in (local_model, dist_model):
                     fe.backend.set_lr(model, 0.2)
             train_step_both(local, dist, batch)
-            replicas = replica_weights(dist)
-            np.testing.assert_array_equal(replicas[0], replicas[1])
-            np.testing.assert_allclose(replicas[0], weights(local_model), atol=1e-5, err_msg=f"step {step}")
+            assert_replicas_match(dist, local_model, step)
         # The merge_grad accumulator (an op state) lives on the replicas; state_dict reads it from rank 0.
         np.testing.assert_allclose(dist.state_dict()["ops"][2]["state"]["step"],
                                    local.state_dict()["ops"][2]["state"]["step"])
@@ -172,11 +175,10 @@ def test_user_slicers_on_replicas_equal_in_process(ray_session: None) -> None:
                 got = dist.run_step(batch)
             np.testing.assert_allclose(got["y_pred"], to_number(expected["y_pred"]), atol=1e-5)
             np.testing.assert_allclose(got["mse"], to_number(expected["mse"]), rtol=1e-5)
-            replicas = replica_weights(dist)
-            np.testing.assert_array_equal(replicas[0], replicas[1])
-            np.testing.assert_allclose(replicas[0], weights(local_model), atol=1e-5, err_msg=f"step {step}")
+            assert_replicas_match(dist, local_model, step)
     finally:
         dist.shutdown()
+
 
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("framework", FRAMEWORKS)
@@ -200,9 +202,7 @@ def test_gradients_clipped_between_gradient_op_and_update_op_equal_in_process(ra
     try:
         for step, batch in enumerate(make_batches((4, 5, 1, 6, 3), seed=4)):
             train_step_both(local, dist, batch)
-            replicas = replica_weights(dist)
-            np.testing.assert_array_equal(replicas[0], replicas[1])
-            np.testing.assert_allclose(replicas[0], weights(local_model), atol=1e-5, err_msg=f"step {step}")
+            assert_replicas_match(dist, local_model, step)
     finally:
         dist.shutdown()
 
