@@ -36,7 +36,7 @@ from fe_ray.distributed.errors import is_replica_failure  # re-exported
 from fe_ray.distributed.lifecycle import ReplicaLifecycle
 from fe_ray.distributed.lr_mirror import LrMirror
 from fe_ray.distributed.options import check_options, placement_timeout
-from fe_ray.distributed.replica import writable
+from fe_ray.distributed.replica_calls import writable
 from fe_ray.distributed.serialization import check_picklable
 from fe_ray.distributed.state_transfer import pull_rank0, push_to_replicas, share_buffers
 from fe_ray.distributed.supervisor import GroupHolder

@@ -4,51 +4,28 @@
 the user's ops from the driver's payload, builds an ordinary :class:`~fe_ray.network.TorchNetwork` /
 :class:`~fe_ray.network.TFNetwork` without pops or slicers (the driver runs those), joins the collective, and
 installs the all-reduce ``grad_reducer``. Every public method returns its result, or a
-:class:`~fe_ray.distributed.errors.RemoteFailure` describing an exception, so user errors reach the driver
-with their original type and the remote traceback, and never look like a dead actor.
+:class:`~fe_ray.distributed.errors.RemoteFailure` describing an exception (see
+:mod:`fe_ray.distributed.replica_calls`), so user errors reach the driver with their original type and the remote
+traceback, and never look like a dead actor. Model / op snapshots, checkpoint writes and random states are the
+methods of its base class :class:`~fe_ray.distributed.replica_state.ReplicaState`.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
-import copy
 import functools
 import importlib.util
 import os
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 
-from fe_ray.distributed.errors import capture_failure
+from fe_ray.distributed.replica_calls import failure_of, guarded, writable
 from fe_ray.distributed.replica_info import node_ip, process_info
+from fe_ray.distributed.replica_state import ReplicaState
 from fe_ray.distributed.step_stream import StepReply, StepServer, early_answers
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-#: Guarded methods that still run on a replica whose step failed after answering (see :meth:`Replica._finish_step`).
-_ALWAYS_RUN = frozenset({"shutdown", "info"})
-
-
-def _guarded(method: F) -> F:
-    """Return a RemoteFailure instead of raising, tagged with this replica's rank, node and pid; with a step
-    stream, run the method on the replica's one worker thread (see
-    :class:`~fe_ray.distributed.step_stream.StepServer`)."""
-
-    @functools.wraps(method)
-    def wrapper(self: Replica, *args: Any, **kwargs: Any) -> Any:
-        server = self._server
-        if server is not None and not server.on_thread():
-            return server.run(functools.partial(wrapper, self, *args, **kwargs))
-        if self._broken is not None and method.__name__ not in _ALWAYS_RUN:
-            return self._broken  # a step's update failed after its answer: this replica's state is not usable
-        try:
-            return method(self, *args, **kwargs)
-        except BaseException as exc:  # noqa: BLE001 - everything must reach the driver as data
-            return _failure_of(self, exc)
-
-    return wrapper  # type: ignore[return-value]
 
 
 def yield_cores_at_exit() -> None:
@@ -64,7 +41,7 @@ def yield_cores_at_exit() -> None:
             os.setpriority(os.PRIO_PROCESS, 0, 19)
 
 
-class Replica:
+class Replica(ReplicaState):
     """One data-parallel worker.
 
     Args:
@@ -106,12 +83,12 @@ class Replica:
         self._broken: Any = None  # the RemoteFailure of a step's update that failed after its answer
         if step_transport == "stream":
             self._server = StepServer(self.step_early if early_answers() else self.step,
-                                      failure=functools.partial(_failure_of, self))
+                                      failure=functools.partial(failure_of, self))
         atexit.unregister(yield_cores_at_exit)  # once per process
         atexit.register(yield_cores_at_exit)
 
     # ------------------------------------------------------------------ lifecycle
-    @_guarded
+    @guarded
     def setup(self, deterministic: bool = False) -> dict[str, Any]:
         """Rebuild the ops, build the Network on this process's device, and return :meth:`info`.
 
@@ -134,13 +111,13 @@ class Replica:
         self._weights = StepWeights()
         return self._info()
 
-    @_guarded
+    @guarded
     def collective_address(self) -> tuple[str, int]:
         """(rank 0) Create the collective and return the address the other ranks connect to."""
         self.collective = self._make_collective()
         return self.collective.listen(self.node_ip)
 
-    @_guarded
+    @guarded
     def init_collective(self, address: tuple[str, int]) -> bool:
         """Join the collective at ``address`` and install the all-reduce grad_reducer on the network."""
         from fe_ray.distributed.reducers import make_grad_reducer
@@ -152,7 +129,7 @@ class Replica:
             self.network.grad_reducer = make_grad_reducer(self.framework, self.collective, self._weights)
         return True
 
-    @_guarded
+    @guarded
     def set_peers(self, actors: list[Any]) -> bool:
         """Remember the other replicas' actor handles (to tell them when this replica's step fails)."""
         self._peers = [actor for rank, actor in enumerate(actors) if rank != self.rank]
@@ -178,7 +155,7 @@ class Replica:
             return TorchCollective(self.rank, self.world_size, self._collective_timeout_s, backend=backend)
         return TcpCollective(self.rank, self.world_size, self._collective_timeout_s)
 
-    @_guarded
+    @guarded
     def shutdown(self) -> bool:
         """Leave the current context and the collective, before the process exits (or is killed)."""
         self._exit()
@@ -192,7 +169,7 @@ class Replica:
         return True
 
     # ------------------------------------------------------------------ steps
-    @_guarded
+    @guarded
     def configure(self, mode: str, epoch: int, ds_id: str, desired_keys: set[str] | None, warmup: bool,
                   eager: bool, lrs: Mapping[str, float] | None = None) -> bool:
         """Enter ``with network(mode, epoch, ds_id, ...)`` (leaving any previous context first)."""
@@ -208,7 +185,7 @@ class Replica:
         self._produced = produced & set(self.network.ctx_outputs)
         return True
 
-    @_guarded
+    @guarded
     def exit_context(self) -> bool:
         """Leave the current ``with network(...)`` block."""
         self._exit()
@@ -219,7 +196,7 @@ class Replica:
             self._in_context = False
             self.network.__exit__(None, None, None)
 
-    @_guarded
+    @guarded
     def run_step(self, batch: Mapping[str, Any], n_local: int, n_total: int,
                  lrs: Mapping[str, float] | None = None) -> dict[str, Any]:
         """Run this replica's slice: ``n_local`` of the step's ``n_total`` samples (0 for a padding slice).
@@ -236,7 +213,7 @@ class Replica:
             return True
         return self.start_run_step(*args)
 
-    @_guarded
+    @guarded
     def start_run_step(self, batch: Mapping[str, Any], n_local: int, n_total: int,
                        lrs: Mapping[str, float] | None = None) -> Any:
         """:meth:`run_step` up to the step's outputs (see :meth:`fe_ray.network.BaseNetwork.start_step`).
@@ -277,7 +254,7 @@ class Replica:
             self._abort_peers()
             exc.add_note("(fe_ray: raised by the weight update of this replica's previous step, which runs after that "
                          "step's outputs were sent; FE_RAY_EARLY_ANSWER=0 runs it before)")
-            self._broken = _failure_of(self, exc)
+            self._broken = failure_of(self, exc)
 
     def _abort_peers(self) -> None:
         # Peers may be waiting for this replica inside the all-reduce, which it will never join: tell them, so
@@ -286,7 +263,7 @@ class Replica:
         for peer in self._peers:
             peer.abort_collective.remote()
 
-    @_guarded
+    @guarded
     def step(self, args: tuple[Any, ...] | None) -> dict[str, Any] | bool:
         """:meth:`run_step` with its arguments as one tuple: the entry point of the threaded step transports
         (a compiled graph, or a step stream with ``FE_RAY_EARLY_ANSWER=0``), which pass each replica a single value.
@@ -295,7 +272,7 @@ class Replica:
             return True
         return self.run_step(*args)
 
-    @_guarded
+    @guarded
     def prepare_compiled_steps(self) -> bool:
         """Get ready for steps on a compiled graph's thread: make the collective interruptible, and import torch
         (when installed) on this main thread first: Ray's channel code imports it on the graph's thread, and two
@@ -308,7 +285,7 @@ class Replica:
             self.collective.interruptible = True
         return True
 
-    @_guarded
+    @guarded
     def open_step_stream(self, accept_timeout_s: float) -> tuple[str, int]:
         """Serve :meth:`step` on a TCP stream (:mod:`fe_ray.distributed.step_stream`); returns the address the
         driver connects to within ``accept_timeout_s``. Needs ``step_transport="stream"`` at construction."""
@@ -326,134 +303,11 @@ class Replica:
             if lr is not None and getattr(model, "current_optimizer", None) is not None and get_lr(model) != lr:
                 set_lr(model, lr)
 
-    # ------------------------------------------------------------------ state
-    @_guarded
-    def get_state(self, models: bool = True) -> dict[str, Any]:
-        """Exact numpy snapshot of every model (weights + optimizer) and of the network's op states."""
-        from fe_ray.backend import get_backend
-
-        backend = get_backend(self.framework)
-        state: dict[str, Any] = {"network": self.network.state_dict()}
-        if models:
-            # Views: Ray serialises an actor method's result as it returns, before this replica runs anything else.
-            state["models"] = {m.model_name: backend.get_state(m, copy=False) for m in self.network.models}
-        return state
-
-    @_guarded
-    def set_state(self, state: Mapping[str, Any]) -> bool:
-        """Restore :meth:`get_state` (either part may be missing)."""
-        from fe_ray.backend import get_backend
-
-        backend = get_backend(self.framework)
-        state = writable(state)
-        for model in self.network.models:
-            snapshot = state.get("models", {}).get(model.model_name)
-            if snapshot is not None:
-                backend.set_state(model, snapshot, copy=False)  # writable() made the arrays ours
-        if state.get("network") is not None:
-            self.network.load_state_dict(state["network"])
-        return True
-
-    @_guarded
-    def set_buffers(self, buffers: Mapping[str, Any]) -> bool:
-        """Load ``{model_name: backend.get_buffers(model)}`` (running statistics) into this replica's models."""
-        from fe_ray.backend import get_backend
-
-        backend = get_backend(self.framework)
-        for model in self.network.models:
-            if model.model_name in buffers:
-                backend.set_buffers(model, buffers[model.model_name])
-        return True
-
-    # ------------------------------------------------------------------ checkpoints
-    @_guarded
-    def save_checkpoint(self, root: str, keep: int | None, payload: Mapping[str, Any],
-                        info: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """Commit this replica's models with ``payload`` (a System snapshot without models) as the next checkpoint
-        under ``root``, written by a background thread (see :mod:`fe_ray.distributed.checkpointing`).
-
-        Waits for the previous write, then copies the model states into reused buffers: only that copy holds up
-        training.
-
-        Returns:
-            ``{"committed": URL or None}`` (the newest checkpoint committed so far), or ``{"error": RemoteFailure}``
-            when the previous write failed or the snapshot does not fit in memory (no snapshot is taken then). Such
-            errors come back as data, not as a failure of this replica, which is healthy.
-        """
-        from fe_ray.io.background_save import BackgroundSaver
-        from fe_ray.io.checkpoint import CheckpointStore
-        from fe_ray.summary.system import snapshot_models
-
-        if self._saver is None:
-            self._saver = BackgroundSaver()
-        key = (root, keep)
-        if key not in self._stores:
-            self._stores[key] = CheckpointStore(root, keep=keep)
-        models = self.network.models
-        if payload.get("network") is not None:
-            # The driver's op states are those of its last sync; this replica's ops hold the live ones (merge_grad
-            # accumulators, the TensorOp meta ops' generators), as its models hold the live weights. Copied: the
-            # write runs while training changes them.
-            ops = copy.deepcopy(self.network.state_dict()["ops"])  # after finishing a step answered early
-            payload = {**payload, "network": {**payload["network"], "ops": ops}}
-        try:
-            self._saver.save(self._stores[key],
-                             lambda buffers: {**payload, "models": snapshot_models(models, buffers=buffers)}, info)
-        except Exception as exc:  # noqa: BLE001 - the write's error, for the driver to raise
-            return {"error": _failure_of(self, exc)}
-        return {"committed": self._saver.last_committed}
-
-    def finish_checkpoint(self) -> dict[str, Any]:
-        """Wait for the checkpoint write in flight, then free the writer's thread and snapshot buffers (a copy of
-        the model states; the next save starts afresh). Returns ``{"committed": URL or None}`` or
-        ``{"error": ...}``.
-
-        Not handed to the step thread like the guarded methods: it must answer while that thread is stuck (in an
-        all-reduce whose peer died, say), since the driver lets the write finish before it stops the group.
-        """
-        saver, self._saver = self._saver, None
-        if saver is None:
-            return {"committed": None}
-        try:
-            return {"committed": saver.wait()}
-        except BaseException as exc:  # noqa: BLE001 - the write's error, for the driver to raise
-            return {"error": _failure_of(self, exc)}
-        finally:
-            saver.close()
-
-    # ------------------------------------------------------------------ random state
-    @_guarded
-    def seed_rng(self, seed: int) -> bool:
-        """Seed this process's generators and its models' Keras seed generators (the network's random ops draw
-        from them; a Keras model unpickled here got seeds from this process's unseeded Python generator)."""
-        from fe_ray.backend.determinism import seed_generators
-
-        seed_generators(seed, self._models())
-        return True
-
-    @_guarded
-    def get_rng(self) -> dict[str, Any]:
-        """This process's generator states (see :func:`fe_ray.backend.determinism.get_rng_state`)."""
-        from fe_ray.backend.determinism import get_rng_state
-
-        return get_rng_state(self._models())
-
-    @_guarded
-    def set_rng(self, state: Mapping[str, Any]) -> bool:
-        """Restore :meth:`get_rng`."""
-        from fe_ray.backend.determinism import set_rng_state
-
-        set_rng_state(state, self._models())
-        return True
-
-    def _models(self) -> list[Any]:
-        return list(self.network.models) if self.network is not None else []
-
     # ------------------------------------------------------------------ introspection
     def _info(self) -> dict[str, Any]:
         return process_info(self.rank, self.framework, self.network, self.node_ip)
 
-    @_guarded
+    @guarded
     def info(self) -> dict[str, Any]:
         """Rank, pid, node IP and device of this replica."""
         return self._info()
@@ -463,21 +317,6 @@ class Replica:
         return os.getpid()
 
 
-def _failure_of(replica: Replica, exc: BaseException) -> Any:
-    return capture_failure(exc, replica.rank, replica.node_ip, os.getpid())
-
-
-def writable(data: Any) -> Any:
-    """``data`` with read-only numpy arrays (zero-copy object-store views) replaced by owned copies."""
-    if isinstance(data, np.ndarray):
-        return data if data.flags.writeable else np.array(data)
-    if isinstance(data, Mapping):
-        return {key: writable(value) for key, value in data.items()}
-    if isinstance(data, (list, tuple)):
-        return type(data)(writable(value) for value in data)
-    return data
-
-
 def _to_numpy(backend: Any, value: Any) -> Any:
     value = backend.to_numpy(value)
     if isinstance(value, (np.ndarray, np.generic)):
@@ -485,4 +324,4 @@ def _to_numpy(backend: Any, value: Any) -> Any:
     return value
 
 
-__all__ = ["Replica", "writable"]
+__all__ = ["Replica", "yield_cores_at_exit"]

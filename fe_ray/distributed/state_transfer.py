@@ -16,7 +16,7 @@ from typing import Any
 
 from fe_ray.backend import get_backend
 from fe_ray.backend.determinism import last_seed
-from fe_ray.distributed.replica import writable
+from fe_ray.distributed.replica_calls import writable
 
 logger = logging.getLogger(__name__)
 

@@ -30,7 +30,8 @@ from fe_ray.distributed.errors import (
     ReplicaTimeoutError,
     describe,
 )
-from fe_ray.distributed.replica import Replica, writable
+from fe_ray.distributed.replica import Replica
+from fe_ray.distributed.replica_calls import writable
 from fe_ray.distributed.step_graph import StepGraph
 from fe_ray.distributed.step_stream import StepStream
 
