@@ -2,14 +2,15 @@
 
 Imported lazily by :func:`fe_ray.backend.get_backend`. Implements the interface documented by
 :class:`fe_ray.backend.base.Backend`; persistence lives in :mod:`fe_ray.backend.tf_io`, loss math in
-:mod:`fe_ray.backend.tf_losses`, and the graph executor (:func:`run_step`) in :mod:`fe_ray.backend.tf_step`.
+:mod:`fe_ray.backend.tf_losses`, optimizers, learning rates and the mixed-precision policy in
+:mod:`fe_ray.backend.tf_optim`, and the graph executor (:func:`run_step`) in :mod:`fe_ray.backend.tf_step`.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 import keras
@@ -18,7 +19,6 @@ import tensorflow as tf
 
 from fe_ray.backend.layer_capture import OutputRecorder, pick, run_recording, takes_several_inputs
 from fe_ray.backend.tf_io import (
-    KNOWN_LR_ATTR,
     build_optimizer,
     get_buffers,
     get_state,
@@ -30,18 +30,16 @@ from fe_ray.backend.tf_io import (
     state_is_view,
 )
 from fe_ray.backend.tf_losses import cross_entropy, mean_squared_error
+from fe_ray.backend.tf_optim import (
+    get_lr,
+    known_lr,
+    make_optimizer,
+    mixed_precision_policy,
+    set_lr,
+    set_mixed_precision_policy,
+)
 from fe_ray.backend.tf_step import new_step_fn, run_step
-from fe_ray.util import NonContext, accepts_positional, map_nested
-
-#: Optimizer names accepted by :func:`make_optimizer` (Keras defaults for every hyper-parameter).
-_OPTIMIZERS: dict[str, Callable[[], keras.optimizers.Optimizer]] = {
-    "adadelta": keras.optimizers.Adadelta,
-    "adagrad": keras.optimizers.Adagrad,
-    "adam": keras.optimizers.Adam,
-    "adamax": keras.optimizers.Adamax,
-    "rmsprop": keras.optimizers.RMSprop,
-    "sgd": keras.optimizers.SGD,
-}
+from fe_ray.util import NonContext, map_nested
 
 
 # ---------------------------------------------------------------------------------------------------- tensors
@@ -348,113 +346,6 @@ def accumulator_from_numpy(step: tf.Variable, grad_sum: Sequence[tf.Variable], s
     step.assign(int(state["step"]))
     for total, saved in zip(grad_sum, state["grad_sum"]):
         total.assign(saved)
-
-
-# ---------------------------------------------------------------------------------------------------- optimizers
-def make_optimizer(model: keras.Model, optimizer_def: Any, mixed_precision: bool = False) -> Any:
-    """Create the optimizer for ``model`` from a name, a zero-argument callable, or None.
-
-    In mixed precision the optimizer is wrapped in a ``keras.mixed_precision.LossScaleOptimizer``.
-
-    Raises:
-        ValueError: For an unknown optimizer name (listing the valid names).
-        TypeError: If the definition is of another type or the callable does not return a Keras optimizer.
-    """
-    if optimizer_def is None:
-        return None
-    if isinstance(optimizer_def, str):
-        key = optimizer_def.lower()
-        if key not in _OPTIMIZERS:
-            raise ValueError(f"Unknown optimizer {optimizer_def!r}; valid names are {sorted(_OPTIMIZERS)}, or pass a "
-                             "zero-argument callable such as `lambda: tf.optimizers.SGD(0.1)`.")
-        optimizer = _OPTIMIZERS[key]()
-    elif callable(optimizer_def):
-        if accepts_positional(optimizer_def, 0) is False:
-            name = getattr(optimizer_def, "__name__", optimizer_def)
-            raise TypeError("A TF optimizer_fn is called with no arguments (`lambda: tf.optimizers.Adam(1e-3)`), but "
-                            f"{name!r} needs some, like a torch one (`lambda params: ...`): make sure the model and "
-                            "optimizer_fn use the same framework.")
-        try:
-            optimizer = optimizer_def()
-        except ValueError as err:
-            # FastEstimator's own docs build TF optimizers with Keras 2's `lr=` alias, which Keras 3 rejects with a
-            # message that does not say what to write instead.
-            if "not recognized" in str(err) and "'lr'" in str(err):
-                raise ValueError("Keras 3 optimizers no longer accept `lr=`; write `learning_rate=` instead, e.g. "
-                                 "`lambda: tf.optimizers.Adam(learning_rate=0.1)`.") from err
-            raise
-        if not isinstance(optimizer, keras.optimizers.Optimizer):
-            raise TypeError("A TF optimizer_fn must be a zero-argument callable returning a Keras optimizer (e.g. "
-                            f"`lambda: tf.optimizers.Adam(1e-3)`), but it returned {type(optimizer).__name__}.")
-    else:
-        raise TypeError(f"optimizer_fn must be a name, a callable or None, got {type(optimizer_def).__name__}.")
-    if mixed_precision and not isinstance(optimizer, keras.optimizers.LossScaleOptimizer):
-        optimizer = keras.mixed_precision.LossScaleOptimizer(optimizer)
-    return optimizer
-
-
-def set_mixed_precision_policy(enabled: bool) -> None:
-    """Set Keras' global dtype policy ('mixed_float16' or 'float32'); it applies to layers created afterwards."""
-    keras.mixed_precision.set_global_policy("mixed_float16" if enabled else "float32")
-
-
-@contextmanager
-def mixed_precision_policy(enabled: bool) -> Iterator[None]:
-    """Keras' global dtype policy set to 'mixed_float16' (or 'float32') for the layers created inside, then put
-    back: it is process-wide, and models created later (another ``fe.build``, a user's own Keras code) must not
-    inherit it. A layer keeps the policy it was created with."""
-    previous = keras.mixed_precision.global_policy()
-    set_mixed_precision_policy(enabled)
-    try:
-        yield
-    finally:
-        keras.mixed_precision.set_global_policy(previous)
-
-
-def set_lr(model: keras.Model, lr: float, weight_decay: float | None = None) -> None:
-    """Set the learning rate of ``model.current_optimizer`` (the inner one for a LossScaleOptimizer).
-
-    An optimizer with a weight decay gets ``weight_decay``, or (None) its weight decay scaled by ``lr / old lr``,
-    as FastEstimator does for decoupled decay (AdamW, SGDW); an old rate of 0 leaves the decay unchanged.
-    """
-    optimizer = _current_optimizer(model)
-    inner = getattr(optimizer, "inner_optimizer", optimizer)
-    current_decay = getattr(inner, "weight_decay", None)
-    if current_decay is not None:
-        if weight_decay is None:
-            old_lr = get_lr(model)
-            weight_decay = float(current_decay) * lr / old_lr if old_lr else float(current_decay)
-        inner.weight_decay = float(weight_decay)
-    optimizer.learning_rate = lr
-    # Remember the value the variable holds (float32 as a rule), not the float64 given: a driver compares the two
-    # to spot rates changed around set_lr (fe_ray.distributed.lr_mirror), and 0.1 != float32(0.1).
-    dtype = getattr(optimizer.learning_rate, "dtype", "float32")
-    setattr(optimizer, KNOWN_LR_ATTR, float(np.asarray(lr, dtype=getattr(dtype, "as_numpy_dtype", dtype))))
-
-
-def get_lr(model: keras.Model) -> float:
-    """The current learning rate of ``model.current_optimizer`` (read from its variable)."""
-    optimizer = _current_optimizer(model)
-    lr = float(keras.ops.convert_to_numpy(optimizer.learning_rate))
-    setattr(optimizer, KNOWN_LR_ATTR, lr)
-    return lr
-
-
-def known_lr(model: keras.Model) -> float:
-    """The learning rate as last set by :func:`set_lr` or read by :func:`get_lr`, without reading the variable
-    (an op; see :class:`fe_ray.distributed.lr_mirror.LrMirror` for why a distributed driver avoids one per step).
-    A rate written around :func:`set_lr` (e.g. ``optimizer.learning_rate.assign``) is seen by the next
-    :func:`get_lr`; restoring optimizer variables forgets the remembered value."""
-    lr = getattr(_current_optimizer(model), KNOWN_LR_ATTR, None)
-    return get_lr(model) if lr is None else lr
-
-
-def _current_optimizer(model: Any) -> Any:
-    optimizer = getattr(model, "current_optimizer", None)
-    if optimizer is None:
-        raise ValueError(f"Model {getattr(model, 'model_name', model.name)!r} has no optimizer; build it with an "
-                         "optimizer_fn to change or read its learning rate.")
-    return optimizer
 
 
 __all__ = ["accumulator_from_numpy", "accumulator_to_numpy", "add_model_losses", "build_model_fn", "build_optimizer",
