@@ -55,6 +55,20 @@ def test_an_optimizer_fn_for_the_other_framework_is_named(framework: str, optimi
         fe.build(linear_model_fn(framework), optimizer_fn=optimizer_fn)
 
 
+@pytest.mark.parametrize("framework, instead", [
+    ("tf", "a zero-argument callable such as `lambda: tf.optimizers.SGD(0.1)`"),
+    ("torch", "a callable such as `lambda params: torch.optim.SGD(params, lr=0.1)`"),
+])
+def test_an_unknown_optimizer_name_lists_the_valid_ones(framework: str, instead: str) -> None:
+    from tests.test_network import linear_model_fn
+
+    valid = "['adadelta', 'adagrad', 'adam', 'adamax', 'rmsprop', 'sgd']"
+    with pytest.raises(ValueError, match=re.escape(f"Unknown optimizer 'AdamW'; valid names are {valid}, or pass "
+                                                   f"{instead}.")):
+        fe.build(linear_model_fn(framework), optimizer_fn="AdamW")
+    assert type(fe.build(linear_model_fn(framework), optimizer_fn="SGD").optimizer).__name__ == "SGD"  # any case
+
+
 @pytest.mark.parametrize("input_shape", [(17, 28, 1), (28, 10, 3)])
 def test_tf_lenet_names_inputs_too_small_for_it(input_shape: tuple[int, int, int]) -> None:
     from fe_ray.architecture.tensorflow import LeNet

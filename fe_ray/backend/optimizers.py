@@ -1,4 +1,5 @@
-"""Every optimizer a built model holds, for state snapshots that must restore each of them (framework-neutral).
+"""Every optimizer a built model holds, for state snapshots that must restore each of them, and optimizers looked up
+by FastEstimator's names (framework-neutral).
 
 A model built with a Scheduler of optimizers (``fe_ray.build(..., optimizer_fn=EpochScheduler({1: "adam", 3:
 "sgd"}))``) holds one optimizer per scheduled entry and uses one of them per epoch (``current_optimizer``). A
@@ -11,7 +12,7 @@ loads each into its own optimizer, whichever is current at either end.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 #: The snapshot entry holding a scheduled model's optimizer states:
@@ -79,4 +80,21 @@ def restore_scheduled(model: Any, state: dict[str, Any], load: Callable[[Any, An
     return True
 
 
-__all__ = ["SCHEDULED_KEY", "restore_scheduled", "scheduled_optimizers", "scheduled_states"]
+def optimizer_by_name(name: str, constructors: Mapping[str, Callable[..., Any]], instead: str) -> Callable[..., Any]:
+    """The constructor a backend lists for optimizer ``name`` (any case).
+
+    Args:
+        name: The name given as ``optimizer_fn`` ("adam", "SGD", ...).
+        constructors: The backend's constructors by lower-case name.
+        instead: What to pass instead, for the error (e.g. "a callable such as `...`").
+
+    Raises:
+        ValueError: For an unknown name, listing the valid names and ``instead``.
+    """
+    key = name.lower()
+    if key not in constructors:
+        raise ValueError(f"Unknown optimizer {name!r}; valid names are {sorted(constructors)}, or pass {instead}.")
+    return constructors[key]
+
+
+__all__ = ["SCHEDULED_KEY", "optimizer_by_name", "restore_scheduled", "scheduled_optimizers", "scheduled_states"]

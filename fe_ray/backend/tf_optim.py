@@ -10,6 +10,7 @@ from typing import Any
 import keras
 import numpy as np
 
+from fe_ray.backend.optimizers import optimizer_by_name
 from fe_ray.backend.tf_io import KNOWN_LR_ATTR
 from fe_ray.util import accepts_positional
 
@@ -37,11 +38,8 @@ def make_optimizer(model: keras.Model, optimizer_def: Any, mixed_precision: bool
     if optimizer_def is None:
         return None
     if isinstance(optimizer_def, str):
-        key = optimizer_def.lower()
-        if key not in _OPTIMIZERS:
-            raise ValueError(f"Unknown optimizer {optimizer_def!r}; valid names are {sorted(_OPTIMIZERS)}, or pass a "
-                             "zero-argument callable such as `lambda: tf.optimizers.SGD(0.1)`.")
-        optimizer = _OPTIMIZERS[key]()
+        optimizer = optimizer_by_name(optimizer_def, _OPTIMIZERS,
+                                      "a zero-argument callable such as `lambda: tf.optimizers.SGD(0.1)`")()
     elif callable(optimizer_def):
         if accepts_positional(optimizer_def, 0) is False:
             name = getattr(optimizer_def, "__name__", optimizer_def)

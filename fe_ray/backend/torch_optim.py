@@ -9,6 +9,7 @@ from typing import Any
 
 import torch
 
+from fe_ray.backend.optimizers import optimizer_by_name
 from fe_ray.util import accepts_positional
 
 #: Optimizer names accepted by :func:`make_optimizer`, with the constructor used for each: torch's defaults except
@@ -35,11 +36,9 @@ def make_optimizer(model: torch.nn.Module, optimizer_def: Any, mixed_precision: 
     if optimizer_def is None:
         return None
     if isinstance(optimizer_def, str):
-        key = optimizer_def.lower()
-        if key not in _OPTIMIZERS:
-            raise ValueError(f"Unknown optimizer {optimizer_def!r}; valid names are {sorted(_OPTIMIZERS)}, or pass a "
-                             "callable such as `lambda params: torch.optim.SGD(params, lr=0.1)`.")
-        optimizer = _OPTIMIZERS[key](model.parameters())
+        optimizer = optimizer_by_name(optimizer_def, _OPTIMIZERS,
+                                      "a callable such as `lambda params: torch.optim.SGD(params, lr=0.1)`")(
+            model.parameters())
     elif callable(optimizer_def):
         if accepts_positional(optimizer_def, 1) is False:
             name = getattr(optimizer_def, "__name__", optimizer_def)
