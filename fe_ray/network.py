@@ -14,10 +14,8 @@ from typing import Any
 
 from fe_ray.allocator import tune_process_malloc
 from fe_ray.backend import BACKEND_CACHE_KEY, get_backend
-from fe_ray.network_framework import OpsArg, collect_models, detect_framework, unique_by_identity
+from fe_ray.network_framework import OpsArg, collect_models, detect_framework, io_keys, unique_by_identity
 from fe_ray.op.numpyop.numpyop import Batch, NumpyOp, check_numpy_ops, forward_numpyop
-from fe_ray.op.numpyop.numpyop import Delete as NumpyDelete
-from fe_ray.op.tensorop.tensorop import Delete as TensorDelete
 from fe_ray.op.tensorop.tensorop import TensorOp
 from fe_ray.schedule import Scheduler, get_current_items
 from fe_ray.slicer import Slicer, forward_slicers, reverse_slicers, sanity_assert_slicers
@@ -110,47 +108,10 @@ class BaseNetwork:
         Raises:
             ValueError: If slicers are active and a wanted output key is sliced but never un-sliced.
         """
-        slicers = get_current_items(self.slicers, mode, epoch, ds_id=ds_id)
-        needed: set[str] = set()
-        tensor_inputs: set[str] = set()
-        produced: set[str] = set()
-        sliced: set[str] = set()
-        unsliced: set[str] = set()
-        for slicer in slicers:
-            sliced.update(slicer.slice_inputs)
-            unsliced.update(slicer.unslice_inputs)
-        needed.update(sliced)
-        for op in get_current_items(self.ops, mode, epoch, ds_id=ds_id):
-            unmet = {key for key in op.inputs if key not in produced}
-            needed |= unmet
-            tensor_inputs |= unmet
-            produced.update(op.outputs)
-            if isinstance(op, TensorDelete):
-                produced.difference_update(op.inputs)
-        needed |= unsliced - produced
-        pop_inputs: set[str] = set()
-        pop_produced: set[str] = set()
-        for op in get_current_items(self.postprocessing, mode, epoch, ds_id=ds_id):
-            needed |= {key for key in op.inputs if key not in produced}
-            pop_inputs |= {key for key in op.inputs if key not in pop_produced}
-            produced.update(op.outputs)
-            pop_produced.update(op.outputs)
-            if isinstance(op, NumpyDelete):
-                produced.difference_update(op.inputs)
-                pop_produced.difference_update(op.inputs)
-        # The keys the pops read leave the ops' step even when a pop deletes them later (numpy Delete).
-        outputs = set(produced) | pop_inputs
-        if desired_keys:
-            # Keys the pops read must survive even if no trace asked for them, and so must the keys slicers un-slice
-            # (each minibatch must hold them, as FastEstimator's keep every op output).
-            outputs = (outputs & set(desired_keys)) | pop_inputs | (unsliced & produced)
-        if sliced:
-            dangling = (outputs & (sliced | produced)) - unsliced
-            if dangling:
-                raise ValueError("Since you are using Slicers, you must specify how these keys are un-sliced during "
-                                 f"{{'mode': {mode!r}, 'epoch': {epoch}, 'ds_id': {ds_id!r}}}: {sorted(dangling)}. "
-                                 "Add them to a slicer's `unslice` argument.")
-        return needed, tensor_inputs, outputs
+        return io_keys(get_current_items(self.ops, mode, epoch, ds_id=ds_id),
+                       get_current_items(self.postprocessing, mode, epoch, ds_id=ds_id),
+                       get_current_items(self.slicers, mode, epoch, ds_id=ds_id), desired_keys,
+                       where=repr({"mode": mode, "epoch": epoch, "ds_id": ds_id}))
 
     def __call__(self, mode: str, epoch: int, ds_id: str = "", desired_output_keys: set[str] | None = None,
                  warmup: bool = False, eager: bool = False) -> BaseNetwork:

@@ -1,4 +1,5 @@
-"""Which models a Network's ops use, and so which framework (torch or TF) runs them."""
+"""What a Network's ops use: their models, and so which framework (torch or TF) runs them, and the keys they read
+and write."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from fe_ray.backend import get_framework
+from fe_ray.op.numpyop.numpyop import Delete as NumpyDelete
+from fe_ray.op.tensorop.tensorop import Delete as TensorDelete
 from fe_ray.schedule import get_current_items
 from fe_ray.util import filter_nones, to_list
 
@@ -66,4 +69,60 @@ def _default_framework() -> str:
     return "tf" if importlib.util.find_spec("tensorflow") is not None else "torch"
 
 
-__all__ = ["OpsArg", "collect_models", "detect_framework", "unique_by_identity"]
+def io_keys(ops: Sequence[Any], pops: Sequence[Any], slicers: Sequence[Any], desired_keys: set[str] | None = None,
+            where: str = "") -> tuple[set[str], set[str], set[str]]:
+    """Return (inputs the network needs, inputs the TensorOps need, outputs it returns) for one context's items.
+
+    Args:
+        ops: The context's TensorOps, in order.
+        pops: The context's post-processing NumpyOps, in order.
+        slicers: The context's slicers.
+        desired_keys: The outputs wanted (by traces); None or empty for every output.
+        where: The context, for the error (``{'mode': ..., 'epoch': ..., 'ds_id': ...}``).
+
+    Raises:
+        ValueError: If slicers are active and a wanted output key is sliced but never un-sliced.
+    """
+    needed: set[str] = set()
+    tensor_inputs: set[str] = set()
+    produced: set[str] = set()
+    sliced: set[str] = set()
+    unsliced: set[str] = set()
+    for slicer in slicers:
+        sliced.update(slicer.slice_inputs)
+        unsliced.update(slicer.unslice_inputs)
+    needed.update(sliced)
+    for op in ops:
+        unmet = {key for key in op.inputs if key not in produced}
+        needed |= unmet
+        tensor_inputs |= unmet
+        produced.update(op.outputs)
+        if isinstance(op, TensorDelete):
+            produced.difference_update(op.inputs)
+    needed |= unsliced - produced
+    pop_inputs: set[str] = set()
+    pop_produced: set[str] = set()
+    for op in pops:
+        needed |= {key for key in op.inputs if key not in produced}
+        pop_inputs |= {key for key in op.inputs if key not in pop_produced}
+        produced.update(op.outputs)
+        pop_produced.update(op.outputs)
+        if isinstance(op, NumpyDelete):
+            produced.difference_update(op.inputs)
+            pop_produced.difference_update(op.inputs)
+    # The keys the pops read leave the ops' step even when a pop deletes them later (numpy Delete).
+    outputs = set(produced) | pop_inputs
+    if desired_keys:
+        # Keys the pops read must survive even if no trace asked for them, and so must the keys slicers un-slice
+        # (each minibatch must hold them, as FastEstimator's keep every op output).
+        outputs = (outputs & set(desired_keys)) | pop_inputs | (unsliced & produced)
+    if sliced:
+        dangling = (outputs & (sliced | produced)) - unsliced
+        if dangling:
+            raise ValueError("Since you are using Slicers, you must specify how these keys are un-sliced during "
+                             f"{where}: {sorted(dangling)}. "
+                             "Add them to a slicer's `unslice` argument.")
+    return needed, tensor_inputs, outputs
+
+
+__all__ = ["OpsArg", "collect_models", "detect_framework", "io_keys", "unique_by_identity"]
