@@ -31,6 +31,9 @@ from typing import Any
 
 from ray import cloudpickle
 
+from fe_ray.op.op import Op
+from fe_ray.util.fe_state import needs_full_pickle, rebuild
+
 #: Attributes fe_ray.build / UpdateOp attach to models (besides any ``fe_*`` attribute), restored on Keras models.
 _FE_MODEL_ATTRS = ("model_name", "mixed_precision", "loss_name")
 
@@ -58,6 +61,9 @@ class _KerasAwarePickler(cloudpickle.Pickler):
     def reducer_override(self, obj: Any) -> Any:  # noqa: D102 - pickle protocol hook
         if self._source_files is not None and isinstance(obj, types.CodeType):
             self._source_files.add(obj.co_filename)  # only code travelling by value is pickled as a code object
+        if isinstance(obj, Op) and needs_full_pickle(obj):
+            # A FastEstimator-style __getstate__ gives the checkpoint state only: the replica needs the whole op.
+            return rebuild, (type(obj), obj.__dict__)
         return super().reducer_override(obj)
 
     def persistent_id(self, obj: Any) -> Any:  # noqa: D102 - pickle protocol hook

@@ -6,6 +6,7 @@ from collections.abc import Iterable, MutableMapping
 from typing import Any
 
 from fe_ray.util import parse_ds_ids, parse_modes, to_list, to_set
+from fe_ray.util.fe_state import getstate_for_checkpoint, setstate_from_checkpoint, uses_getstate
 
 
 class Op:
@@ -18,7 +19,8 @@ class Op:
         ds_id: Dataset id(s) in which the op runs; None for all; "!id" to exclude.
 
     Ops that carry state across steps (counters, running statistics, RNGs) override :meth:`state_dict` and
-    :meth:`load_state_dict` so that checkpoints restore them.
+    :meth:`load_state_dict` so that checkpoints restore them (or, as in FastEstimator, define ``__getstate__`` and
+    optionally ``__setstate__``).
     """
 
     def __init__(self, inputs: None | str | Iterable[str] = None, outputs: None | str | Iterable[str] = None,
@@ -35,7 +37,10 @@ class Op:
         return data
 
     def state_dict(self) -> dict[str, Any]:
-        """Return the op's mutable training state (empty for stateless ops)."""
+        """Return the op's mutable training state (empty for stateless ops; a FastEstimator-style ``__getstate__`` of
+        the op's own class gives it, see :mod:`fe_ray.util.fe_state`)."""
+        if uses_getstate(self):
+            return getstate_for_checkpoint(self)
         return {}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -44,7 +49,9 @@ class Op:
         Raises:
             ValueError: If a stateless op is given a non-empty state (the configuration changed).
         """
-        if state:
+        if uses_getstate(self):
+            setstate_from_checkpoint(self, state)
+        elif state:
             raise ValueError(f"{type(self).__name__} has no state but was given keys {sorted(state)}; "
                              "the checkpoint belongs to a different configuration.")
 

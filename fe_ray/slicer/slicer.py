@@ -7,6 +7,7 @@ from typing import Any
 
 from fe_ray.backend import concat, get_backend, stack
 from fe_ray.util import parse_modes, to_list, to_set
+from fe_ray.util.fe_state import getstate_for_checkpoint, setstate_from_checkpoint, uses_getstate
 
 
 class Slicer:
@@ -48,11 +49,21 @@ class Slicer:
         raise NotImplementedError
 
     def state_dict(self) -> dict[str, Any]:
-        """Slicers are stateless by default; stateful subclasses override this and :meth:`load_state_dict`."""
+        """Slicers are stateless by default; stateful subclasses override this and :meth:`load_state_dict` (or, as in
+        FastEstimator, define ``__getstate__``: see :mod:`fe_ray.util.fe_state`)."""
+        if uses_getstate(self):
+            return getstate_for_checkpoint(self)
         return {}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        if state:
+        """Restore :meth:`state_dict`.
+
+        Raises:
+            ValueError: If a stateless slicer is given state (the checkpoint is from another configuration).
+        """
+        if uses_getstate(self):
+            setstate_from_checkpoint(self, state)
+        elif state:
             raise ValueError(f"{type(self).__name__} has no state but was given keys {sorted(state)}.")
 
 

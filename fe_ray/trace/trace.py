@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from fe_ray.util import parse_ds_ids, parse_modes, to_list, to_set
+from fe_ray.util.fe_state import getstate_for_checkpoint, setstate_from_checkpoint, uses_getstate
 
 if TYPE_CHECKING:
     from fe_ray.summary.system import System
@@ -150,7 +151,10 @@ class Trace:
         (e.g. a checkpoint still being written). An fe_ray addition; FastEstimator has no such event."""
 
     def state_dict(self) -> dict[str, Any]:
-        """The trace's mutable state (empty for stateless traces)."""
+        """The trace's mutable state (empty for stateless traces; a FastEstimator-style ``__getstate__`` of the trace's
+        own class gives it, see :mod:`fe_ray.util.fe_state`)."""
+        if uses_getstate(self):
+            return getstate_for_checkpoint(self)
         return {}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
@@ -159,7 +163,9 @@ class Trace:
         Raises:
             ValueError: If a stateless trace is given state (the checkpoint is from another configuration).
         """
-        if state:
+        if uses_getstate(self):
+            setstate_from_checkpoint(self, dict(state))
+        elif state:
             raise ValueError(f"{type(self).__name__} has no state but the checkpoint holds keys {sorted(state)}; "
                              "the checkpoint belongs to a different configuration.")
 
