@@ -10,7 +10,9 @@ apart from a per-sample one and is concatenated too (as FastEstimator's multi-GP
 non-scalar output). Other numeric values (scalar losses, metrics) get a NaN-aware mean weighted by slice size: the
 weighted mean over the replicas whose value is finite (element-wise), so one replica's NaN / inf does not hide the
 others'; it is logged as a warning naming the key and the rank(s), and only when every replica is non-finite is
-the merged value non-finite. Replicas holding only padding (weight 0) never contribute, not even a NaN.
+the merged value non-finite. Replicas holding only padding (weight 0) never contribute, not even a NaN. Anything
+else (a flattened or masked output whose length differs between replicas, a string) is the first active rank's
+value; where the replicas' values differ that is logged once per key as a warning.
 """
 
 from __future__ import annotations
@@ -149,7 +151,27 @@ def _merge(values: list[Any], weights: list[int], active: list[int], name: str,
                            "weighted mean of the finite replicas.", name, bad,
                            {rank: value for rank, value in zip(active, values) if rank in bad})
         return mean
+    if name not in _UNMERGED and not _all_same(values):
+        _UNMERGED.add(name)
+        logger.warning("fe_ray: output %r has no batch axis the replicas' values can be joined on (shapes %s for "
+                       "slices of %s samples) and is not a number of one shape to average; rank %d's value stands "
+                       "for the batch. Give it a leading batch axis, reduce it to a scalar in the op, or compute it "
+                       "in a trace.", name, [np.shape(value) for value in values], weights, active[0])
     return first
+
+
+#: Outputs already warned about by :func:`_merge` (once per key and process: the warning would repeat every step).
+_UNMERGED: set[str] = set()
+
+
+def _all_same(values: list[Any]) -> bool:
+    """Whether every value equals the first (numpy arrays by shape and content)."""
+    first = values[0]
+    try:
+        return all(np.array_equal(np.asarray(value), np.asarray(first)) if isinstance(value, np.ndarray)
+                   or isinstance(first, np.ndarray) else bool(value == first) for value in values[1:])
+    except Exception:  # noqa: BLE001 - values that cannot be compared are taken to differ
+        return False
 
 
 def _same_trailing_shape(values: list[np.ndarray]) -> bool:

@@ -109,3 +109,17 @@ def test_nan_everywhere_stays_nan_and_is_elementwise() -> None:
     assert not np.isfinite(merged["loss"])
     vector, _ = merge_outputs([{"m": np.array([1.0, np.nan])}, {"m": np.array([3.0, 5.0])}], [1, 3])
     np.testing.assert_allclose(vector["m"], [(1.0 + 9.0) / 4, 5.0])
+
+
+def test_an_output_that_cannot_be_merged_is_rank_0s_and_warned_about_once(caplog: pytest.LogCaptureFixture) -> None:
+    # A masked selection (3 rows on rank 0, 2 on rank 1, of slices of 4 and 3 samples) has no batch axis to join on.
+    results = [{"picked": np.ones((3, 2)), "tag": "same"}, {"picked": np.zeros((2, 2)), "tag": "same"}]
+    with caplog.at_level(logging.WARNING, logger="fe_ray.distributed.coordinator"):
+        merged, _ = merge_outputs(results, [4, 3])
+        merge_outputs(results, [4, 3])
+    np.testing.assert_array_equal(merged["picked"], np.ones((3, 2)))
+    assert merged["tag"] == "same"
+    warnings = [record.getMessage() for record in caplog.records]
+    assert len(warnings) == 1 and "output 'picked' has no batch axis" in warnings[0]  # once; equal values: none
+    assert "shapes [(3, 2), (2, 2)] for slices of [4, 3] samples" in warnings[0]
+    assert "rank 0's value stands for the batch" in warnings[0]

@@ -85,6 +85,25 @@ def test_terminate_on_nan_watches_named_keys_and_trace_outputs() -> None:
     assert estimator.system.epoch_idx == 2
 
 
+def test_terminate_on_nan_sees_a_replica_whose_own_loss_was_nan(capsys: pytest.CaptureFixture) -> None:
+    """On replicas a per-replica loss is merged by a mean over the finite replicas, so the merged loss of a batch
+    whose slice on rank 1 was NaN is finite; one process would have computed NaN over that batch and stopped."""
+    from types import SimpleNamespace
+
+    from fe_ray.trace.trace import Data
+
+    trace = TerminateOnNaN(monitor_names="ce")
+    network = SimpleNamespace(replica_outputs={"ce": {0: np.float32(0.5), 1: np.float32(np.nan)}})
+    trace.system = SimpleNamespace(network=network, mode="train", epoch_idx=1, stop_training=False)
+    trace.on_batch_end(Data({"ce": np.float32(0.5)}))
+    assert trace.system.stop_training
+    assert "FastEstimator-TerminateOnNaN: NaN Detected in: ce (on replica rank(s) [1])" in capsys.readouterr().out
+    network.replica_outputs = {"ce": {0: np.float32(0.5), 1: np.float32(0.7)}}
+    trace.system.stop_training = False
+    trace.on_batch_end(Data({"ce": np.float32(0.58)}))
+    assert not trace.system.stop_training
+
+
 def test_has_nan() -> None:
     torch = pytest.importorskip("torch")
     assert has_nan(float("nan")) and has_nan(np.array([1.0, -np.inf])) and has_nan(torch.tensor([0.0, np.nan]))

@@ -61,17 +61,33 @@ class TerminateOnNaN(Trace):
         self._keys, self._keys_for = keys, where
         return keys
 
-    def _check(self, data: Data) -> None:
+    def _check(self, data: Data, replicas: bool = False) -> None:
         for key in self._monitor_keys():
-            if key in data and has_nan(data[key]):
-                self.system.stop_training = True
-                print(f"FastEstimator-TerminateOnNaN: NaN Detected in: {key}", flush=True)
+            if key not in data:
+                continue
+            if has_nan(data[key]):
+                where = ""
+            elif replicas and (ranks := self._non_finite_ranks(key)):
+                where = f" (on replica rank(s) {ranks})"
+            else:
+                continue
+            self.system.stop_training = True
+            print(f"FastEstimator-TerminateOnNaN: NaN Detected in: {key}{where}", flush=True)
+
+    def _non_finite_ranks(self, key: str) -> list[int]:
+        """The replicas whose own value of ``key`` in the last step was NaN or infinite.
+
+        The merged value of a per-replica scalar is the mean over the finite replicas (one replica's NaN does not hide
+        the others' values), but one process would have computed a NaN over the whole batch: stop as it would.
+        """
+        values = getattr(self.system.network, "replica_outputs", None) or {}
+        return sorted(rank for rank, value in values.get(key, {}).items() if has_nan(value))
 
     def on_epoch_begin(self, data: Data) -> None:
         self._keys_for = None  # the traces in use may have changed with the epoch
 
     def on_batch_end(self, data: Data) -> None:
-        self._check(data)
+        self._check(data, replicas=True)
 
     def on_epoch_end(self, data: Data) -> None:
         self._check(data)
