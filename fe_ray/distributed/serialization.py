@@ -16,7 +16,8 @@ Models need care:
   optimizer(s) as Keras configs. Weights and optimizer slots are synchronised exactly afterwards anyway, by
   pushing the driver's ``get_state`` snapshot to every replica.
 
-:func:`check_picklable` runs before any actor starts and names the op and attribute that cannot be pickled.
+:func:`check_picklable` runs before any actor starts and names the op and attribute that cannot be pickled, and
+revives each Keras model once on the driver to check that its layers of the user's own classes come back alike.
 """
 
 from __future__ import annotations
@@ -117,13 +118,31 @@ def _install_sources(sources: dict[str, list[str]]) -> None:
         linecache.cache[name] = (sum(len(line) for line in lines), None, list(lines), name)
 
 
+def _custom_classes(model: Any) -> dict[str, type]:
+    """The classes of ``model`` and its layers that are not Keras' own, by the name Keras' configs give them."""
+    import keras
+
+    return {keras.saving.get_registered_name(type(layer)): type(layer)
+            for layer in model._flatten_layers(include_self=True, recursive=True)
+            if not type(layer).__module__.startswith("keras.")}
+
+
 def _keras_spec(model: Any, source_files: set[str]) -> dict[str, Any]:
-    attrs = {name: value for name, value in vars(model).items()
+    attrs = {name: _untracked(value) for name, value in vars(model).items()
              if name in _FE_MODEL_ATTRS or (name.startswith("fe_") and not callable(value))}
     optimizers = (getattr(model, "optimizer", None), getattr(model, "current_optimizer", None))
-    return {"class": _dumps(type(model), {}, False, source_files), "class_name": type(model).__name__,
+    return {"classes": _dumps(_custom_classes(model), {}, False, source_files),
             "model": cloudpickle.dumps(model), "attrs": cloudpickle.dumps(attrs),
             "optimizers": _dumps(optimizers, {}, optimizers=True)}
+
+
+def _untracked(value: Any) -> Any:
+    """A plain set / list / dict for Keras' tracked one: a Keras model wraps the containers set on it (UpdateOp's
+    ``loss_name`` set), and a tracked container pickles with its model, which then had to be revived twice."""
+    for plain in (set, list, dict):
+        if isinstance(value, plain) and type(value) is not plain:
+            return plain(value)
+    return value
 
 
 def _load_keras_model(spec: dict[str, Any]) -> Any:
@@ -132,10 +151,11 @@ def _load_keras_model(spec: dict[str, Any]) -> Any:
     from fe_ray.backend import get_backend
 
     attrs = cloudpickle.loads(spec["attrs"])
-    cls = cloudpickle.loads(spec["class"])
+    # Subclassed models and custom layers (in __main__ too) by the names in the model's Keras config.
+    classes = cloudpickle.loads(spec["classes"])
     # Keras reads the policy when layers are created; set for this model only (see fe_ray.build).
     policy = get_backend("tf").mixed_precision_policy(bool(attrs.get("mixed_precision")))
-    with policy, keras.saving.custom_object_scope({spec["class_name"]: cls}):
+    with policy, keras.saving.custom_object_scope(classes):
         model = cloudpickle.loads(spec["model"])
     for name, value in attrs.items():
         setattr(model, name, value)
@@ -174,9 +194,10 @@ def check_picklable(ops: Sequence[Any], models: Sequence[Any]) -> bytes:
     Raises:
         TypeError: Naming the op (position and class), the offending attribute and the pickling error, with how to
             fix it.
+        ValueError: If a Keras model would not reach the replicas as it is (see :func:`check_keras_model_travels`).
     """
     try:
-        return dumps_ops(ops, models)
+        payload = dumps_ops(ops, models)
     except Exception as err:  # noqa: BLE001 - any pickling failure is reported as the TypeError below
         index = {id(model): pos for pos, model in enumerate(models) if _is_keras_model(model)}
         for pos, op in enumerate(ops):
@@ -190,6 +211,53 @@ def check_picklable(ops: Sequence[Any], models: Sequence[Any]) -> bytes:
                     "them in __getstate__), or run in-process with num_replicas=None.") from err
         raise TypeError(f"The Network's ops cannot be pickled for the Ray replicas: {type(err).__name__}: {err}. "
                         "Make the ops picklable by cloudpickle, or run in-process with num_replicas=None.") from err
+    for pos, spec in cloudpickle.loads(payload)["keras_models"].items():
+        check_keras_model_travels(models[pos], spec)
+    return payload
+
+
+def check_keras_model_travels(model: Any, spec: dict[str, Any]) -> None:
+    """Revive ``model`` from its spec here, as a replica will, and check that its layers of the user's own classes
+    kept their plain attributes (numbers, strings, flags).
+
+    A Keras model travels through Keras' serialization, which rebuilds each layer of a class of the user's own as
+    ``cls.from_config(layer.get_config())``: a constructor argument ``get_config`` leaves out comes back as its
+    default, and the replicas would train another model than the driver's without a word.
+
+    Raises:
+        ValueError: Naming the class, the attribute and both values (or the error reviving it), and the fix.
+    """
+    fix = ("Keras rebuilds layers and models of your own classes from get_config(): have __init__ take **kwargs and "
+           "pass them to super().__init__(**kwargs), and return every constructor argument from get_config() (Keras' "
+           "rule for saving such models too), or run in-process with num_replicas=None.")
+    name = getattr(model, "model_name", model.name)
+    try:
+        revived = _load_keras_model(spec)
+    except Exception as err:  # noqa: BLE001 - reported with the fix
+        raise ValueError(f"Model {name!r} cannot be sent to the Ray replicas: reviving it failed with "
+                         f"{type(err).__name__}: {err}. {fix}") from err
+    originals = list(model._flatten_layers(include_self=True, recursive=True))
+    copies = list(revived._flatten_layers(include_self=True, recursive=True))
+    if len(originals) != len(copies):
+        raise ValueError(f"Model {name!r} cannot be sent to the Ray replicas: it has {len(originals)} layers here and "
+                         f"{len(copies)} when revived from its Keras config. {fix}")
+    for original, twin in zip(originals, copies):
+        if type(original).__module__.startswith("keras."):
+            continue
+        for attr, value in vars(original).items():
+            if attr.startswith("_") or not _plain(value):
+                continue
+            other = vars(twin).get(attr, "<missing>")
+            if other != value:
+                raise ValueError(f"Model {name!r} cannot be sent to the Ray replicas: its {type(original).__name__} "
+                                 f"layer {original.name!r} has {attr}={value!r} here but {attr}={other!r} when revived "
+                                 f"from its Keras config, so the replicas would train another model. {fix}")
+
+
+def _plain(value: Any) -> bool:
+    if isinstance(value, (list, tuple)):
+        return all(_plain(item) for item in value)
+    return value is None or isinstance(value, (bool, int, float, str))
 
 
 def _find_unpicklable(op: Any, index: dict[int, int]) -> tuple[str, str] | None:
@@ -212,4 +280,4 @@ def _find_unpicklable(op: Any, index: dict[int, int]) -> tuple[str, str] | None:
     return "<the op itself>", whole_error
 
 
-__all__ = ["check_picklable", "dumps_ops", "loads_ops"]
+__all__ = ["check_keras_model_travels", "check_picklable", "dumps_ops", "loads_ops"]
