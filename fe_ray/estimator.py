@@ -9,6 +9,7 @@ from contextlib import closing
 from typing import Any
 
 from fe_ray.backend import get_backend
+from fe_ray.pipeline.checkpoint import holds_state
 from fe_ray.pipeline.lookahead import with_lookahead
 from fe_ray.schedule import get_current_items, get_signature_epochs
 from fe_ray.summary.summary import Summary
@@ -17,6 +18,7 @@ from fe_ray.trace.essential import EvalEssential, TestEssential, TrainEssential
 from fe_ray.trace.logger import Logger
 from fe_ray.trace.trace import Data, PerDSTrace, Trace, may_change_batches, sort_traces, trace_outputs
 from fe_ray.util import filter_nones, to_list, to_set
+from fe_ray.util.fe_state import is_fe_ray_class
 
 logger = logging.getLogger(__name__)
 
@@ -296,6 +298,8 @@ class Estimator:
             system.batch_idx = None
             system.mode_finished = False
             self._run_event("on_epoch_begin", epoch_traces)
+        else:
+            self._begin_stateless_traces(epoch_traces)
         # As FastEstimator: what PerDSTraces write in on_ds_end reaches on_epoch_end's Data too (Logger prints it).
         epoch_data = self._data()
         for pos, ds_id in enumerate(ds_ids[start:]):
@@ -307,6 +311,18 @@ class Estimator:
         system.mode_finished = True
         system.write_summary("epoch", epoch)
         self._run_event("on_epoch_end", epoch_traces, data=epoch_data)
+
+    def _begin_stateless_traces(self, traces: Sequence[Trace]) -> None:
+        """On a resume inside an epoch, give ``on_epoch_begin`` to the traces of the user's own that keep no state in
+        checkpoints: FastEstimator-style traces set up their epoch's accumulators there, and without it their
+        ``on_batch_end`` would meet attributes never set. Their epoch values then cover the resumed batches only."""
+        fresh = [trace for trace in traces if _starts_epochs_without_state(trace)]
+        if fresh:
+            logger.warning("fe_ray: resumed inside epoch %d: %s keep(s) no state in checkpoints, so their values for "
+                           "this epoch start from the resumed batch; give them state_dict / load_state_dict (or "
+                           "__getstate__) to resume them exactly.", self.system.epoch_idx,
+                           ", ".join(type(trace).__name__ for trace in fresh))
+            self._run_event("on_epoch_begin", fresh)
 
     def _run_dataset(self, eager: bool, ds_id: str, epoch_data: Data, begin: bool = True) -> None:
         system = self.system
@@ -374,6 +390,14 @@ def _eval_log_steps(request: Sequence[int], length: int | None) -> tuple[list[in
     if request:
         return list(request), total
     return ([1, total // 3, 2 * total // 3, total] if total else []), total
+
+
+def _starts_epochs_without_state(trace: Trace) -> bool:
+    """Whether ``trace`` is of a class of the user's own that has an ``on_epoch_begin`` and checkpoints nothing."""
+    cls = type(trace)
+    if is_fe_ray_class(cls) or cls.on_epoch_begin is Trace.on_epoch_begin:
+        return False
+    return not holds_state(trace.state_dict())
 
 
 def _check_parts(pipeline: Any, network: Any) -> None:

@@ -431,3 +431,47 @@ def test_per_ds_trace_is_not_restarted_in_the_dataset_a_resumed_run_continues(tm
     resumed, summary = run(crash=False)
     assert resumed[:1] == ["end b"]  # no "begin b": the count of b's first two batches came from the checkpoint
     assert summary.history["train"]["count|b"] == {5: 24}
+
+
+class _EpochMean(Trace):
+    """FastEstimator's style: accumulators set up in on_epoch_begin, no state in checkpoints."""
+
+    def __init__(self) -> None:
+        super().__init__(mode="train", inputs="y", outputs="batches")
+
+    def on_epoch_begin(self, data: Any) -> None:
+        self.seen = 0
+
+    def on_batch_end(self, data: Any) -> None:
+        self.seen += 1
+
+    def on_epoch_end(self, data: Any) -> None:
+        data.write_with_log("batches", self.seen)
+
+
+def test_a_stateless_trace_of_the_users_gets_on_epoch_begin_when_a_run_resumes_inside_an_epoch(
+        tmp_path: Any, caplog: pytest.LogCaptureFixture) -> None:
+    """A resumed run skips on_epoch_begin (the traces' state comes from the checkpoint); a trace that keeps none
+    met attributes never set (AttributeError 'seen'). It now gets the event, its count starting at the resume."""
+    import logging
+
+    class Crash(Trace):
+        def __init__(self, armed: bool) -> None:
+            super().__init__(mode="train")
+            self.armed = armed
+
+        def on_batch_begin(self, data: Any) -> None:
+            if self.armed and self.system.global_step == 7:
+                raise RuntimeError("simulated crash")
+
+    def run(crash: bool) -> Any:
+        pipeline, network, _ = _setup(n_train=32, n_eval=8)  # 4 steps an epoch
+        traces = [_EpochMean(), RestoreWizard(str(tmp_path), steps=2), Crash(crash)]
+        return fe.Estimator(pipeline, network, epochs=2, traces=traces, log_steps=None).fit()
+
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        run(crash=True)
+    with caplog.at_level(logging.WARNING, logger="fe_ray.estimator"):
+        summary = run(crash=False)  # resumes after step 6, inside epoch 2
+    assert summary.history["train"]["batches"] == {4: 4, 8: 2}
+    assert "resumed inside epoch 2: _EpochMean keep(s) no state in checkpoints" in caplog.text

@@ -22,7 +22,8 @@ def _defining_class(cls: type, name: str) -> type | None:
     return next((klass for klass in cls.__mro__ if name in vars(klass)), None)
 
 
-def _is_fe_ray_class(cls: type) -> bool:
+def is_fe_ray_class(cls: type) -> bool:
+    """Whether ``cls`` is one of fe_ray's own classes (rather than the user's)."""
     return cls.__module__ == _PACKAGE or cls.__module__.startswith(_PACKAGE + ".")
 
 
@@ -31,10 +32,10 @@ def uses_getstate(obj: Any) -> bool:
     rather than its ``state_dict()``."""
     cls = type(obj)
     getstate = _defining_class(cls, "__getstate__")
-    if getstate is None or getstate is object or _is_fe_ray_class(getstate):
+    if getstate is None or getstate is object or is_fe_ray_class(getstate):
         return False
     state_dict = _defining_class(cls, "state_dict")
-    return state_dict is None or (_is_fe_ray_class(state_dict) and issubclass(getstate, state_dict))
+    return state_dict is None or (is_fe_ray_class(state_dict) and issubclass(getstate, state_dict))
 
 
 def getstate_for_checkpoint(obj: Any) -> dict[str, Any]:
@@ -82,4 +83,5 @@ def rebuild(cls: type, attributes: dict[str, Any]) -> Any:
     return obj
 
 
-__all__ = ["getstate_for_checkpoint", "needs_full_pickle", "rebuild", "setstate_from_checkpoint", "uses_getstate"]
+__all__ = ["getstate_for_checkpoint", "is_fe_ray_class", "needs_full_pickle", "rebuild", "setstate_from_checkpoint",
+           "uses_getstate"]
