@@ -31,8 +31,10 @@ from fe_ray.backend.tf_io import (
 )
 from fe_ray.backend.tf_losses import cross_entropy, mean_squared_error
 from fe_ray.backend.tf_optim import (
+    float_weight_decay,
     get_lr,
     known_lr,
+    live_weight_decay,
     make_optimizer,
     mixed_precision_policy,
     set_lr,
@@ -349,9 +351,10 @@ def accumulator_from_numpy(step: tf.Variable, grad_sum: Sequence[tf.Variable], s
 
 
 __all__ = ["accumulator_from_numpy", "accumulator_to_numpy", "add_model_losses", "build_model_fn", "build_optimizer",
-           "concat", "cross_entropy", "feed_forward", "fill_unconnected", "get_buffers", "get_device", "get_gradient",
-           "get_lr", "get_state", "init_accumulator", "known_lr", "load_model", "load_weights", "make_optimizer",
-           "mean_squared_error", "merge_grad_update", "mixed_precision_policy", "move_model", "new_step_fn", "no_grad",
-           "reduce_mean", "relax_input_spec", "run_step", "save_model", "scale_loss", "set_buffers", "set_lr",
-           "set_mixed_precision_policy", "set_state", "stack", "state_is_view", "stop_gradient", "to_numpy",
-           "to_tensor", "trainable_variables", "unscale_gradients", "update_model"]
+           "concat", "cross_entropy", "feed_forward", "fill_unconnected", "float_weight_decay", "get_buffers",
+           "get_device", "get_gradient", "get_lr", "get_state", "init_accumulator", "known_lr", "live_weight_decay",
+           "load_model", "load_weights", "make_optimizer", "mean_squared_error", "merge_grad_update",
+           "mixed_precision_policy", "move_model", "new_step_fn", "no_grad", "reduce_mean", "relax_input_spec",
+           "run_step", "save_model", "scale_loss", "set_buffers", "set_lr", "set_mixed_precision_policy",
+           "set_state", "stack", "state_is_view", "stop_gradient", "to_numpy", "to_tensor", "trainable_variables",
+           "unscale_gradients", "update_model"]

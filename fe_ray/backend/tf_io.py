@@ -25,6 +25,10 @@ ARCHITECTURE_SUFFIX = ".keras"
 #: Optimizer attribute holding the learning rate last written or read through the TF backend (``known_lr``).
 KNOWN_LR_ATTR = "_fe_ray_known_lr"
 
+#: A snapshot's entry holding the current optimizer's weight decay, which ``backend.set_lr`` scales with the learning
+#: rate (as FastEstimator does for AdamW / SGDW) and which is not among the optimizer's Keras variables.
+WEIGHT_DECAY_KEY = "optimizer_weight_decay"
+
 
 def build_optimizer(model: Any, optimizer: Any = None) -> None:
     """Create the variables (slots, iteration count) of ``optimizer`` (default: the current one) if it has none yet.
@@ -199,6 +203,9 @@ def get_state(model: keras.Model, copy: bool = True, deferred: bool = False,
 
     state = {"model": [np.array(keras.ops.convert_to_numpy(v)) for v in model.weights],
              "optimizer": optimizer_state(optimizer) if optimizer is not None else None}
+    decay = tf_optim().get_weight_decay(optimizer)
+    if decay is not None:  # not one of the optimizer's variables (see tf_optim.live_weight_decay)
+        state[WEIGHT_DECAY_KEY] = decay
     scheduled = None if weights_only else scheduled_states(model, optimizer, optimizer_state)
     if scheduled is not None:
         state[SCHEDULED_KEY] = scheduled
@@ -248,6 +255,16 @@ def set_state(model: keras.Model, state: dict[str, Any], copy: bool = True) -> N
         return
     if getattr(model, "current_optimizer", None) is not None and state.get("optimizer") is not None:
         _assign_optimizer(model, state["optimizer"])
+    optimizers = tf_optim()
+    if state.get(WEIGHT_DECAY_KEY) is not None and optimizers.get_weight_decay(model.current_optimizer) is not None:
+        optimizers.set_weight_decay(model.current_optimizer, state[WEIGHT_DECAY_KEY])
+
+
+def tf_optim() -> Any:
+    """:mod:`fe_ray.backend.tf_optim`, imported on use (it imports this module)."""
+    from fe_ray.backend import tf_optim as module
+
+    return module
 
 
 # ------------------------------------------------------------------------------------------------ random state

@@ -9,6 +9,7 @@ from typing import Any
 
 import keras
 import numpy as np
+import tensorflow as tf
 
 from fe_ray.backend.optimizers import optimizer_by_name
 from fe_ray.backend.tf_io import KNOWN_LR_ATTR
@@ -62,7 +63,58 @@ def make_optimizer(model: keras.Model, optimizer_def: Any, mixed_precision: bool
         raise TypeError(f"optimizer_fn must be a name, a callable or None, got {type(optimizer_def).__name__}.")
     if mixed_precision and not isinstance(optimizer, keras.optimizers.LossScaleOptimizer):
         optimizer = keras.mixed_precision.LossScaleOptimizer(optimizer)
+    live_weight_decay(optimizer)
     return optimizer
+
+
+def live_weight_decay(optimizer: Any) -> None:
+    """Hold ``optimizer``'s weight decay in a variable that compiled steps read when they run.
+
+    Keras keeps an optimizer's (decoupled) weight decay as a Python float, which a ``tf.function`` step bakes in when
+    it is traced: :func:`set_lr`'s decay, scaled with the rate as FastEstimator does, never reached a compiled step,
+    and a resumed run, traced afresh, decayed by another value than the run it resumes. Optimizers without a weight
+    decay are left alone.
+    """
+    inner = _inner(optimizer)
+    decay = getattr(inner, "weight_decay", None)
+    if decay is not None and not isinstance(decay, tf.Variable):
+        inner.weight_decay = tf.Variable(float(decay), trainable=False, dtype=tf.float32, name="weight_decay")
+
+
+def get_weight_decay(optimizer: Any) -> float | None:
+    """The weight decay of ``optimizer`` as a float, or None for an optimizer without one (or no optimizer)."""
+    decay = None if optimizer is None else getattr(_inner(optimizer), "weight_decay", None)
+    return None if decay is None else float(keras.ops.convert_to_numpy(decay))
+
+
+def set_weight_decay(optimizer: Any, value: float) -> None:
+    """Set ``optimizer``'s weight decay (held by :func:`live_weight_decay`'s variable, or a float)."""
+    inner = _inner(optimizer)
+    if isinstance(inner.weight_decay, tf.Variable):
+        inner.weight_decay.assign(float(value))
+    else:
+        inner.weight_decay = float(value)
+
+
+@contextmanager
+def float_weight_decay(optimizer: Any) -> Iterator[None]:
+    """``optimizer``'s weight decay as a plain float inside (its Keras config must hold a number), then the variable
+    again."""
+    inner = _inner(optimizer)
+    decay = getattr(inner, "weight_decay", None)
+    if not isinstance(decay, tf.Variable):
+        yield
+        return
+    inner.weight_decay = float(decay.numpy())
+    try:
+        yield
+    finally:
+        inner.weight_decay = decay
+
+
+def _inner(optimizer: Any) -> Any:
+    """The optimizer a LossScaleOptimizer wraps, else the optimizer itself."""
+    return getattr(optimizer, "inner_optimizer", optimizer)
 
 
 def set_mixed_precision_policy(enabled: bool) -> None:
@@ -90,13 +142,12 @@ def set_lr(model: keras.Model, lr: float, weight_decay: float | None = None) -> 
     as FastEstimator does for decoupled decay (AdamW, SGDW); an old rate of 0 leaves the decay unchanged.
     """
     optimizer = _current_optimizer(model)
-    inner = getattr(optimizer, "inner_optimizer", optimizer)
-    current_decay = getattr(inner, "weight_decay", None)
+    current_decay = get_weight_decay(optimizer)
     if current_decay is not None:
         if weight_decay is None:
             old_lr = get_lr(model)
-            weight_decay = float(current_decay) * lr / old_lr if old_lr else float(current_decay)
-        inner.weight_decay = float(weight_decay)
+            weight_decay = current_decay * lr / old_lr if old_lr else current_decay
+        set_weight_decay(optimizer, weight_decay)
     optimizer.learning_rate = lr
     # Remember the value the variable holds (float32 as a rule), not the float64 given: a driver compares the two
     # to spot rates changed around set_lr (fe_ray.distributed.lr_mirror), and 0.1 != float32(0.1).
@@ -129,5 +180,5 @@ def _current_optimizer(model: Any) -> Any:
     return optimizer
 
 
-__all__ = ["get_lr", "known_lr", "make_optimizer", "mixed_precision_policy", "set_lr",
-           "set_mixed_precision_policy"]
+__all__ = ["float_weight_decay", "get_lr", "get_weight_decay", "known_lr", "live_weight_decay", "make_optimizer",
+           "mixed_precision_policy", "set_lr", "set_mixed_precision_policy", "set_weight_decay"]

@@ -73,7 +73,10 @@ class _KerasAwarePickler(cloudpickle.Pickler):
         if self._optimizers and _is_keras_optimizer(obj):
             import keras
 
-            return ("fe_ray.keras_optimizer", id(obj), keras.optimizers.serialize(obj))
+            from fe_ray.backend import get_backend
+
+            with get_backend("tf").float_weight_decay(obj):  # a Keras config holds numbers, not variables
+                return ("fe_ray.keras_optimizer", id(obj), keras.optimizers.serialize(obj))
         return None
 
 
@@ -90,7 +93,11 @@ class _KerasAwareUnpickler(pickle.Unpickler):
             if pid[1] not in self._optimizers:
                 import keras
 
-                self._optimizers[pid[1]] = keras.optimizers.deserialize(pid[2])
+                from fe_ray.backend import get_backend
+
+                optimizer = keras.optimizers.deserialize(pid[2])
+                get_backend("tf").live_weight_decay(optimizer)
+                self._optimizers[pid[1]] = optimizer
             return self._optimizers[pid[1]]
         raise pickle.UnpicklingError(f"Unknown persistent id {pid[0]!r}.")
 

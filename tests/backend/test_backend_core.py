@@ -275,18 +275,59 @@ def test_set_lr_weight_decay_tf_follows_the_rate_as_fastestimator() -> None:
     import keras
 
     from fe_ray.backend import get_lr, set_lr
+    from fe_ray.backend.tf_optim import get_weight_decay
 
     model = model_of("tf", lambda: keras.optimizers.AdamW(learning_rate=0.1, weight_decay=0.02))
     set_lr(model, 0.05)  # no weight_decay given: it scales with the rate (0.02 * 0.05 / 0.1)
-    assert get_lr(model) == pytest.approx(0.05) and model.current_optimizer.weight_decay == pytest.approx(0.01)
+    assert get_lr(model) == pytest.approx(0.05) and get_weight_decay(model.current_optimizer) == pytest.approx(0.01)
     set_lr(model, 0.2, 0.5)  # FastEstimator's third argument
-    assert get_lr(model) == pytest.approx(0.2) and model.current_optimizer.weight_decay == pytest.approx(0.5)
+    assert get_lr(model) == pytest.approx(0.2) and get_weight_decay(model.current_optimizer) == pytest.approx(0.5)
     set_lr(model, 0.2, weight_decay=0.25)
-    assert model.current_optimizer.weight_decay == pytest.approx(0.25)
+    assert get_weight_decay(model.current_optimizer) == pytest.approx(0.25)
     plain = model_of("tf", "adam")  # no weight decay: nothing to scale, and a given one is not invented
     set_lr(plain, 0.01)
     set_lr(plain, 0.02, 0.3)
     assert plain.current_optimizer.weight_decay is None and get_lr(plain) == pytest.approx(0.02)
+
+
+def test_tf_weight_decay_set_by_set_lr_reaches_compiled_steps_and_snapshots() -> None:
+    """Keras holds an optimizer's weight decay as a float that a tf.function step bakes in when traced: the decay
+    set_lr scales never reached a compiled step (its weights differed from an eager run's), and snapshots
+    (checkpoints, replica pushes) did not hold it, so a resumed run decayed by another value."""
+    import keras
+
+    from fe_ray.backend import set_lr
+    from fe_ray.backend.tf_optim import get_weight_decay
+    from fe_ray.io.state_files import flatten_state, unflatten_state
+    from fe_ray.network import Network
+    from fe_ray.op.tensorop.loss import MeanSquaredError
+    from fe_ray.op.tensorop.model import ModelOp, UpdateOp
+
+    def adamw() -> Any:
+        keras.utils.set_random_seed(0)
+        return model_of("tf", lambda: keras.optimizers.AdamW(learning_rate=0.1, weight_decay=0.5))
+
+    def train(eager: bool) -> Any:
+        model = adamw()
+        network = Network([ModelOp(model=model, inputs="x", outputs="p"),
+                           MeanSquaredError(inputs=("p", "y"), outputs="loss"),
+                           UpdateOp(model=model, loss_name="loss")])
+        batch = {"x": np.ones((4, 3), np.float32), "y": np.zeros((4, 1), np.float32)}
+        with network(mode="train", epoch=1, eager=eager) as running:
+            for lr in (0.1, 0.01, 0.001):  # the decay follows: 0.5, 0.05, 0.005
+                set_lr(model, lr)
+                running.run_step(batch)
+        return model
+
+    compiled = train(eager=False)
+    assert all(np.allclose(a, b, atol=1e-7) for a, b in zip(compiled.get_weights(), train(eager=True).get_weights()))
+    backend = get_backend("tf")
+    arrays: dict[str, np.ndarray] = {}
+    stored = unflatten_state(flatten_state(backend.get_state(compiled), arrays), arrays)  # as a checkpoint holds it
+    restored = adamw()
+    backend.set_state(restored, stored)
+    assert get_weight_decay(restored.current_optimizer) == pytest.approx(0.005)
+    assert "optimizer_weight_decay" not in backend.get_state(model_of("tf", "adam"))  # nothing to keep
 
 
 def test_set_lr_weight_decay_torch() -> None:
