@@ -327,3 +327,43 @@ def test_update_of_a_model_without_optimizer_is_named() -> None:
 def test_a_loss_name_that_is_not_one_key_is_named(loss_name: Any) -> None:
     with pytest.raises(TypeError, match=r"loss_name must be one key.*" + re.escape(repr(loss_name))):
         UpdateOp(model=tf_dense(), loss_name=loss_name)
+
+
+class _ShareReducer:
+    """A replica's reducer as GradientOp sees it: only its share of the batch matters here."""
+
+    def __init__(self, share: float) -> None:
+        self.share = share
+
+    def __call__(self, model: Any, gradients: list[Any], prescaled: bool = False) -> list[Any]:
+        return list(gradients)
+
+    def loss_share(self) -> float:
+        return self.share
+
+
+@pytest.mark.parametrize(("framework", "eager"), MODES, ids=IDS)
+def test_gradients_wrt_the_batch_of_a_mean_are_the_whole_batchs_on_replicas(framework: str, eager: bool) -> None:
+    """A replica's scalar loss is the mean over its slice: d(loss)/dx of a sample was n_total / n_local times one
+    process's. GradientOp scales it by the replica's share of the batch; a final of per-sample values (summed by
+    both frameworks) needs no scaling."""
+    from fe_ray.op.tensorop.gradient import GradientOp, Watch
+
+    def gradients(reducer: Any) -> tuple[np.ndarray, np.ndarray]:
+        model = linear(framework, lr=LR, name="watched")
+        ops = [Watch(inputs="x"), ModelOp(model=model, inputs="x", outputs="pred"),
+               MeanSquaredError(inputs=("pred", "y"), outputs="mse"),
+               MeanSquaredError(inputs=("pred", "y"), outputs="se", average_loss=False),
+               GradientOp(inputs=("x", "x"), finals=("mse", "se"), outputs=("g_mean", "g_each"))]
+        for op in ops:
+            op.build(framework)
+        data = {"x": np.array([[1, 1, 1], [1, 2, 0]], dtype=np.float32), "y": np.array([[1], [0]], dtype=np.float32)}
+        out = get_backend(framework).run_step(ops, data, new_state(eager, reducer=reducer), set(data),
+                                              {"g_mean", "g_each"})
+        return tuple(np.array(get_backend(framework).to_numpy(out[key])) for key in ("g_mean", "g_each"))
+
+    alone_mean, alone_each = gradients(None)
+    slice_mean, slice_each = gradients(_ShareReducer(0.25))
+    np.testing.assert_allclose(slice_mean, 0.25 * alone_mean, rtol=1e-6)
+    np.testing.assert_allclose(slice_each, alone_each, rtol=1e-6)
+    assert np.abs(alone_mean).max() > 0

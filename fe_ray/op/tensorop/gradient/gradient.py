@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from fe_ray.backend import get_backend, get_framework
+from fe_ray.backend import cast, get_backend, get_framework
 from fe_ray.op.tensorop.tensorop import TensorOp
 from fe_ray.util import to_list
 
@@ -66,7 +66,9 @@ class GradientOp(GradientRecordingOp):
     differentiates its slice and the op averages the results over the replicas, weighted by slice size (the
     network's ``grad_reducer``, as UpdateOp does; finals are taken to be means over the samples, as losses are). So
     ops that change them non-linearly before an ``UpdateOp(gradients=...)`` (clipping) act as in one process.
-    Gradients w.r.t. tensors of the batch are each sample's and stay with the replica's slice.
+    Gradients w.r.t. tensors of the batch are each sample's and stay with the replica's slice; for a scalar final
+    (a mean over the replica's slice) they are scaled by the replica's share of the batch, so each sample's gradient
+    is that of the whole batch's mean, as in one process.
 
     Args:
         finals: Key(s) of the tensors to differentiate (scalars, e.g. losses; a non-scalar tensor is summed first,
@@ -108,8 +110,11 @@ class GradientOp(GradientRecordingOp):
             sources = [list(backend.trainable_variables(self.model))] * len(finals)
         else:
             sources = data[:-self.num_finals]
-        # On replicas, gradients w.r.t. the weights are averaged over them (see the class docstring).
-        reducer = state.get("grad_reducer") if self.model is not None else None
+        # On replicas, gradients w.r.t. the weights are averaged over them, and those w.r.t. the batch's tensors are
+        # scaled to the whole batch's mean (see the class docstring).
+        reducer = state.get("grad_reducer")
+        share = getattr(reducer, "loss_share", None) if self.model is None else None
+        reducer = reducer if self.model is not None else None
         results = []
         for idx, (final, source) in enumerate(zip(finals, sources)):
             # Only the last gradient may free torch's graph, and only when no later op needs it (the Network decides
@@ -118,5 +123,9 @@ class GradientOp(GradientRecordingOp):
             gradients = self.gradient(final, source, state, retain=retain)
             if reducer is not None:
                 gradients = ReducedGradients(reducer(self.model, gradients))
+            elif share is not None and len(final.shape) == 0:
+                # A scalar final is a mean over the replica's slice: its sample's share of the whole batch's mean is
+                # this replica's share of the batch (a final of per-sample values is summed, the same anywhere).
+                gradients = gradients * cast(share(), gradients)
             results.append(gradients)
         return results
