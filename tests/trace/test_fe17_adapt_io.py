@@ -264,3 +264,23 @@ def test_interrupted_run_resumes_exactly(tmp_path: Any) -> None:
     assert columns == ref_columns
     keep = [column for column in columns if column not in TIMING]
     assert [[row[c] for c in keep] for row in rows] == [[row[c] for c in keep] for row in ref_rows]
+
+
+def test_lr_scheduler_restore_leaves_scheduled_optimizers_their_own_rates() -> None:
+    """The LRScheduler saved the current optimizer's rate and set it, on restore, into whichever optimizer was
+    current then (which one depends on the warm-up's last epoch): a TF run resumed in epoch 3 trained Adam at SGD's
+    rate. The model's snapshot restores each scheduled optimizer's own rate; the trace leaves them alone."""
+    import torch
+
+    from fe_ray.schedule import RepeatScheduler
+    from fe_ray.trace.adapt import LRScheduler
+
+    model = fe.build(lambda: torch.nn.Linear(2, 1), model_name="rep",
+                     optimizer_fn=RepeatScheduler([lambda p: torch.optim.Adam(p, lr=1e-3),
+                                                   lambda p: torch.optim.SGD(p, lr=0.05)]))
+    trace = LRScheduler(model=model, lr_fn=lambda epoch: 0.01 / epoch)
+    trace.load_state_dict({"lr": 0.5})
+    assert [opt.param_groups[0]["lr"] for opt in model.optimizer.get_all_values()] == [1e-3, 0.05]
+    single = torch_mlp(lr=0.05)  # one optimizer: the saved rate is its own, and restored
+    LRScheduler(model=single, lr_fn=lambda epoch: 0.01 / epoch).load_state_dict({"lr": 0.5})
+    assert single.current_optimizer.param_groups[0]["lr"] == 0.5

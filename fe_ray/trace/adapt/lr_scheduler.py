@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from fe_ray.backend import get_lr, set_lr, to_number
+from fe_ray.backend.optimizers import scheduled_optimizers
 from fe_ray.schedule.arc import ARC
 from fe_ray.trace.best_value import loss_metric
 from fe_ray.trace.trace import Data, Trace
@@ -132,7 +133,10 @@ class LRScheduler(Trace):
         return state
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        set_lr(self.model, float(state["lr"]))
+        if not scheduled_optimizers(self.model):
+            # With a Scheduler of optimizers the saved rate is that of the optimizer current when the checkpoint was
+            # taken, not necessarily the current one now; the model's snapshot restores every optimizer's own rate.
+            set_lr(self.model, float(state["lr"]))
         if isinstance(self.lr_fn, ARC):
             if "arc" not in state:
                 raise ValueError("This LRScheduler uses ARC but the checkpoint holds no ARC history; it was saved by "
