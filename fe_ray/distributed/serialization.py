@@ -33,7 +33,7 @@ from typing import Any
 from ray import cloudpickle
 
 from fe_ray.op.op import Op
-from fe_ray.util.fe_state import needs_full_pickle, rebuild
+from fe_ray.util.fe_state import rebuild, uses_getstate
 
 #: Attributes fe_ray.build / UpdateOp attach to models (besides any ``fe_*`` attribute), restored on Keras models.
 _FE_MODEL_ATTRS = ("model_name", "mixed_precision", "loss_name")
@@ -62,7 +62,7 @@ class _KerasAwarePickler(cloudpickle.Pickler):
     def reducer_override(self, obj: Any) -> Any:  # noqa: D102 - pickle protocol hook
         if self._source_files is not None and isinstance(obj, types.CodeType):
             self._source_files.add(obj.co_filename)  # only code travelling by value is pickled as a code object
-        if isinstance(obj, Op) and needs_full_pickle(obj):
+        if isinstance(obj, Op) and uses_getstate(obj):
             # A FastEstimator-style __getstate__ gives the checkpoint state only: the replica needs the whole op.
             return rebuild, (type(obj), obj.__dict__)
         return super().reducer_override(obj)

@@ -6,7 +6,7 @@ from collections.abc import Iterable, MutableMapping
 from typing import Any
 
 from fe_ray.util import parse_ds_ids, parse_modes, to_list, to_set
-from fe_ray.util.fe_state import getstate_for_checkpoint, setstate_from_checkpoint, uses_getstate
+from fe_ray.util.fe_state import checkpoint_getstate, setstate_from_checkpoint, uses_getstate
 
 
 class Op:
@@ -39,9 +39,8 @@ class Op:
     def state_dict(self) -> dict[str, Any]:
         """Return the op's mutable training state (empty for stateless ops; a FastEstimator-style ``__getstate__`` of
         the op's own class gives it, see :mod:`fe_ray.util.fe_state`)."""
-        if uses_getstate(self):
-            return getstate_for_checkpoint(self)
-        return {}
+        state = checkpoint_getstate(self)
+        return {} if state is None else state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore state produced by :meth:`state_dict`.

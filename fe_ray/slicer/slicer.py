@@ -7,7 +7,7 @@ from typing import Any
 
 from fe_ray.backend import concat, get_backend, stack
 from fe_ray.util import parse_modes, to_list, to_set
-from fe_ray.util.fe_state import getstate_for_checkpoint, setstate_from_checkpoint, uses_getstate
+from fe_ray.util.fe_state import checkpoint_getstate, setstate_from_checkpoint, uses_getstate
 
 
 class Slicer:
@@ -51,9 +51,8 @@ class Slicer:
     def state_dict(self) -> dict[str, Any]:
         """Slicers are stateless by default; stateful subclasses override this and :meth:`load_state_dict` (or, as in
         FastEstimator, define ``__getstate__``: see :mod:`fe_ray.util.fe_state`)."""
-        if uses_getstate(self):
-            return getstate_for_checkpoint(self)
-        return {}
+        state = checkpoint_getstate(self)
+        return {} if state is None else state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore :meth:`state_dict`.

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from fe_ray.util import parse_ds_ids, parse_modes, to_list, to_set
-from fe_ray.util.fe_state import getstate_for_checkpoint, setstate_from_checkpoint, uses_getstate
+from fe_ray.util.fe_state import checkpoint_getstate, setstate_from_checkpoint, uses_getstate
 
 if TYPE_CHECKING:
     from fe_ray.summary.system import System
@@ -153,9 +153,8 @@ class Trace:
     def state_dict(self) -> dict[str, Any]:
         """The trace's mutable state (empty for stateless traces; a FastEstimator-style ``__getstate__`` of the trace's
         own class gives it, see :mod:`fe_ray.util.fe_state`)."""
-        if uses_getstate(self):
-            return getstate_for_checkpoint(self)
-        return {}
+        state = checkpoint_getstate(self)
+        return {} if state is None else state
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Restore :meth:`state_dict`.

@@ -27,10 +27,8 @@ def is_fe_ray_class(cls: type) -> bool:
     return cls.__module__ == _PACKAGE or cls.__module__.startswith(_PACKAGE + ".")
 
 
-def uses_getstate(obj: Any) -> bool:
-    """Whether ``obj``'s checkpoint state is its ``__getstate__()`` (a user class's own, FastEstimator's protocol)
-    rather than its ``state_dict()``."""
-    cls = type(obj)
+def _class_defines_getstate(cls: type) -> bool:
+    """Whether a class outside fe_ray defines ``__getstate__`` below the class that provides ``state_dict``."""
     getstate = _defining_class(cls, "__getstate__")
     if getstate is None or getstate is object or is_fe_ray_class(getstate):
         return False
@@ -38,22 +36,35 @@ def uses_getstate(obj: Any) -> bool:
     return state_dict is None or (is_fe_ray_class(state_dict) and issubclass(getstate, state_dict))
 
 
-def getstate_for_checkpoint(obj: Any) -> dict[str, Any]:
-    """``obj.__getstate__()``, deep-copied: a checkpoint must not change as the object goes on training.
+def checkpoint_getstate(obj: Any) -> dict[str, Any] | None:
+    """``obj.__getstate__()``, deep-copied (a checkpoint must not change as the object goes on training), when it is
+    ``obj``'s checkpoint state; else None.
 
-    Raises:
-        TypeError: If it is not a dict (FastEstimator restores it into the object's attributes).
+    It is when a class of the user's own defines ``__getstate__`` (and not ``state_dict``) and it returns a dict
+    without ``mode``, which every op, trace and slicer has: a ``__getstate__`` written for copies (every attribute but
+    a lock, say) is left to pickling, as are non-dict states, and such an object keeps no checkpoint state.
     """
+    state = _own_state(obj)
+    return None if state is None else copy.deepcopy(state)
+
+
+def uses_getstate(obj: Any) -> bool:
+    """Whether ``obj``'s checkpoint state is its ``__getstate__()`` (FastEstimator's protocol) rather than its
+    ``state_dict()``; such an object also travels to replicas from its attributes (see :func:`rebuild`)."""
+    return _own_state(obj) is not None
+
+
+def _own_state(obj: Any) -> dict[str, Any] | None:
+    """:func:`checkpoint_getstate` without the copy."""
+    if not _class_defines_getstate(type(obj)):
+        return None
     state = obj.__getstate__()
-    if not isinstance(state, dict):
-        raise TypeError(f"{type(obj).__name__}.__getstate__() returned a {type(state).__name__}; for checkpoints it "
-                        "must return a dict of the attributes to restore (or define state_dict / load_state_dict).")
-    return copy.deepcopy(state)
+    return state if isinstance(state, dict) and "mode" not in state else None
 
 
 def setstate_from_checkpoint(obj: Any, state: dict[str, Any]) -> None:
-    """Restore :func:`getstate_for_checkpoint`'s state: ``obj.__setstate__(state)`` if its class has that method,
-    else its attributes are updated from ``state``, as FastEstimator does."""
+    """Restore :func:`checkpoint_getstate`'s state: ``obj.__setstate__(state)`` if its class has that method, else
+    its attributes are updated from ``state``, as FastEstimator does."""
     state = copy.deepcopy(state)  # the checkpoint's copy may be loaded again (a recovery, a second resume)
     setstate = getattr(obj, "__setstate__", None)
     if setstate is not None:
@@ -62,26 +73,12 @@ def setstate_from_checkpoint(obj: Any, state: dict[str, Any]) -> None:
         obj.__dict__.update(state)
 
 
-def needs_full_pickle(obj: Any) -> bool:
-    """Whether ``obj`` must be copied (to a replica) from its whole ``__dict__`` instead of its ``__getstate__``: a
-    FastEstimator-style ``__getstate__`` returns the checkpoint state only, without the attributes every op has
-    (``inputs``, ``outputs``), and an object rebuilt from it would lack them."""
-    if not uses_getstate(obj):
-        return False
-    try:
-        state = obj.__getstate__()
-    except Exception:  # noqa: BLE001 - let the normal pickling path report it, naming the op
-        return False
-    return isinstance(state, dict) and not {"inputs", "outputs"} <= state.keys()
-
-
 def rebuild(cls: type, attributes: dict[str, Any]) -> Any:
-    """An instance of ``cls`` with ``attributes`` as its ``__dict__``, without ``__init__`` or ``__setstate__`` (the
-    other end of :func:`needs_full_pickle`)."""
+    """An instance of ``cls`` with ``attributes`` as its ``__dict__``, without ``__init__`` or ``__setstate__``: how
+    an object whose ``__getstate__`` gives its checkpoint state only (:func:`uses_getstate`) is copied to a replica."""
     obj = cls.__new__(cls)
     obj.__dict__.update(attributes)
     return obj
 
 
-__all__ = ["getstate_for_checkpoint", "is_fe_ray_class", "needs_full_pickle", "rebuild", "setstate_from_checkpoint",
-           "uses_getstate"]
+__all__ = ["checkpoint_getstate", "is_fe_ray_class", "rebuild", "setstate_from_checkpoint", "uses_getstate"]
