@@ -255,9 +255,9 @@ def set_state(model: keras.Model, state: dict[str, Any], copy: bool = True) -> N
         return
     if getattr(model, "current_optimizer", None) is not None and state.get("optimizer") is not None:
         _assign_optimizer(model, state["optimizer"])
-    optimizers = tf_optim()
-    if state.get(WEIGHT_DECAY_KEY) is not None and optimizers.get_weight_decay(model.current_optimizer) is not None:
-        optimizers.set_weight_decay(model.current_optimizer, state[WEIGHT_DECAY_KEY])
+    optimizers, current = tf_optim(), getattr(model, "current_optimizer", None)
+    if state.get(WEIGHT_DECAY_KEY) is not None and optimizers.get_weight_decay(current) is not None:
+        optimizers.set_weight_decay(current, state[WEIGHT_DECAY_KEY])
 
 
 def tf_optim() -> Any:

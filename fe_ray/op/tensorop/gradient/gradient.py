@@ -112,9 +112,8 @@ class GradientOp(GradientRecordingOp):
             sources = data[:-self.num_finals]
         # On replicas, gradients w.r.t. the weights are averaged over them, and those w.r.t. the batch's tensors are
         # scaled to the whole batch's mean (see the class docstring).
-        reducer = state.get("grad_reducer")
-        share = getattr(reducer, "loss_share", None) if self.model is None else None
-        reducer = reducer if self.model is not None else None
+        reducer = state.get("grad_reducer") if self.model is not None else None
+        share = None if self.model is not None else getattr(state.get("grad_reducer"), "loss_share", None)
         results = []
         for idx, (final, source) in enumerate(zip(finals, sources)):
             # Only the last gradient may free torch's graph, and only when no later op needs it (the Network decides
