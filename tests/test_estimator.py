@@ -9,7 +9,15 @@ import pytest
 
 import fe_ray as fe
 from fe_ray.trace import Accuracy, RestoreWizard, Trace
-from tests.estimator_helpers import ToyPipeline, classifier_network, digits_arrays, model_weights, tf_mlp, torch_mlp
+from tests.estimator_helpers import (
+    AtTrainStep,
+    ToyPipeline,
+    classifier_network,
+    digits_arrays,
+    model_weights,
+    tf_mlp,
+    torch_mlp,
+)
 
 
 def _setup(n_train: int = 64, n_eval: int = 16, test: bool = False, framework: str = "torch"):
@@ -455,18 +463,13 @@ def test_a_stateless_trace_of_the_users_gets_on_epoch_begin_when_a_run_resumes_i
     met attributes never set (AttributeError 'seen'). It now gets the event, its count starting at the resume."""
     import logging
 
-    class Crash(Trace):
-        def __init__(self, armed: bool) -> None:
-            super().__init__(mode="train")
-            self.armed = armed
-
-        def on_batch_begin(self, data: Any) -> None:
-            if self.armed and self.system.global_step == 7:
-                raise RuntimeError("simulated crash")
+    class Crash(AtTrainStep):
+        def act(self, data: Any) -> None:
+            raise RuntimeError("simulated crash")
 
     def run(crash: bool) -> Any:
         pipeline, network, _ = _setup(n_train=32, n_eval=8)  # 4 steps an epoch
-        traces = [_EpochMean(), RestoreWizard(str(tmp_path), steps=2), Crash(crash)]
+        traces = [_EpochMean(), RestoreWizard(str(tmp_path), steps=2), Crash(7 if crash else None)]
         return fe.Estimator(pipeline, network, epochs=2, traces=traces, log_steps=None).fit()
 
     with pytest.raises(RuntimeError, match="simulated crash"):

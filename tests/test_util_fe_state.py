@@ -14,7 +14,14 @@ from fe_ray.op.tensorop import TensorOp
 from fe_ray.slicer import ChunkSlicer
 from fe_ray.trace import Trace
 from fe_ray.util.fe_state import uses_getstate
-from tests.estimator_helpers import ToyPipeline, classifier_network, digits_arrays, model_weights, torch_mlp
+from tests.estimator_helpers import (
+    AtTrainStep,
+    ToyPipeline,
+    classifier_network,
+    digits_arrays,
+    model_weights,
+    torch_mlp,
+)
 
 
 class Scale(TensorOp):
@@ -84,14 +91,9 @@ class Seen(Trace):
         return {"seen": self.seen}
 
 
-class Crash(Trace):
-    def __init__(self, step: int | None) -> None:
-        super().__init__(mode="train")
-        self.step = step
-
-    def on_batch_begin(self, data: Any) -> None:
-        if self.system.global_step == self.step:
-            raise RuntimeError(f"crash before step {self.step}")
+class Crash(AtTrainStep):
+    def act(self, data: Any) -> None:
+        raise RuntimeError(f"crash before step {self.step}")
 
 
 def test_which_classes_are_checkpointed_through_getstate() -> None:
