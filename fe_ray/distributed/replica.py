@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from fe_ray.distributed.lr_mirror import RateKey, set_rates
 from fe_ray.distributed.replica_calls import failure_of, guarded, writable
 from fe_ray.distributed.replica_info import node_ip, process_info
 from fe_ray.distributed.replica_state import ReplicaState
@@ -171,7 +172,7 @@ class Replica(ReplicaState):
     # ------------------------------------------------------------------ steps
     @guarded
     def configure(self, mode: str, epoch: int, ds_id: str, desired_keys: set[str] | None, warmup: bool,
-                  eager: bool, lrs: Mapping[str, float] | None = None) -> bool:
+                  eager: bool, lrs: Mapping[RateKey, float] | None = None) -> bool:
         """Enter ``with network(mode, epoch, ds_id, ...)`` (leaving any previous context first)."""
         self._exit()
         self.network(mode=mode, epoch=epoch, ds_id=ds_id, desired_output_keys=desired_keys, warmup=warmup,
@@ -198,7 +199,7 @@ class Replica(ReplicaState):
 
     @guarded
     def run_step(self, batch: Mapping[str, Any], n_local: int, n_total: int,
-                 lrs: Mapping[str, float] | None = None) -> dict[str, Any]:
+                 lrs: Mapping[RateKey, float] | None = None) -> dict[str, Any]:
         """Run this replica's slice: ``n_local`` of the step's ``n_total`` samples (0 for a padding slice).
 
         Returns:
@@ -215,7 +216,7 @@ class Replica(ReplicaState):
 
     @guarded
     def start_run_step(self, batch: Mapping[str, Any], n_local: int, n_total: int,
-                       lrs: Mapping[str, float] | None = None) -> Any:
+                       lrs: Mapping[RateKey, float] | None = None) -> Any:
         """:meth:`run_step` up to the step's outputs (see :meth:`fe_ray.network.BaseNetwork.start_step`).
 
         Returns:
@@ -224,7 +225,7 @@ class Replica(ReplicaState):
         return StepReply(self._run_step(self.network.start_step, batch, n_local, n_total, lrs), self._finish_step)
 
     def _run_step(self, run: Callable[[Mapping[str, Any]], dict[str, Any]], batch: Mapping[str, Any], n_local: int,
-                  n_total: int, lrs: Mapping[str, float] | None) -> dict[str, Any]:
+                  n_total: int, lrs: Mapping[RateKey, float] | None) -> dict[str, Any]:
         from fe_ray.backend import get_backend
 
         if not self._in_context:
@@ -293,15 +294,9 @@ class Replica(ReplicaState):
             raise RuntimeError("open_step_stream needs a replica created with step_transport='stream'.")
         return self._server.listen(self.node_ip, accept_timeout_s)
 
-    def _set_lrs(self, lrs: Mapping[str, float] | None) -> None:
-        if not lrs:
-            return
-        from fe_ray.backend import get_lr, set_lr
-
-        for model in self.network.models:
-            lr = lrs.get(model.model_name)
-            if lr is not None and getattr(model, "current_optimizer", None) is not None and get_lr(model) != lr:
-                set_lr(model, lr)
+    def _set_lrs(self, lrs: Mapping[RateKey, float] | None) -> None:
+        if lrs:
+            set_rates(self.network.models, lrs)
 
     # ------------------------------------------------------------------ introspection
     def _info(self) -> dict[str, Any]:

@@ -92,3 +92,31 @@ def test_a_rate_set_after_the_last_step_is_kept_without_a_warning(framework: str
     assert get_lr(model) == pytest.approx(0.5)
     assert not caplog.text
     assert mirror.changes([model]) == {"linear": pytest.approx(0.5)}
+
+
+def test_a_scheduled_models_rates_are_sent_per_optimizer() -> None:
+    """With a Scheduler of optimizers each optimizer's rate is its own entry, and set_rates gives each its own
+    whichever is current: a rate set on the optimizer of the previous epoch reaches that optimizer."""
+    import torch
+
+    import fe_ray as fe
+    from fe_ray.distributed.lr_mirror import set_rates
+    from fe_ray.schedule import RepeatScheduler
+
+    def build() -> Any:
+        return fe.build(lambda: torch.nn.Linear(2, 1), model_name="rep",
+                        optimizer_fn=RepeatScheduler([lambda p: torch.optim.Adam(p, lr=0.1),
+                                                      lambda p: torch.optim.SGD(p, lr=0.2)]))
+
+    driver, replica = build(), build()
+    adam, sgd = driver.optimizer.get_all_values()
+    mirror = LrMirror()
+    assert mirror.changes([driver]) == {("rep", 0): pytest.approx(0.1), ("rep", 1): pytest.approx(0.2)}
+    set_lr(driver, 0.05)  # Adam is current
+    driver.current_optimizer = sgd
+    sent = mirror.changes([driver], read=False)
+    assert sent == {("rep", 0): pytest.approx(0.05)}
+    set_rates([replica], sent)
+    assert [opt.param_groups[0]["lr"] for opt in replica.optimizer.get_all_values()] == [0.05, 0.2]
+    assert replica.current_optimizer is replica.optimizer.get_all_values()[0]  # current as it was
+    assert driver.current_optimizer is sgd and adam.param_groups[0]["lr"] == 0.05

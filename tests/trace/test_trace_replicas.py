@@ -16,15 +16,17 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import fe_ray as fe  # noqa: E402
 from fe_ray.backend import get_lr  # noqa: E402
+from fe_ray.backend.optimizers import scheduled_optimizers  # noqa: E402
 from fe_ray.op.tensorop.loss import CrossEntropy  # noqa: E402
 from fe_ray.op.tensorop.model import ModelOp, UpdateOp  # noqa: E402
 from fe_ray.trace import BestModelSaver, EarlyStopping, LRScheduler  # noqa: E402
 from tests.estimator_helpers import Feed, ToyPipeline, digits_arrays, model_weights, tf_mlp  # noqa: E402
 
 
-def _run(traces: Callable[[Any], list[Any]], epochs: int = 3, **network_kwargs: Any) -> dict[str, Any]:
+def _run(traces: Callable[[Any], list[Any]], epochs: int = 3, make_model: Callable[[], Any] = tf_mlp,
+         **network_kwargs: Any) -> dict[str, Any]:
     train, evaluation = digits_arrays("tf", n_train=40, n_eval=20)
-    model = tf_mlp(seed=0)
+    model = make_model()
     network = fe.Network([ModelOp(model=model, inputs="x", outputs="y_pred"),
                           CrossEntropy(inputs=("y_pred", "y"), outputs="ce"),
                           UpdateOp(model=model, loss_name="ce")], **network_kwargs)
@@ -33,6 +35,7 @@ def _run(traces: Callable[[Any], list[Any]], epochs: int = 3, **network_kwargs: 
     try:
         estimator.fit()
         result = {"weights": model_weights(model), "lr": get_lr(model), "epochs": estimator.system.epoch_idx,
+                  "scheduled_lrs": [float(optimizer.learning_rate) for optimizer in scheduled_optimizers(model)],
                   "test_ce": estimator.test().history["test"]["ce"]}  # scored by the replicas, if any
     finally:
         if network_kwargs:
@@ -63,6 +66,36 @@ def test_lr_scheduler_and_best_model_restore_on_replicas(ray_session: None, tmp_
     # Every rate went through set_lr: none is reported as set behind it (and re-applied a step late).
     assert "without fe_ray.backend.set_lr" not in caplog.text
     assert got["lr"] == expected["lr"] == float(np.float32(0.05 / 12))
+    _assert_same_run(got, expected)
+
+
+def _scheduled_mlp() -> Any:
+    """The Keras MLP with a RepeatScheduler of Adam and SGD: one optimizer per epoch, taking turns."""
+    import keras
+
+    from fe_ray.schedule import RepeatScheduler
+
+    keras.utils.set_random_seed(0)
+    return fe.build(lambda: keras.Sequential([keras.Input((8, 8, 1)), keras.layers.Flatten(),
+                                              keras.layers.Dense(16, "relu"), keras.layers.Dense(10, "softmax")]),
+                    optimizer_fn=RepeatScheduler([lambda: keras.optimizers.Adam(0.05),
+                                                  lambda: keras.optimizers.SGD(0.3)]), model_name="mlp")
+
+
+@pytest.mark.timeout(300)
+def test_lr_scheduler_sets_each_scheduled_optimizers_rate_on_replicas(ray_session: None) -> None:
+    """LRScheduler.on_epoch_begin sets the rate of the optimizer current in the previous epoch (the next epoch's
+    context switches after it, as in FastEstimator): Adam's rate set before epoch 2 is the one it trains epoch 3
+    with. The replicas used to receive only the current optimizer's rate, so they trained epoch 3 at Adam's rate
+    of epoch 1, and an epoch's end put that old rate back on the driver."""
+    def traces(model: Any) -> list[Any]:
+        return [LRScheduler(model, lambda epoch: 0.04 / epoch)]
+
+    expected = _run(traces, epochs=4, make_model=_scheduled_mlp)
+    got = _run(traces, epochs=4, make_model=_scheduled_mlp, num_replicas=2)
+    # SGD (current in epoch 2) was given 0.04/3 before epoch 3, Adam (current in epoch 3) 0.04/4 before epoch 4.
+    assert expected["scheduled_lrs"] == pytest.approx([0.04 / 4, 0.04 / 3], rel=1e-6)
+    np.testing.assert_allclose(got["scheduled_lrs"], expected["scheduled_lrs"], rtol=1e-6)
     _assert_same_run(got, expected)
 
 
