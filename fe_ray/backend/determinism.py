@@ -180,6 +180,24 @@ def _existing_global_generator(tf: ModuleType | None) -> Any:
     return stateful_random_ops.global_generator
 
 
+def tf_global_generator() -> Any:
+    """TensorFlow's global ``tf.random.Generator``, made now if none exists: from the seed of
+    :func:`enable_deterministic` when it was called (TensorFlow's deterministic mode refuses to make one from a
+    non-deterministic state), otherwise as ``tf.random.get_global_generator()`` makes it. Safe inside a tf.function:
+    the generator is made outside the graph being traced."""
+    import tensorflow as tf  # callers are TF code paths: TensorFlow is imported already
+
+    generator = _existing_global_generator(tf)
+    if generator is not None:
+        return generator
+    if _last_seed is None:
+        return tf.random.get_global_generator()
+    with tf.init_scope():
+        generator = tf.random.Generator.from_seed(_last_seed % 2**63)
+    tf.random.set_global_generator(generator)
+    return generator
+
+
 def _seed_tensorflow_generators(tf: ModuleType, seed: int, create: bool) -> None:
     """``tf.random.set_seed``, and the global ``tf.random.Generator``, which it leaves alone: an existing one is
     reseeded, and one is made only if ``create``."""

@@ -1,7 +1,9 @@
 """Random noise shaped like a tensor: FastEstimator's ``random_normal_like`` and ``random_uniform_like``.
 
-The noise comes from the tensor's own framework and its global random state (``torch.manual_seed``,
-``tf.random.set_seed``, ``np.random.seed``), on the tensor's device for torch.
+The noise comes from the tensor's own framework and its global random state (torch's global generator, TensorFlow's
+global ``tf.random.Generator``, numpy's global ``RandomState``), which ``fe_ray.enable_deterministic`` seeds and
+checkpoints save, so a resumed run draws the noise the uninterrupted one would have; on the tensor's device for
+torch.
 """
 
 from __future__ import annotations

@@ -12,6 +12,8 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from fe_ray.backend.determinism import tf_global_generator
+
 
 def is_tensor(value: Any) -> bool:
     """Whether ``value`` is a TF tensor or variable (a Keras variable included)."""
@@ -191,13 +193,17 @@ def gather_from_batch(tensor: tf.Tensor, indices: tf.Tensor) -> tf.Tensor:
 
 
 def random_normal_like(tensor: tf.Tensor, mean: float, std: float, dtype: str) -> tf.Tensor:
-    """Normal noise shaped like ``tensor`` (its dynamic shape, so traced graphs work), from TF's global seed."""
-    return tf.random.normal(tf.shape(tensor), mean=mean, stddev=std, dtype=_dtype(dtype))
+    """Normal noise shaped like ``tensor`` (its dynamic shape, so traced graphs work), from TF's global
+    ``tf.random.Generator``: its state is a variable that fe_ray's checkpoints save and restore, where the hidden
+    state of ``tf.random.normal`` cannot be saved, so a resumed run would draw other noise than the run it
+    continues."""
+    return tf_global_generator().normal(tf.shape(tensor), mean=mean, stddev=std, dtype=_dtype(dtype))
 
 
 def random_uniform_like(tensor: tf.Tensor, minval: float, maxval: float, dtype: str) -> tf.Tensor:
-    """Uniform noise in ``[minval, maxval)`` shaped like ``tensor``."""
-    return tf.random.uniform(tf.shape(tensor), minval=minval, maxval=maxval, dtype=_dtype(dtype))
+    """Uniform noise in ``[minval, maxval)`` shaped like ``tensor``, from TF's global ``tf.random.Generator``
+    (see :func:`random_normal_like`)."""
+    return tf_global_generator().uniform(tf.shape(tensor), minval=minval, maxval=maxval, dtype=_dtype(dtype))
 
 
 def reduce_std(tensor: tf.Tensor, axis: int | tuple[int, ...] | None, keepdims: bool) -> tf.Tensor:

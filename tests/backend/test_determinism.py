@@ -161,3 +161,56 @@ def test_tensorflow_global_generator_is_seeded_saved_and_restored_in_place() -> 
         np.testing.assert_array_equal(tf.random.get_global_generator().normal([4]).numpy(), following)
     finally:
         stateful_random_ops.global_generator = previous
+
+
+def test_tf_noise_helpers_draw_from_the_saved_global_generator() -> None:
+    """fe_ray's TF random_normal_like / random_uniform_like draw from the global tf.random.Generator, whose state
+    the random state (and so a checkpoint) holds: restoring it repeats the noise, inside a tf.function too.
+    tf.random.normal's hidden op state could not be saved, so a resumed run drew other noise."""
+    import keras
+    import tensorflow as tf
+
+    import fe_ray as fe
+    from fe_ray.backend import random_normal_like, random_uniform_like
+    from fe_ray.backend.determinism import get_rng_state, seed_generators, set_rng_state
+
+    model = fe.build(lambda: keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)]), "adam", model_name="m")
+    seed_generators(3, [model])
+
+    @tf.function
+    def noise(x: Any) -> Any:
+        return random_normal_like(x, std=2.0) + random_uniform_like(x, minval=-1.0, maxval=1.0)
+
+    x = tf.zeros((3, 2))
+    noise(x)
+    state = get_rng_state([model])
+    expected = [noise(x).numpy(), random_normal_like(x, dtype="float64").numpy()]
+    tf.random.normal(())  # the op-level stream is not what the helpers draw from
+    set_rng_state(state, [model])
+    got = [noise(x).numpy(), random_normal_like(x, dtype="float64").numpy()]
+    for mine, theirs in zip(got, expected):
+        np.testing.assert_array_equal(mine, theirs)
+    assert got[1].dtype == np.float64 and not np.array_equal(got[0], noise(x).numpy())
+
+
+def test_tf_noise_helpers_make_a_seeded_generator_under_enable_deterministic() -> None:
+    """With none made yet, TensorFlow's deterministic mode refuses to make a global generator
+    (tf.random.get_global_generator raises): the helpers make one from enable_deterministic's seed, outside the
+    tf.function being traced, so a seeded program draws the same noise every run."""
+    import tensorflow as tf
+    from tensorflow.python.ops import stateful_random_ops
+
+    from fe_ray.backend import random_uniform_like
+
+    previous = stateful_random_ops.global_generator
+    try:
+        draws = []
+        for _ in range(2):
+            enable_deterministic(11)
+            stateful_random_ops.global_generator = None
+            draws.append(tf.function(lambda x: random_uniform_like(x))(tf.zeros((4,))).numpy())
+        np.testing.assert_array_equal(draws[0], draws[1])
+        expected = tf.random.Generator.from_seed(11).uniform((4,)).numpy()
+        np.testing.assert_array_equal(draws[0], expected)
+    finally:
+        stateful_random_ops.global_generator = previous
