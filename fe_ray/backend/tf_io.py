@@ -15,7 +15,7 @@ from typing import Any
 import keras
 import numpy as np
 
-from fe_ray.backend.optimizers import SCHEDULED_KEY, restore_scheduled, scheduled_states
+from fe_ray.backend.optimizers import SCHEDULED_KEY, restore_scheduled, scheduled_optimizers, scheduled_states
 
 WEIGHTS_SUFFIX = ".weights.h5"
 OPTIMIZER_SUFFIX = "_opt.npz"
@@ -28,6 +28,10 @@ KNOWN_LR_ATTR = "_fe_ray_known_lr"
 #: A snapshot's entry holding the current optimizer's weight decay, which ``backend.set_lr`` scales with the learning
 #: rate (as FastEstimator does for AdamW / SGDW) and which is not among the optimizer's Keras variables.
 WEIGHT_DECAY_KEY = "optimizer_weight_decay"
+
+#: With a Scheduler of optimizers, the entry holding every scheduled optimizer's weight decay (None for one without),
+#: in the schedule's order, next to :data:`fe_ray.backend.optimizers.SCHEDULED_KEY`.
+SCHEDULED_DECAY_KEY = "scheduled_weight_decays"
 
 
 def build_optimizer(model: Any, optimizer: Any = None) -> None:
@@ -209,6 +213,9 @@ def get_state(model: keras.Model, copy: bool = True, deferred: bool = False,
     scheduled = None if weights_only else scheduled_states(model, optimizer, optimizer_state)
     if scheduled is not None:
         state[SCHEDULED_KEY] = scheduled
+        decays = [tf_optim().get_weight_decay(each) for each in scheduled_optimizers(model)]
+        if any(decay is not None for decay in decays):
+            state[SCHEDULED_DECAY_KEY] = decays
     return state
 
 
@@ -252,12 +259,20 @@ def set_state(model: keras.Model, state: dict[str, Any], copy: bool = True) -> N
     for variable, value in zip(weights, state["model"]):
         variable.assign(value)
     if restore_scheduled(model, state, lambda optimizer, arrays: _assign_optimizer(model, arrays, optimizer)):
+        decays = state.get(SCHEDULED_DECAY_KEY) or []
+        for optimizer, decay in zip(scheduled_optimizers(model), decays):
+            _restore_weight_decay(optimizer, decay)
         return
     if getattr(model, "current_optimizer", None) is not None and state.get("optimizer") is not None:
         _assign_optimizer(model, state["optimizer"])
-    optimizers, current = tf_optim(), getattr(model, "current_optimizer", None)
-    if state.get(WEIGHT_DECAY_KEY) is not None and optimizers.get_weight_decay(current) is not None:
-        optimizers.set_weight_decay(current, state[WEIGHT_DECAY_KEY])
+    _restore_weight_decay(getattr(model, "current_optimizer", None), state.get(WEIGHT_DECAY_KEY))
+
+
+def _restore_weight_decay(optimizer: Any, decay: float | None) -> None:
+    """Give ``optimizer`` a snapshot's weight decay, if both have one."""
+    optimizers = tf_optim()
+    if decay is not None and optimizers.get_weight_decay(optimizer) is not None:
+        optimizers.set_weight_decay(optimizer, decay)
 
 
 def tf_optim() -> Any:

@@ -330,6 +330,38 @@ def test_tf_weight_decay_set_by_set_lr_reaches_compiled_steps_and_snapshots() ->
     assert "optimizer_weight_decay" not in backend.get_state(model_of("tf", "adam"))  # nothing to keep
 
 
+def test_tf_snapshot_keeps_each_scheduled_optimizers_weight_decay() -> None:
+    """With a Scheduler of optimizers, every scheduled optimizer's weight decay (which set_lr scales with the rate)
+    is in the snapshot, through a checkpoint's flattening, and restored into its own optimizer whichever is current;
+    the snapshot held none of them, so a resumed run decayed by the initial values."""
+    import keras
+
+    import fe_ray as fe
+    from fe_ray.backend import set_lr
+    from fe_ray.backend.optimizers import scheduled_optimizers
+    from fe_ray.backend.tf_optim import get_weight_decay
+    from fe_ray.io.state_files import flatten_state, unflatten_state
+    from fe_ray.schedule import RepeatScheduler
+
+    def scheduled() -> Any:
+        return fe.build(lambda: keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)]), model_name="sched",
+                        optimizer_fn=RepeatScheduler([lambda: keras.optimizers.AdamW(0.1, weight_decay=0.5),
+                                                      lambda: keras.optimizers.Adam(0.1),
+                                                      lambda: keras.optimizers.AdamW(0.1, weight_decay=0.2)]))
+
+    model = scheduled()
+    adamw, adam, second_adamw = scheduled_optimizers(model)
+    set_lr(model, 0.01)  # the first AdamW is current: 0.5 -> 0.05
+    model.current_optimizer = second_adamw
+    set_lr(model, 0.05)  # 0.2 -> 0.1
+    backend = get_backend("tf")
+    arrays: dict[str, np.ndarray] = {}
+    stored = unflatten_state(flatten_state(backend.get_state(model), arrays), arrays)
+    restored = scheduled()  # its current optimizer is the first AdamW
+    backend.set_state(restored, stored)
+    assert [get_weight_decay(each) for each in scheduled_optimizers(restored)] == pytest.approx([0.05, None, 0.1])
+
+
 def test_set_lr_weight_decay_torch() -> None:
     import torch
 
