@@ -3,11 +3,12 @@
 Modules, one concern each: :mod:`.errors` (exceptions that carry remote tracebacks), :mod:`.cluster` (Ray
 connection, placement groups, the one place replica actors are created), :mod:`.serialization` (shipping ops and
 models), :mod:`.collective` (all-reduce and gradient reducers), :mod:`.replica` (the worker), :mod:`.supervisor`
-(the replica group, timeouts, failure detection), :mod:`.coordinator` (the driver-side RayNetwork) and
-:mod:`.checkpointing` (background checkpoints, written by replica rank 0).
+(the replica group), :mod:`.group_waits` (its timeouts and failure detection), :mod:`.coordinator` (the
+driver-side RayNetwork) and :mod:`.checkpointing` (background checkpoints, written by replica rank 0).
 
-Ray is imported only by the modules that talk to it (cluster, supervisor, coordinator), and only when they are first
-used: ``errors``, ``collective``, ``serialization``, ``checkpointing`` and ``replica`` work without Ray.
+Ray is imported only by the modules that talk to it (cluster, supervisor, group_waits, coordinator), and only when
+they are first used: ``errors``, ``collective``, ``serialization``, ``checkpointing`` and ``replica`` work without
+Ray.
 """
 
 from __future__ import annotations
