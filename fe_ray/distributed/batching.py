@@ -3,16 +3,18 @@
 Pure numpy, no Ray: the coordinator (:mod:`fe_ray.distributed.coordinator`) calls these on the driver, and they
 are tested in-process.
 
-Merging follows two rules, applied leaf by leaf inside dicts, lists and tuples (a model returning several
-outputs under one key). Arrays whose leading dimension is each replica's slice size are concatenated in rank
-(= input) order; an output without a batch axis whose length happens to equal every slice size cannot be told
-apart from a per-sample one and is concatenated too (as FastEstimator's multi-GPU gathering concatenates every
-non-scalar output). Other numeric values (scalar losses, metrics) get a NaN-aware mean weighted by slice size: the
+Merging follows two rules, applied leaf by leaf inside dicts, lists and tuples (a model returning several outputs
+under one key). Arrays whose leading dimension is each replica's slice size are concatenated in rank (= input)
+order; an output without a batch axis whose length happens to equal every slice size cannot be told apart from a
+per-sample one and is concatenated too (as FastEstimator's multi-GPU gathering concatenates every non-scalar
+output). Other floating-point values (scalar losses, metrics) get a NaN-aware mean weighted by slice size: the
 weighted mean over the replicas whose value is finite (element-wise), so one replica's NaN / inf does not hide the
-others'; it is logged as a warning naming the key and the rank(s), and only when every replica is non-finite is
-the merged value non-finite. Replicas holding only padding (weight 0) never contribute, not even a NaN. Anything
-else (a flattened or masked output whose length differs between replicas, a string) is the first active rank's
-value; where the replicas' values differ that is logged once per key as a warning.
+others'; it is logged as a warning naming the key and the rank(s), and only when every replica is non-finite is the
+merged value non-finite. Integer and boolean values the replicas agree on (a flag, an epoch) are that value, in its
+dtype; differing ones are averaged the same way, as floats, with a warning once per key. Replicas holding only
+padding (weight 0) never contribute, not even a NaN. Anything else (a flattened or masked output whose length
+differs between replicas, a string) is the first active rank's value; where the replicas' values differ that is
+logged once per key as a warning.
 """
 
 from __future__ import annotations
@@ -142,6 +144,13 @@ def _merge(values: list[Any], weights: list[int], active: list[int], name: str,
             items = [_merge([v[i] for v in values], weights, active, f"{name}[{i}]", None) for i in range(len(first))]
             return items if isinstance(first, list) else tuple(items)
     if _numeric_same_shape(values):
+        if not np.asarray(first).dtype.kind == "f":
+            if _all_same(values):  # a count, flag or id every replica agrees on: itself, in its own dtype
+                return first
+            _warn_once(name, "fe_ray: integer / boolean output %r differs between replicas (%s); the merged value is "
+                       "their mean weighted by slice size, as a float (a whole-batch count would be their sum). "
+                       "Output a per-sample value, or a float the batch's mean of which is meant.", name,
+                       dict(zip(active, (np.asarray(value).tolist() for value in values))))
         mean = _weighted_mean(values, weights)
         if per_replica is not None:
             per_replica[name] = dict(zip(active, values))
@@ -151,17 +160,22 @@ def _merge(values: list[Any], weights: list[int], active: list[int], name: str,
                            "weighted mean of the finite replicas.", name, bad,
                            {rank: value for rank, value in zip(active, values) if rank in bad})
         return mean
-    if name not in _UNMERGED and not _all_same(values):
-        _UNMERGED.add(name)
-        logger.warning("fe_ray: output %r has no batch axis the replicas' values can be joined on (shapes %s for "
-                       "slices of %s samples) and is not a number of one shape to average; rank %d's value stands "
-                       "for the batch. Give it a leading batch axis, reduce it to a scalar in the op, or compute it "
-                       "in a trace.", name, [np.shape(value) for value in values], weights, active[0])
+    if not _all_same(values):
+        _warn_once(name, "fe_ray: output %r has no batch axis the replicas' values can be joined on (shapes %s for "
+                   "slices of %s samples) and is not a number of one shape to average; rank %d's value stands "
+                   "for the batch. Give it a leading batch axis, reduce it to a scalar in the op, or compute it "
+                   "in a trace.", name, [np.shape(value) for value in values], weights, active[0])
     return first
 
 
 #: Outputs already warned about by :func:`_merge` (once per key and process: the warning would repeat every step).
 _UNMERGED: set[str] = set()
+
+
+def _warn_once(name: str, message: str, *args: Any) -> None:
+    if name not in _UNMERGED:
+        _UNMERGED.add(name)
+        logger.warning(message, *args)
 
 
 def _all_same(values: list[Any]) -> bool:

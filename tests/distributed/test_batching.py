@@ -123,3 +123,18 @@ def test_an_output_that_cannot_be_merged_is_rank_0s_and_warned_about_once(caplog
     assert len(warnings) == 1 and "output 'picked' has no batch axis" in warnings[0]  # once; equal values: none
     assert "shapes [(3, 2), (2, 2)] for slices of [4, 3] samples" in warnings[0]
     assert "rank 0's value stands for the batch" in warnings[0]
+
+
+def test_integer_and_boolean_values_keep_their_dtype_where_replicas_agree(caplog: pytest.LogCaptureFixture) -> None:
+    """A flag or count every replica agrees on is that value in its own dtype, as in process (it became a float64
+    mean); differing ones are averaged as floats, with a warning once per key."""
+    results = [{"flag": np.bool_(True), "epoch": np.int32(3), "hits": np.int64(2)},
+               {"flag": np.bool_(True), "epoch": np.int32(3), "hits": np.int64(5)}]
+    with caplog.at_level(logging.WARNING, logger="fe_ray.distributed.coordinator"):
+        merged, _ = merge_outputs(results, [3, 2])
+        merge_outputs(results, [3, 2])
+    assert merged["flag"] is results[0]["flag"] and merged["epoch"].dtype == np.int32 and merged["epoch"] == 3
+    assert merged["hits"] == pytest.approx((3 * 2 + 2 * 5) / 5) and np.asarray(merged["hits"]).dtype == np.float64
+    warnings = [record.getMessage() for record in caplog.records]
+    assert len(warnings) == 1 and "integer / boolean output 'hits' differs between replicas ({0: 2, 1: 5})" \
+        in warnings[0]
