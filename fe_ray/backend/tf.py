@@ -70,7 +70,11 @@ def to_numpy(data: Any) -> Any:
 
 def _to_numpy_leaf(data: Any) -> Any:
     if isinstance(data, (tf.Tensor, tf.Variable, keras.Variable)):
-        return np.asarray(keras.ops.convert_to_numpy(data))
+        try:
+            return np.asarray(keras.ops.convert_to_numpy(data))
+        except ValueError:
+            # A 0-d bfloat16 tensor: its __array__ "does not produce an array" for numpy 2, its .numpy() does.
+            return np.array(data.numpy())
     return data
 
 

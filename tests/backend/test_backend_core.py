@@ -770,3 +770,19 @@ def test_torch_context_index_never_keeps_a_model_alive() -> None:
     del model
     gc.collect()
     assert alive() is None and len(torch_modules._TREES) == before
+
+
+def test_tf_to_number_takes_a_0d_bfloat16_tensor() -> None:
+    """numpy 2 cannot make an array from a 0-d bfloat16 tensor's __array__ ("object __array__ method not producing
+    an array"), so logging such an output, or a replica returning it, raised; FastEstimator's .numpy() works."""
+    import tensorflow as tf
+
+    from fe_ray.backend import to_number
+    from fe_ray.trace.trace import to_loggable
+
+    scalar = tf.cast(tf.constant(0.5), tf.bfloat16)
+    value = to_number(scalar)
+    assert isinstance(value, np.ndarray) and value.shape == () and str(value.dtype) == "bfloat16"
+    assert float(value) == 0.5 and float(to_loggable(scalar)) == 0.5
+    nested = to_number({"s": scalar, "v": tf.Variable(1.5, dtype=tf.bfloat16), "b": tf.ones((2,), tf.bfloat16)})
+    assert float(nested["s"]) == 0.5 and float(nested["v"]) == 1.5 and nested["b"].shape == (2,)
