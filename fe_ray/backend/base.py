@@ -152,6 +152,10 @@ class Backend(Protocol):
         """Whether ``get_state(model, copy=False)`` returns views of live memory (which training changes) rather
         than arrays of its own: a caller that copies the snapshot itself (into reused buffers) needs to know."""
 
+    def weights_fingerprint(self, model: Any) -> Any:
+        """A value that changes when any of the model's weights or buffers is written (torch: version counters,
+        read for free; TF: a checksum of the values), so a caller can tell whether the model changed since."""
+
     def set_state(self, model: Any, state: dict[str, Any], copy: bool = True) -> None:
         """Restore a :meth:`get_state` snapshot exactly.
 

@@ -185,6 +185,14 @@ def set_buffers(model: torch.nn.Module, buffers: dict[str, Any]) -> None:
             own[name].copy_(_tensor_to_read(value))
 
 
+def weights_fingerprint(model: torch.nn.Module) -> tuple[tuple[int, int, int], ...]:
+    """What identifies the values of the model's parameters and buffers, without reading them: each tensor's
+    identity, storage and version counter, which every in-place write moves (``load_state_dict``'s copies too).
+    Equal fingerprints mean no weight was written in between."""
+    return tuple((id(tensor), tensor.data_ptr(), tensor._version)
+                 for tensor in (*model.parameters(), *model.buffers()))
+
+
 def state_is_view(model: torch.nn.Module) -> bool:
     """Whether :func:`get_state` with ``copy=False`` returns views of live tensors (any CPU tensor except bfloat16,
     which is converted, hence copied); a model on a GPU yields host arrays of its own."""

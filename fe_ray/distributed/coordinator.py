@@ -150,6 +150,7 @@ class RayNetwork(ReplicaLifecycle, BaseNetwork):
         self._checkpoint_timeout_s = max(self.step_timeout_s, 600.0)
         self._pending_exit: list[Any] = []
         self._pending_rng: list[Any] | None = None  # replica generator states to apply when replicas start
+        self._weights_at_sync: list[Any] | None = None  # the driver's weights when the replicas last had the same
 
     # ------------------------------------------------------------------ background checkpoints
     def save_checkpoint_async(self, root: str, payload: Mapping[str, Any], keep: int | None = 2,
@@ -204,6 +205,12 @@ class RayNetwork(ReplicaLifecycle, BaseNetwork):
             with self._replicas() as group:
                 group.wait(self._pending_exit, self._control_timeout_s, "leaving the previous context")
                 self._pending_exit = []
+                if self._weights_at_sync != self._weights_fingerprint():
+                    # Written on the driver since the replicas last had them: load_model or set_weights after fit,
+                    # before test(), transform() or another fit().
+                    logger.info("fe_ray: the driver's model weights changed since the replicas last had them; "
+                                "sending them to the replicas.")
+                    self._push_models(group, op_states=None)
                 group.call("configure", args=args, timeout_s=self._control_timeout_s, what="configuring")
         finally:
             self._pending_exit = []
@@ -294,14 +301,26 @@ class RayNetwork(ReplicaLifecycle, BaseNetwork):
         with self._replicas() as group:
             self._load_op_states(pull_rank0(group, self.models, self.target_type, self._control_timeout_s))
         self._lrs.assume_synced(self.models)
+        self._weights_at_sync = self._weights_fingerprint()
 
     def load_models_from_driver(self) -> None:
-        """Push the driver's models, optimizers and op states to every replica (no-op if not started)."""
+        """Push the driver's models, optimizers and op states to every replica (no-op if not started).
+
+        Weights written on the driver outside a context (``load_model`` after ``fit``) need no call: entering the
+        next context sends them, with the optimizers, when they differ from those the replicas were last given."""
         if not self.started:
             return
         with self._replicas() as group:
-            push_to_replicas(group, self.models, self.target_type, self._op_states(), self._control_timeout_s)
+            self._push_models(group, self._op_states())
+
+    def _push_models(self, group: Any, op_states: Mapping[str, Any] | None) -> None:
+        push_to_replicas(group, self.models, self.target_type, op_states, self._control_timeout_s)
         self._lrs.assume_synced(self.models)
+        self._weights_at_sync = self._weights_fingerprint()
+
+    def _weights_fingerprint(self) -> list[Any]:
+        """The driver's models' :meth:`weights_fingerprint`s, to tell whether they were written since a transfer."""
+        return [self._backend.weights_fingerprint(model) for model in self.models]
 
     def state_dict(self) -> dict[str, Any]:
         """Op / slicer / pop states; the ops' from rank 0 outside a context, inside one the last sync's copies."""

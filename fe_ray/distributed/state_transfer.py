@@ -32,15 +32,16 @@ def pull_rank0(group: Any, models: Sequence[Any], framework: str, timeout_s: flo
     return writable(state["network"])
 
 
-def push_to_replicas(group: Any, models: Sequence[Any], framework: str, op_states: Mapping[str, Any],
+def push_to_replicas(group: Any, models: Sequence[Any], framework: str, op_states: Mapping[str, Any] | None,
                      timeout_s: float) -> None:
-    """Load ``models``' states (weights and optimizers) and ``op_states`` into every replica."""
+    """Load ``models``' states (weights and optimizers) and ``op_states`` (None: the replicas keep theirs) into every
+    replica."""
     import ray
 
     backend = get_backend(framework)
     # Views, not copies: ray.put copies them into the object store before anything can change them.
     state = {"models": {model.model_name: backend.get_state(model, copy=False) for model in models},
-             "network": dict(op_states)}
+             "network": None if op_states is None else dict(op_states)}
     group.call("set_state", args=(ray.put(state),), timeout_s=timeout_s, what="loading state")
 
 

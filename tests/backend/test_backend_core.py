@@ -786,3 +786,31 @@ def test_tf_to_number_takes_a_0d_bfloat16_tensor() -> None:
     assert float(value) == 0.5 and float(to_loggable(scalar)) == 0.5
     nested = to_number({"s": scalar, "v": tf.Variable(1.5, dtype=tf.bfloat16), "b": tf.ones((2,), tf.bfloat16)})
     assert float(nested["s"]) == 0.5 and float(nested["v"]) == 1.5 and nested["b"].shape == (2,)
+
+
+@pytest.mark.parametrize("framework", ["torch", "tf"])
+def test_weights_fingerprint_moves_with_writes_only(framework: str) -> None:
+    """What tells a distributed driver that its weights were written since the replicas had them: reads and rate
+    changes leave it, a weight write (in place, or set_state as load_model does) moves it."""
+    from fe_ray.backend import set_lr
+
+    model = model_of(framework, "adam")
+    backend = get_backend(framework)
+    before = backend.weights_fingerprint(model)
+    backend.get_state(model)
+    set_lr(model, 0.5)
+    assert backend.weights_fingerprint(model) == before
+    state = backend.get_state(model)
+    backend.set_state(model, state)
+    after_load = backend.weights_fingerprint(model)
+    if framework == "tf":  # the same values again: a checksum cannot tell
+        assert after_load == before
+        model.set_weights([weight * 2 for weight in model.get_weights()])
+    else:  # the version counters can
+        assert after_load != before
+        before = after_load
+        import torch
+
+        with torch.no_grad():
+            next(model.parameters()).mul_(2)
+    assert backend.weights_fingerprint(model) != before

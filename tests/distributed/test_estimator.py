@@ -41,6 +41,18 @@ class KillReplica(Trace):
             os.kill(self.network.replica_info()[1]["pid"], signal.SIGKILL)
 
 
+def halve_weights(model: Any, factor: float = 0.5) -> None:
+    """Scale every weight of ``model`` in place, as a user's load_model or set_weights writes the driver's model."""
+    if hasattr(model, "parameters"):
+        import torch
+
+        with torch.no_grad():
+            for param in model.parameters():
+                param.mul_(factor)
+    else:
+        model.set_weights([weight * factor for weight in model.get_weights()])
+
+
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize("framework", ["torch", "tf"])
 def test_fit_matches_in_process(ray_session: None, framework: str, tmp_path: Any) -> None:
@@ -64,8 +76,20 @@ def test_fit_matches_in_process(ray_session: None, framework: str, tmp_path: Any
             saved = restored["models"][name]["model"]
             for key in (state["model"] if isinstance(state["model"], dict) else range(len(state["model"]))):
                 np.testing.assert_array_equal(saved[key], state["model"][key])
+        trained = model_weights(dist_model)
+        # Weights written on the driver after fit (as load_model does) reach the replicas with the next context.
+        batch = {key: value[:10] for key, value in pipeline.data["eval"][""].items()}
+        for each in (model, dist_model):
+            halve_weights(each)
+        scored = dist.transform(batch, mode="eval")
+        np.testing.assert_allclose(fe.backend.to_number(scored["y_pred"]),
+                                   fe.backend.to_number(network.transform(batch, mode="eval")["y_pred"]), atol=1e-6)
     finally:
         dist.shutdown()
+    for each in (model, dist_model):
+        halve_weights(each, factor=2.0)
+    for mine, theirs in zip(model_weights(dist_model), trained):
+        np.testing.assert_allclose(mine, theirs, rtol=1e-6)
     accuracy, ref = got.history["eval"]["accuracy"], expected.history["eval"]["accuracy"]
     assert accuracy.keys() == ref.keys()
     np.testing.assert_allclose(list(accuracy.values()), list(ref.values()), atol=1e-6)
