@@ -239,6 +239,18 @@ def test_plot_logs_draws_one_panel_per_metric() -> None:
     assert _titles(plot_logs([])) == [""]
 
 
+def test_a_lone_interval_is_drawn_from_its_ends_even_when_its_middle_lies_outside() -> None:
+    """CalibrationError(confidence_interval=...) logs its debiased estimate with an interval about the plain one, so
+    the middle may lie outside (a real test value: (0.1683, 0.0654, 0.2166)); errorbar's offsets raised
+    "'yerr' must not contain negative values" for it, so plotting such a log failed."""
+    summary = _summary("run", {"train": {"ce": {1: 1.0, 2: 0.5}},
+                               "test": {"calibration_error": {2: ValWithError(0.1683, 0.0654, 0.2166)}}})
+    panel = dict(zip(_titles(fig := plot_logs(summary)), fig.axes))["calibration_error"]
+    (interval,) = panel.get_lines()
+    assert list(interval.get_xdata()) == [2, 2] and list(interval.get_ydata()) == [0.1683, 0.2166]
+    np.testing.assert_allclose(panel.collections[0].get_offsets(), [[2, 0.0654]])  # the logged value's marker
+
+
 def test_visualize_logs_writes_a_png(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     from PIL import Image
 

@@ -257,10 +257,11 @@ def _draw_curve(ax: Axes, points: Points, mode: str, ds_marker: str | None, colo
         if value is None:
             return None  # a lone string or array among curves has no place on the axes
         if isinstance(value, ValWithError):
-            container = ax.errorbar([step], [value.y], yerr=[[value.y - value.y_min], [value.y_max - value.y]],
-                                    fmt=marker, color=color, markersize=8, markeredgecolor="white", capsize=4,
-                                    zorder=3)
-            return container.lines[0]
+            # The interval as logged, drawn from its ends: its middle need not lie inside it (CalibrationError logs
+            # the debiased estimate with an interval about the plain one), which errorbar's offsets cannot draw.
+            ax.plot([step, step], [value.y_min, value.y_max], color=color, linewidth=1.5, marker="_",
+                    markersize=10, zorder=2)
+            value = value.y
         return ax.scatter([step], [value], s=64, color=color, marker=marker, edgecolors="white", linewidths=1.0,
                           zorder=3)
     x = np.array([step for step, _ in points], dtype=float)
