@@ -10,11 +10,11 @@ per-sample one and is concatenated too (as FastEstimator's multi-GPU gathering c
 output). Other floating-point values (scalar losses, metrics) get a NaN-aware mean weighted by slice size: the
 weighted mean over the replicas whose value is finite (element-wise), so one replica's NaN / inf does not hide the
 others'; it is logged as a warning naming the key and the rank(s), and only when every replica is non-finite is the
-merged value non-finite. Integer and boolean values the replicas agree on (a flag, an epoch) are that value, in its
-dtype; differing ones are averaged the same way, as floats, with a warning once per key. Replicas holding only
-padding (weight 0) never contribute, not even a NaN. Anything else (a flattened or masked output whose length
-differs between replicas, a string) is the first active rank's value; where the replicas' values differ that is
-logged once per key as a warning.
+merged value non-finite. Integer and boolean values keep their dtype: the value the replicas agree on (a flag, an
+epoch), else their weighted mean rounded to it (a boolean: the value of most samples), with a warning once per key.
+Replicas holding only padding (weight 0) never contribute, not even a NaN. Anything else (a flattened or masked
+output whose length differs between replicas, a string) is the first active rank's value; where the replicas' values
+differ that is logged once per key as a warning.
 """
 
 from __future__ import annotations
@@ -144,13 +144,8 @@ def _merge(values: list[Any], weights: list[int], active: list[int], name: str,
             items = [_merge([v[i] for v in values], weights, active, f"{name}[{i}]", None) for i in range(len(first))]
             return items if isinstance(first, list) else tuple(items)
     if _numeric_same_shape(values):
-        if not np.asarray(first).dtype.kind == "f":
-            if _all_same(values):  # a count, flag or id every replica agrees on: itself, in its own dtype
-                return first
-            _warn_once(name, "fe_ray: integer / boolean output %r differs between replicas (%s); the merged value is "
-                       "their mean weighted by slice size, as a float (a whole-batch count would be their sum). "
-                       "Output a per-sample value, or a float the batch's mean of which is meant.", name,
-                       dict(zip(active, (np.asarray(value).tolist() for value in values))))
+        if np.asarray(first).dtype.kind != "f":
+            return _merge_integers(values, weights, active, name, per_replica)
         mean = _weighted_mean(values, weights)
         if per_replica is not None:
             per_replica[name] = dict(zip(active, values))
@@ -166,6 +161,26 @@ def _merge(values: list[Any], weights: list[int], active: list[int], name: str,
                    "for the batch. Give it a leading batch axis, reduce it to a scalar in the op, or compute it "
                    "in a trace.", name, [np.shape(value) for value in values], weights, active[0])
     return first
+
+
+def _merge_integers(values: list[Any], weights: list[int], active: list[int], name: str,
+                    per_replica: dict[str, dict[int, Any]] | None) -> Any:
+    """An integer / boolean output of one shape on every replica, in its own dtype (as in process, whatever the
+    step): the value they agree on (a flag, an epoch), else their weighted mean rounded to the dtype (a boolean:
+    the value of most samples), with a warning once per key."""
+    if per_replica is not None:
+        per_replica[name] = dict(zip(active, values))
+    first = values[0]
+    if _all_same(values):
+        return first
+    dtype = np.asarray(first).dtype
+    _warn_once(name, "fe_ray: integer / boolean output %r differs between replicas (%s); the merged value is their "
+               "mean weighted by slice size, rounded to %s (a whole-batch count would be their sum; each replica's "
+               "value is in network.replica_outputs). Output a per-sample value, or a float whose batch mean is "
+               "meant.", name, dict(zip(active, (np.asarray(value).tolist() for value in values))), dtype)
+    mean = np.asarray(_weighted_mean(values, weights))
+    merged = (mean >= 0.5 if dtype.kind == "b" else np.rint(mean)).astype(dtype)
+    return merged if isinstance(first, np.ndarray) else merged[()]
 
 
 #: Outputs already warned about by :func:`_merge` (once per key and process: the warning would repeat every step).

@@ -125,16 +125,22 @@ def test_an_output_that_cannot_be_merged_is_rank_0s_and_warned_about_once(caplog
     assert "rank 0's value stands for the batch" in warnings[0]
 
 
-def test_integer_and_boolean_values_keep_their_dtype_where_replicas_agree(caplog: pytest.LogCaptureFixture) -> None:
-    """A flag or count every replica agrees on is that value in its own dtype, as in process (it became a float64
-    mean); differing ones are averaged as floats, with a warning once per key."""
-    results = [{"flag": np.bool_(True), "epoch": np.int32(3), "hits": np.int64(2)},
-               {"flag": np.bool_(True), "epoch": np.int32(3), "hits": np.int64(5)}]
+def test_integer_and_boolean_values_keep_their_dtype(caplog: pytest.LogCaptureFixture) -> None:
+    """Integer and boolean outputs keep their dtype, as in process, whatever the step: a flag or count every
+    replica agrees on is that value (it became a float64 mean); differing ones are their weighted mean rounded to
+    the dtype (a boolean: most samples' value), with a warning once per key, and each replica's value is kept."""
+    results = [{"flag": np.bool_(True), "epoch": np.int32(3), "hits": np.int64(2), "any": np.bool_(False),
+                "idx": np.array([6, 1], np.int64)},
+               {"flag": np.bool_(True), "epoch": np.int32(3), "hits": np.int64(5), "any": np.bool_(True),
+                "idx": np.array([0, 2], np.int64)}]
     with caplog.at_level(logging.WARNING, logger="fe_ray.distributed.coordinator"):
-        merged, _ = merge_outputs(results, [3, 2])
+        merged, per_replica = merge_outputs(results, [3, 2])
         merge_outputs(results, [3, 2])
     assert merged["flag"] is results[0]["flag"] and merged["epoch"].dtype == np.int32 and merged["epoch"] == 3
-    assert merged["hits"] == pytest.approx((3 * 2 + 2 * 5) / 5) and np.asarray(merged["hits"]).dtype == np.float64
+    assert merged["hits"] == 3 and merged["hits"].dtype == np.int64  # (3 * 2 + 2 * 5) / 5 = 3.2
+    assert merged["any"] == np.bool_(False) and merged["any"].dtype == np.bool_  # 3 of 5 samples' value
+    assert merged["idx"].dtype == np.int64 and merged["idx"].tolist() == [4, 1]  # (18, 7) / 5, rounded
+    assert per_replica["hits"] == {0: 2, 1: 5}
     warnings = [record.getMessage() for record in caplog.records]
-    assert len(warnings) == 1 and "integer / boolean output 'hits' differs between replicas ({0: 2, 1: 5})" \
-        in warnings[0]
+    assert len(warnings) == 3 and "integer / boolean output 'hits' differs between replicas ({0: 2, 1: 5})" \
+        in warnings[0] and "rounded to int64" in warnings[0]
