@@ -11,6 +11,7 @@ import hashlib
 import logging
 import math
 import os
+import random
 import re
 import socket
 import sys
@@ -100,7 +101,13 @@ def ensure_ray(runtime_env: Mapping[str, Any] | None = None) -> None:
     kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": True}
     if runtime_env:
         kwargs["runtime_env"] = dict(runtime_env)
-    ray.init(**kwargs)
+    # Starting Ray draws from Python's global generator: a seeded program's own draws (a pop's random.random())
+    # would differ from the same program in process.
+    python_random = random.getstate()
+    try:
+        ray.init(**kwargs)
+    finally:
+        random.setstate(python_random)
 
 
 def actor_runtime_env(user_env: Mapping[str, Any] | None = None, more_nodes: bool = False) -> dict[str, Any]:

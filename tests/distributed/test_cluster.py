@@ -91,6 +91,28 @@ def copy_sources(source: str, target: str) -> str:
     return target
 
 
+def test_starting_ray_leaves_pythons_generator_where_it_was(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Starting the embedded Ray drew from Python's global generator, so a seeded program's own draws (a pop's
+    random.random()) differed between num_replicas=2 and in process; ensure_ray puts the generator back."""
+    import random
+
+    import ray
+
+    inits: list[dict] = []
+
+    def init(**kwargs: object) -> None:  # Ray's start-up, drawing as the real one does
+        random.random()
+        inits.append(kwargs)
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", init)
+    random.seed(123)
+    expected = random.random()
+    random.seed(123)
+    cluster.ensure_ray()
+    assert random.random() == expected and len(inits) == 1
+
+
 def test_source_hash_follows_content_not_location(tmp_path: Path) -> None:
     package = os.path.join(cluster.SOURCE_ROOT, "fe_ray")
     copy = copy_sources(package, str(tmp_path / "elsewhere" / "fe_ray"))
