@@ -9,23 +9,23 @@ from contextlib import closing
 from typing import Any
 
 from fe_ray.backend import get_backend
+from fe_ray.estimator_warmup import FIT_MODES, EstimatorWarmup
 from fe_ray.pipeline.checkpoint import holds_state
 from fe_ray.pipeline.lookahead import with_lookahead
-from fe_ray.schedule import get_current_items, get_signature_epochs
+from fe_ray.schedule import get_current_items
 from fe_ray.summary.summary import Summary
 from fe_ray.summary.system import System
 from fe_ray.trace.essential import EvalEssential, TestEssential, TrainEssential
 from fe_ray.trace.logger import Logger
-from fe_ray.trace.trace import Data, PerDSTrace, Trace, may_change_batches, sort_traces, trace_outputs
+from fe_ray.trace.trace import Data, PerDSTrace, Trace, may_change_batches, sort_traces
 from fe_ray.util import filter_nones, to_list, to_set
 from fe_ray.util.fe_state import is_fe_ray_class
 
 logger = logging.getLogger(__name__)
 
-FIT_MODES = ("train", "eval")
 
 
-class Estimator:
+class Estimator(EstimatorWarmup):
     """Trains and tests a Network on a Pipeline, FastEstimator-style.
 
     Args:
@@ -168,60 +168,8 @@ class Estimator:
     def _traces(self, mode: str, epoch: int | None, ds_id: str | None = None) -> list[Trace]:
         return sort_traces(get_current_items(self.traces_in_use, run_modes=mode, epoch=epoch, ds_id=ds_id))
 
-    @staticmethod
-    def _wanted_keys(traces: Sequence[Trace]) -> set[str]:
-        return {key for trace in traces for key in trace.inputs if key != "*"}
-
     def _data(self, batch: Any = None) -> Data:
         return Data(batch, on_log=self.system.write_summary)
-
-    # ------------------------------------------------------------------ warmup
-    def _warmup(self, eager: bool) -> None:
-        """Run one batch per (mode, signature epoch, ds_id) with updates off; report every missing key at once."""
-        pipeline_state = self.pipeline.state_dict() if hasattr(self.pipeline, "state_dict") else None
-        network_state = self.network.state_dict()
-        missing: list[str] = []
-        unseen_monitors = set(self.monitor_names)
-        for mode in FIT_MODES:
-            if mode not in self.pipeline.get_modes():
-                continue
-            scheduled = (list(getattr(self.pipeline, "get_scheduled_items", lambda _m: [])(mode))
-                         + list(self.network.get_scheduled_items(mode)) + list(self.traces))
-            for epoch in get_signature_epochs(scheduled, self.system.total_epochs, mode=mode):
-                if mode not in self.pipeline.get_modes(epoch):
-                    continue
-                ds_ids = self.pipeline.get_ds_ids(epoch, mode)
-                for ds_id in ds_ids:
-                    traces = self._traces(mode, epoch, ds_id)
-                    where = f"mode {mode!r}, epoch {epoch}" + (f", ds_id {ds_id!r}" if ds_id else "")
-                    try:
-                        available = self._warmup_step(mode, epoch, ds_id, traces, eager)
-                    except KeyError as err:  # an op's input is missing: say which epoch's configuration it is
-                        self._restore_after_warmup(pipeline_state, network_state)
-                        raise KeyError(f"{err.args[0] if err.args else err} (warm-up of {where})") from err
-                    # The essentials re-log monitored keys, so their outputs cannot vouch for those keys.
-                    # get_outputs: with several datasets a trace may also write per-dataset keys ("accuracy|b").
-                    available |= {key for trace in traces if not isinstance(trace, (TrainEssential, EvalEssential))
-                                  for key in trace_outputs(trace, ds_ids)}
-                    unseen_monitors -= available
-                    for trace in traces:
-                        if isinstance(trace, (TrainEssential, EvalEssential)):
-                            continue  # monitored keys may legitimately exist in one mode only
-                        for key in trace.inputs:
-                            if key != "*" and key not in available:
-                                missing.append(f"{type(trace).__name__} needs key {key!r} ({where})")
-        self._restore_after_warmup(pipeline_state, network_state)
-        if unseen_monitors:
-            missing.append(f"monitor_names {sorted(unseen_monitors)} are produced by neither the pipeline nor the "
-                           "network in any mode")
-        if missing:
-            raise ValueError("Warmup found missing keys: " + "; ".join(missing) + ". Produce them in the Pipeline "
-                             "ops, the Network ops, or an earlier Trace (or fix the key names).")
-
-    def _restore_after_warmup(self, pipeline_state: Any, network_state: Any) -> None:
-        if pipeline_state is not None:
-            self.pipeline.load_state_dict(pipeline_state)
-        self.network.load_state_dict(network_state)
 
     @staticmethod
     def _lookahead_setter(network: Any, traces: Sequence[Trace]) -> Any:
@@ -235,18 +183,6 @@ class Estimator:
         ``on_batch_begin`` on (torch shares the arrays' memory)."""
         target = getattr(self.network, "target_type", None)
         return get_backend(target).to_tensor(batch) if target in ("torch", "tf") else batch
-
-    def _warmup_step(self, mode: str, epoch: int, ds_id: str, traces: Sequence[Trace], eager: bool) -> set[str]:
-        with self.pipeline(mode=mode, epoch=epoch, ds_id=ds_id, shuffle=False, steps_per_epoch=1) as loader:
-            batch = next(iter(loader), None)
-        if batch is None:
-            return set()
-        if not isinstance(batch, dict):
-            raise ValueError(f"The pipeline must yield dict batches, got {type(batch).__name__} in mode {mode!r}.")
-        with self.network(mode=mode, epoch=epoch, ds_id=ds_id, desired_output_keys=self._wanted_keys(traces),
-                          warmup=True, eager=eager) as network:
-            result = network.run_step(batch)
-        return set(result)
 
     # ------------------------------------------------------------------ run loop
     def _start(self, run_modes: Sequence[str], eager: bool) -> None:
