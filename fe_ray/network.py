@@ -31,7 +31,8 @@ class BaseNetwork:
         target_type: 'torch' or 'tf'.
         device: The device models run on (torch), or None.
         ops: TensorOps (or Schedulers of them) defining the step.
-        pops: NumpyOps run on the whole merged batch after the ops, on the CPU.
+        postprocessing: NumpyOps run on the whole merged batch after the ops, on the CPU (FastEstimator's name for
+            the classes' argument; ``pops``, the :func:`Network` factory's name, is taken as a keyword too).
         slicers: Slicers cutting each batch into minibatches that run through the ops one after another.
 
     Attributes:
@@ -39,11 +40,12 @@ class BaseNetwork:
             before applying gradients. The distributed layer sets it to an all-reduce; in-process it is None.
     """
 
-    def __init__(self, target_type: str, device: Any, ops: OpsArg, pops: OpsArg = None, slicers: Any = None) -> None:
+    def __init__(self, target_type: str, device: Any, ops: OpsArg, postprocessing: OpsArg = None, slicers: Any = None,
+                 *, pops: OpsArg = None) -> None:
         self.target_type = target_type
         self.device = device
         self.ops: list[Any] = filter_nones(to_list(ops))
-        self.postprocessing: list[Any] = filter_nones(to_list(pops))
+        self.postprocessing: list[Any] = filter_nones(to_list(_either_pops(postprocessing, pops)))
         self.slicers: list[Any] = filter_nones(to_list(slicers))
         self._verify_inputs()
         for op in get_current_items(self.ops):
@@ -351,8 +353,8 @@ class BaseNetwork:
 class TorchNetwork(BaseNetwork):
     """A Network of PyTorch models. Trailing UpdateOps are deferred to step end so chained models (GANs) work."""
 
-    def __init__(self, ops: OpsArg, pops: OpsArg = None, slicers: Any = None) -> None:
-        super().__init__("torch", get_backend("torch").get_device(), ops, pops, slicers)
+    def __init__(self, ops: OpsArg, postprocessing: OpsArg = None, slicers: Any = None, *, pops: OpsArg = None) -> None:
+        super().__init__("torch", get_backend("torch").get_device(), ops, _either_pops(postprocessing, pops), slicers)
 
     def _enter_context(self) -> None:
         super()._enter_context()
@@ -383,8 +385,15 @@ class TorchNetwork(BaseNetwork):
 class TFNetwork(BaseNetwork):
     """A Network of TensorFlow/Keras models, run as a tf.function unless ``eager=True``."""
 
-    def __init__(self, ops: OpsArg, pops: OpsArg = None, slicers: Any = None) -> None:
-        super().__init__("tf", None, ops, pops, slicers)
+    def __init__(self, ops: OpsArg, postprocessing: OpsArg = None, slicers: Any = None, *, pops: OpsArg = None) -> None:
+        super().__init__("tf", None, ops, _either_pops(postprocessing, pops), slicers)
+
+
+def _either_pops(postprocessing: OpsArg, pops: OpsArg) -> OpsArg:
+    """The post-processing ops given as ``postprocessing`` (FastEstimator's name) or ``pops`` (the factory's)."""
+    if postprocessing is not None and pops is not None:
+        raise TypeError("Pass the post-processing NumpyOps once, as postprocessing= or as pops=, not both.")
+    return pops if postprocessing is None else postprocessing
 
 
 def Network(ops: OpsArg, pops: OpsArg = None, slicers: Any = None, num_replicas: int | None = None,

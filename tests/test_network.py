@@ -89,6 +89,23 @@ def test_exact_forward_loss_pop_and_sgd_update(framework: str) -> None:
 
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_the_network_classes_take_fastestimators_postprocessing_keyword(framework: str) -> None:
+    """FastEstimator's TorchNetwork / TFNetwork / BaseNetwork call the pops ``postprocessing``; the factory's ``pops``
+    is taken as a keyword too, and both at once is a TypeError."""
+    from fe_ray.network import BaseNetwork, TFNetwork, TorchNetwork
+
+    cls = TorchNetwork if framework == "torch" else TFNetwork
+    pop = NumpyLambda(lambda p: p + 1, inputs="y_pred", outputs="y_plus")
+    _, model = linear_network(framework)
+    ops = [ModelOp(model=model, inputs="x", outputs="y_pred")]
+    for network in (cls(ops, postprocessing=pop), cls(ops, pops=pop), cls(ops, [pop]),
+                    BaseNetwork(framework, None, ops, postprocessing=pop)):
+        assert network.postprocessing == [pop]
+    with pytest.raises(TypeError, match="as postprocessing= or as pops=, not both"):
+        cls(ops, postprocessing=pop, pops=pop)
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_merge_grad_two_steps(framework: str) -> None:
     network, model = linear_network(framework, merge_grad=2)
     b1, b2 = batch([[1, 1, 1]], [1]), batch([[1, 0, 2]], [0])

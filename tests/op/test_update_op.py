@@ -74,6 +74,21 @@ def test_merge_grad_two(framework: str, eager: bool) -> None:
 
 
 @pytest.mark.parametrize(("framework", "eager"), MODES, ids=IDS)
+def test_a_network_built_again_starts_its_accumulation_afresh(framework: str, eager: bool) -> None:
+    """As in FastEstimator, building the op into another Network restarts merge_grad's count: the first Network's
+    half-accumulated step no longer makes the second one's first step update (a numpy merge_grad is taken too)."""
+    model = linear(framework, lr=LR)
+    ops = chain(model, framework, merge_grad=np.int64(2))
+    step(framework, ops, batch([1, 1, 1], 1), new_state(eager))
+    assert ops[2].state_dict()["step"] == 1
+    for op in ops:  # what a new fe.Network(ops) does
+        op.build(framework)
+    assert ops[2].state_dict()["step"] == 0
+    step(framework, ops, batch([1, 0, 2], 0), new_state(eager))
+    np.testing.assert_array_equal(weights(model), W0)  # accumulated only
+
+
+@pytest.mark.parametrize(("framework", "eager"), MODES, ids=IDS)
 def test_merge_grad_checkpoint_resumes_exactly(framework: str, eager: bool) -> None:
     first, second = batch([1, 1, 1], 1), batch([1, 0, 2], 0)
     reference = linear(framework, lr=LR)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -67,8 +68,9 @@ class UpdateOp(TensorOp):
             raise ValueError(f"UpdateOp for mixed-precision model {model.model_name!r} cannot take gradients from key "
                              f"{gradients!r}: loss scaling requires computing them here. Pass only loss_name, or build "
                              "the model with mixed_precision=False.")
-        if not isinstance(merge_grad, int) or isinstance(merge_grad, bool) or merge_grad < 1:
+        if not isinstance(merge_grad, numbers.Integral) or isinstance(merge_grad, bool) or merge_grad < 1:
             raise ValueError(f"merge_grad must be a positive int (1 updates every step), got {merge_grad!r}.")
+        merge_grad = int(merge_grad)  # numpy integers too (a sweep's np.arange)
         super().__init__(inputs=loss_name if gradients is None else gradients, outputs=None, mode=mode, ds_id=ds_id)
         if not hasattr(model, "loss_name"):
             model.loss_name = set()
@@ -93,7 +95,9 @@ class UpdateOp(TensorOp):
         if self.gradients is not None and framework == "tf" and getattr(self.model, "losses", None):
             warnings.warn(f"Model {self.model.model_name!r} has extra losses (model.losses); they are ignored because "
                           f"UpdateOp applies the given gradients {self.gradients!r}.", stacklevel=2)
-        if self.merge_grad > 1 and self._grad_sum is None:
+        if self.merge_grad > 1:
+            # Afresh for every Network built from this op, as in FastEstimator: a second Network does not inherit
+            # the first one's half-accumulated gradients (a state loaded before building is applied).
             self._step, self._grad_sum = self._backend.init_accumulator(self.model, device)
             if self._pending_state is not None:
                 self.load_state_dict(self._pending_state)
