@@ -125,6 +125,12 @@ def test_gradients_key(framework: str, eager: bool) -> None:
     assert op.inputs == ["grads"] and op.get_fe_loss_keys() == {"mse"}
     get_backend(framework).run_step([op], {"grads": [shaped]}, new_state(eager), {"grads"}, set())
     np.testing.assert_allclose(weights(model), W0 - LR * grad, atol=1e-6)
+    # As in FastEstimator, ready-made gradients need no loss key: loss_name=None logs no loss.
+    unnamed = UpdateOp(model=model, loss_name=None, gradients="grads")
+    unnamed.build(framework)
+    assert unnamed.get_fe_loss_keys() == set() and model.loss_name == {"mse"}
+    get_backend(framework).run_step([unnamed], {"grads": [shaped]}, new_state(eager), {"grads"}, set())
+    np.testing.assert_allclose(weights(model), W0 - 2 * LR * grad, atol=1e-6)
 
 
 @pytest.mark.parametrize("framework", ["torch", "tf"])
@@ -340,7 +346,8 @@ def test_update_of_a_model_without_optimizer_is_named() -> None:
 
 @pytest.mark.parametrize("loss_name", [None, ["ce", "mse"]])
 def test_a_loss_name_that_is_not_one_key_is_named(loss_name: Any) -> None:
-    with pytest.raises(TypeError, match=r"loss_name must be one key.*" + re.escape(repr(loss_name))):
+    with pytest.raises(TypeError, match=r"loss_name must be one key.*None only with gradients=.*"
+                                        + re.escape(repr(loss_name))):
         UpdateOp(model=tf_dense(), loss_name=loss_name)
 
 

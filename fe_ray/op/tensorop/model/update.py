@@ -52,13 +52,14 @@ class UpdateOp(TensorOp):
         RuntimeError: In torch, if a gradient needs weights that an earlier, non-deferred UpdateOp already changed.
     """
 
-    def __init__(self, model: Any, loss_name: str, gradients: str | None = None,
+    def __init__(self, model: Any, loss_name: str | None, gradients: str | None = None,
                  mode: None | str | Iterable[str] = "train", ds_id: None | str | Iterable[str] = None,
                  merge_grad: int = 1, defer: bool = False) -> None:
         if not getattr(model, "fe_compiled", False):
             raise TypeError(f"UpdateOp needs a model built with fe_ray.build, got an unbuilt {type(model).__name__}.")
-        if not isinstance(loss_name, str):
-            raise TypeError("UpdateOp loss_name must be one key (a str) naming the loss to minimise, got "
+        if not isinstance(loss_name, str) and not (loss_name is None and isinstance(gradients, str)):
+            raise TypeError("UpdateOp loss_name must be one key (a str) naming the loss to minimise (None only with "
+                            "gradients=), got "
                             f"{loss_name!r}. For several losses, add them up in an earlier op or use one UpdateOp "
                             "per loss.")
         if gradients is not None and not isinstance(gradients, str):
@@ -74,7 +75,8 @@ class UpdateOp(TensorOp):
         super().__init__(inputs=loss_name if gradients is None else gradients, outputs=None, mode=mode, ds_id=ds_id)
         if not hasattr(model, "loss_name"):
             model.loss_name = set()
-        model.loss_name.add(loss_name)
+        if loss_name is not None:
+            model.loss_name.add(loss_name)
         self.model = model
         self.loss_name = loss_name
         self.gradients = gradients
@@ -106,7 +108,7 @@ class UpdateOp(TensorOp):
         return {self.model}
 
     def get_fe_loss_keys(self) -> set[str]:
-        return {self.loss_name}
+        return set() if self.loss_name is None else {self.loss_name}
 
     def fe_retain_graph(self, retain: bool | None = None) -> bool | None:
         if retain is not None:
