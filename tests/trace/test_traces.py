@@ -246,6 +246,40 @@ def test_model_saver_keeps_counting_its_files_across_a_resume(tmp_path) -> None:
     assert sorted(os.listdir(weights_dir)) == ["mlp_epoch_3.pt", "mlp_epoch_4.pt", "mlp_epoch_5.pt"]
 
 
+def test_a_recoverable_runs_starting_checkpoint_is_committed_before_the_first_step(tmp_path, monkeypatch) -> None:
+    """With max_failures the RestoreWizard's checkpoint of the starting state is what a failure before the first
+    periodic one resumes from; written in the background, a replica failure at step 1 found none committed (its
+    writer, rank 0, was the replica killed). It is committed before the first step now."""
+    import time
+
+    from fe_ray.io import background_save
+    from fe_ray.io.checkpoint import CheckpointStore
+    from fe_ray.trace import RestoreWizard
+
+    write = background_save.write_checkpoint
+
+    def slow_write(payload, directory):  # a large model's write, still in flight when training starts
+        time.sleep(1.0)
+        return write(payload, directory)
+
+    monkeypatch.setattr(background_save, "write_checkpoint", slow_write)
+    directory = str(tmp_path / "ckpt")
+    committed_at_step_1: list = []
+
+    class Probe(Trace):  # what a replica failure at the first step could resume from
+        def on_batch_begin(self, data) -> None:
+            if not committed_at_step_1:
+                committed_at_step_1.append(CheckpointStore(directory).latest())
+
+    model = torch_mlp()
+    network = classifier_network(model)
+    network.max_failures = 1  # as a recoverable RayNetwork's
+    train, evaluation = digits_arrays(n_train=8, n_eval=8)
+    fe.Estimator(ToyPipeline(train, evaluation, batch_size=8), network, epochs=1,
+                 traces=[RestoreWizard(directory), Probe(mode="train")], log_steps=None).fit()
+    assert committed_at_step_1[0] is not None and committed_at_step_1[0].endswith("ckpt-000001")
+
+
 def test_best_model_saver(tmp_path, capsys) -> None:
     model = torch_mlp()
     train, evaluation = digits_arrays(n_train=8, n_eval=8)

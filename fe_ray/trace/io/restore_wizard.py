@@ -84,8 +84,10 @@ class RestoreWizard(Trace):
             print(f"FastEstimator-RestoreWizard: Backing up to {self.directory}", flush=True)
             if getattr(self.system.network, "max_failures", 0) > 0:
                 # A recoverable distributed run resumes from a committed checkpoint: this one, of the state before
-                # any step, covers a replica failure before the first periodic checkpoint.
+                # any step, covers a replica failure before the first periodic checkpoint. Committed before the
+                # first step: rank 0 writes it, and a rank 0 killed while writing would leave nothing to resume.
                 self.save()
+                self._wait_for_writes()
             return
         self.system.load_state(latest)
         self.last_checkpoint = latest
@@ -150,14 +152,17 @@ class RestoreWizard(Trace):
 
     def on_end(self, data: Data) -> None:
         # Background writes must be committed before fit returns (and their errors surface here).
+        try:
+            self._wait_for_writes()
+        finally:
+            saver_for(self.directory).close()  # frees the snapshot buffers (a full copy of the model states)
+
+    def _wait_for_writes(self) -> None:
+        """Wait until the background writes in flight (replica rank 0's, this process's) are committed."""
         flush = getattr(self.system.network, "flush_checkpoints", None)
         if flush is not None:
             self.last_checkpoint = flush() or self.last_checkpoint
-        saver = saver_for(self.directory)
-        try:
-            self.last_checkpoint = saver.wait() or self.last_checkpoint
-        finally:
-            saver.close()  # frees the snapshot buffers (a full copy of the model states) once training is done
+        self.last_checkpoint = saver_for(self.directory).wait() or self.last_checkpoint
 
     def on_abort(self, error: BaseException) -> None:
         # Training failed: the checkpoint being written is the one a resume needs, so commit it now.
