@@ -17,8 +17,8 @@ with the hyperparameters: those of ``--hyperparameters FILE`` (a JSON object), o
 ``--name value`` pair (``--batch-size`` and ``--batch_size`` both name ``batch_size``; values are Python literals
 where they parse as one, ``2``, ``1e-3``, ``None``, ``True``, ``[1, 2]``, and strings otherwise). Then ``fit`` or
 ``test`` runs and the exit status is 0. Bad input (no such script, no ``get_estimator``, a hyperparameter it does
-not take) ends with a message naming it and exit status 2; errors raised while training propagate with their
-traceback.
+not take) ends with a message naming it and exit status 2 (:class:`UsageError`); errors of the script's own code
+(importing it, ``get_estimator``) and of training propagate with their type and traceback.
 """
 
 from __future__ import annotations
@@ -37,11 +37,16 @@ from types import ModuleType
 from typing import Any
 
 
+class UsageError(ValueError):
+    """Bad input to the command (a script that is no entry point, an unknown hyperparameter): reported as a usage
+    error, exit status 2, where an error of the script's own code keeps its type and traceback."""
+
+
 def parse_hyperparameters(pairs: Sequence[str]) -> dict[str, Any]:
     """``["--epochs", "2", "--name=x"]`` -> ``{"epochs": 2, "name": "x"}``.
 
     Raises:
-        ValueError: An item is not a ``--name value`` pair, naming it.
+        UsageError: An item is not a ``--name value`` pair, naming it.
     """
     items: list[str] = []
     for item in pairs:  # --name=value is --name value
@@ -52,11 +57,11 @@ def parse_hyperparameters(pairs: Sequence[str]) -> dict[str, Any]:
         name = flag[2:].replace("-", "_")
         if not flag.startswith("--") or not name.isidentifier():
             where = f" (before {items[index + 1]!r})" if index + 1 < len(items) else ""
-            raise ValueError(f"expected a hyperparameter flag such as '--epochs', got {flag!r}{where}; "
+            raise UsageError(f"expected a hyperparameter flag such as '--epochs', got {flag!r}{where}; "
                              "hyperparameters come as '--name value' pairs, and fe-ray's own --eager and --no-warmup "
                              "take no value.")
         if index + 1 == len(items):
-            raise ValueError(f"hyperparameters come as '--name value' pairs; {flag!r} has no value.")
+            raise UsageError(f"hyperparameters come as '--name value' pairs; {flag!r} has no value.")
         out[name] = _literal(items[index + 1])
     return out
 
@@ -73,15 +78,15 @@ def load_entry_point(path: str) -> ModuleType:
     its sibling imports work and Ray replicas can import its functions by that name).
 
     Raises:
-        ValueError: ``path`` is not a Python file, or its name is taken by a module already imported.
+        UsageError: ``path`` is not a Python file, or its name is taken by a module already imported.
     """
     file = Path(path).resolve()
     if not file.is_file() or file.suffix != ".py":
-        raise ValueError(f"entry point {path!r} is not a Python file; pass the path of a script defining "
+        raise UsageError(f"entry point {path!r} is not a Python file; pass the path of a script defining "
                          "get_estimator(), e.g. examples/mnist_torch.py.")
     loaded = sys.modules.get(file.stem)
     if loaded is not None and Path(getattr(loaded, "__file__", None) or "").resolve() != file:
-        raise ValueError(f"entry point {path!r} would be imported as {file.stem!r}, the name of the already imported "
+        raise UsageError(f"entry point {path!r} would be imported as {file.stem!r}, the name of the already imported "
                          f"module {loaded.__name__!r} ({getattr(loaded, '__file__', 'built in')}); rename the script.")
     folder = str(file.parent)
     if folder not in sys.path:
@@ -98,23 +103,23 @@ def build_estimator(module: ModuleType, hyperparameters: dict[str, Any]) -> Any:
     """``module.get_estimator(**hyperparameters)``, with the user errors named.
 
     Raises:
-        ValueError: The module has no callable ``get_estimator``, it does not take one of the hyperparameters
+        UsageError: The module has no callable ``get_estimator``, it does not take one of the hyperparameters
             (the message lists those it takes), or it returns no Estimator.
     """
     get_estimator = getattr(module, "get_estimator", None)
     if not callable(get_estimator):
-        raise ValueError(f"{module.__file__} defines no get_estimator(); the fe-ray command calls it to build the "
+        raise UsageError(f"{module.__file__} defines no get_estimator(); the fe-ray command calls it to build the "
                          "Estimator to run. Define get_estimator(**hyperparameters) returning an fe_ray Estimator.")
     signature = inspect.signature(get_estimator)
     try:
         signature.bind(**hyperparameters)
     except TypeError as err:
         accepted = ", ".join(signature.parameters)
-        raise ValueError(f"get_estimator() in {module.__file__} does not take these hyperparameters ({err}); it "
+        raise UsageError(f"get_estimator() in {module.__file__} does not take these hyperparameters ({err}); it "
                          f"takes: {accepted}.") from None
     estimator = get_estimator(**hyperparameters)
     if not (callable(getattr(estimator, "fit", None)) and callable(getattr(estimator, "test", None))):
-        raise ValueError(f"get_estimator() in {module.__file__} returned {type(estimator).__name__}, not an "
+        raise UsageError(f"get_estimator() in {module.__file__} returned {type(estimator).__name__}, not an "
                          "Estimator; end it with `return fe.Estimator(pipeline=..., network=..., epochs=...)`.")
     return estimator
 
@@ -237,7 +242,7 @@ def run(argv: Sequence[str] | None = None) -> Any:
             hyperparameters = _read_json(args.hyperparameters)
         hyperparameters.update(parse_hyperparameters(rest))
         estimator = build_estimator(load_entry_point(args.entry_point), hyperparameters)
-    except ValueError as err:
+    except UsageError as err:  # not a ValueError of the script's own code (get_estimator's), which keeps its traceback
         parser.error(str(err))
     if args.command == "train":
         return estimator.fit(summary=args.summary, warmup=args.warmup, eager=args.eager)
@@ -248,9 +253,9 @@ def _read_json(path: str) -> dict[str, Any]:
     try:
         data = json.loads(Path(path).read_text())
     except (OSError, json.JSONDecodeError) as err:
-        raise ValueError(f"cannot read hyperparameters from {path!r}: {err}") from None
+        raise UsageError(f"cannot read hyperparameters from {path!r}: {err}") from None
     if not isinstance(data, dict):
-        raise ValueError(f"{path!r} must hold a JSON object of hyperparameters, got {type(data).__name__}.")
+        raise UsageError(f"{path!r} must hold a JSON object of hyperparameters, got {type(data).__name__}.")
     return data
 
 

@@ -149,6 +149,21 @@ def test_a_get_estimator_returning_no_estimator_is_named(tmp_path: Path, capsys:
     assert "returned NoneType, not an Estimator; end it with `return fe.Estimator(" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("body", ["import numpy\nnumpy.zeros(3).reshape(2, 2)\n",
+                                  "def get_estimator(lr=0.1):\n    raise ValueError(f'bad lr {lr}')\n"])
+def test_a_value_error_of_the_scripts_own_code_keeps_its_type_and_traceback(tmp_path: Path, body: str) -> None:
+    """Only the command's bad input is a usage error (exit 2); a ValueError raised by the script itself, at import
+    or in get_estimator, propagates as it is, as every other error of the run does."""
+    path = tmp_path / "cli_own_error.py"
+    path.write_text(body)
+    try:
+        with pytest.raises(ValueError, match="cannot reshape|bad lr 0.1") as info:
+            cli.run(["train", str(path)])
+    finally:
+        sys.modules.pop("cli_own_error", None)
+    assert not isinstance(info.value, cli.UsageError) and info.traceback[-1].path == path
+
+
 def test_a_script_named_like_an_imported_module_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "json.py"
     path.write_text("def get_estimator():\n    return None\n")
