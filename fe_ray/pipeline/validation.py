@@ -84,7 +84,9 @@ def check_batch_sizes(batch_size: Any, data: Mapping[str, Mapping[str, Any]], op
         if missing:
             raise ValueError(f"batch_size dict {dict(batch_size)} has no entry for mode(s) {missing}, which have "
                              "data; add them, or give those modes a Batch(batch_size=...) op.")
-        for value in batch_size.values():
+        for mode, value in batch_size.items():
+            if value is None and mode not in needs:
+                continue  # a mode whose data batches itself (a BatchDataset): None is its batch size
             check_batch_size(value)
     elif batch_size is not None:
         check_batch_size(batch_size)

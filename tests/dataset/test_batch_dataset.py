@@ -107,3 +107,16 @@ def test_bad_arguments_are_named() -> None:
     assert fe.dataset.BatchDataset is BatchDataset
     halves = BatchDataset([labelled(0, 10, 0), labelled(10, 10, 1)], num_samples=[1, 1]).split(0.5, seed=0)
     assert isinstance(halves, BatchDataset) and [len(ds) for ds in halves.datasets] == [5, 5]
+
+
+def test_a_batch_size_dict_may_give_none_to_a_batch_dataset_mode() -> None:
+    """A BatchDataset makes its own batches, so a {mode: batch_size} dict may say None for its mode (as a Pipeline
+    without batch_size may); None for a mode whose data needs batching stays an error."""
+    first = NumpyDataset({"x": np.arange(20, dtype=np.float32).reshape(10, 2)})
+    second = NumpyDataset({"x": np.arange(20, 40, dtype=np.float32).reshape(10, 2)})
+    pipeline = Pipeline(train_data=BatchDataset(datasets=[first, second], num_samples=[2, 1]), eval_data=first,
+                        batch_size={"train": None, "eval": 4})
+    assert pipeline.get_results(mode="train")["x"].shape == (3, 2)
+    assert pipeline.get_results(mode="eval")["x"].shape == (4, 2)
+    with pytest.raises(ValueError, match="batch_size must be a positive int"):
+        Pipeline(train_data=first, batch_size={"train": None})
