@@ -204,6 +204,10 @@ def _run_plot(args: argparse.Namespace) -> None:
 def _run_logs(args: argparse.Namespace) -> None:
     from fe_ray.summary.logs import parse_log_dir
 
+    if not os.path.isdir(args.log_dir):
+        raise UsageError(f"log folder {args.log_dir!r} does not exist; pass the folder holding the {args.extension} "
+                         "log files.")
+
     group_by = args.group_by
     if group_by == "_n":
         group_by = r"(.*)_[\d]+" + re.escape(args.extension)
@@ -234,7 +238,10 @@ def run(argv: Sequence[str] | None = None) -> Any:
         try:
             (_run_logs if args.command == "logs" else _run_plot)(args)
         except (ValueError, TypeError, FileNotFoundError) as err:
-            parser.error(str(err))
+            # The plotting functions name their Python arguments; say which options of the command set them.
+            hint = (" (fe-ray plot: pick the plot with --draw cartesian|heatmap|parallel, leave keys out with "
+                    "--ignore)" if args.command == "plot" and not isinstance(err, UsageError) else "")
+            parser.error(f"{err}{hint}")
         return None
     try:
         hyperparameters: dict[str, Any] = {}

@@ -199,6 +199,11 @@ def test_logs_command_plots_a_folder_of_logs(tmp_path: Path, capsys: pytest.Capt
     assert "no files ending with '.log'" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         cli.run(["logs", str(tmp_path), "--unknown", "1"])
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_info:
+        cli.run(["logs", str(tmp_path / "missing")])
+    assert exit_info.value.code == 2
+    assert f"log folder {str(tmp_path / 'missing')!r} does not exist" in capsys.readouterr().err
 
 
 def test_plot_command_draws_a_saved_search(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -221,4 +226,6 @@ def test_plot_command_draws_a_saved_search(tmp_path: Path, capsys: pytest.Captur
     with pytest.raises(SystemExit) as exit_info:
         cli.run(["plot", path, "--draw", "cartesian", "--save", str(out)])  # 2 parameters: not a line plot
     assert exit_info.value.code == 2
-    assert "Cartesian plots need exactly 1 varying parameter" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "Cartesian plots need exactly 1 varying parameter" in err
+    assert "pick the plot with --draw cartesian|heatmap|parallel, leave keys out with --ignore" in err
