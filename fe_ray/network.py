@@ -354,7 +354,7 @@ class TorchNetwork(BaseNetwork):
     """A Network of PyTorch models. Trailing UpdateOps are deferred to step end so chained models (GANs) work."""
 
     def __init__(self, ops: OpsArg, postprocessing: OpsArg = None, slicers: Any = None, *, pops: OpsArg = None) -> None:
-        super().__init__("torch", get_backend("torch").get_device(), ops, _either_pops(postprocessing, pops), slicers)
+        super().__init__("torch", get_backend("torch").get_device(), ops, postprocessing, slicers, pops=pops)
 
     def _enter_context(self) -> None:
         super()._enter_context()
@@ -386,7 +386,7 @@ class TFNetwork(BaseNetwork):
     """A Network of TensorFlow/Keras models, run as a tf.function unless ``eager=True``."""
 
     def __init__(self, ops: OpsArg, postprocessing: OpsArg = None, slicers: Any = None, *, pops: OpsArg = None) -> None:
-        super().__init__("tf", None, ops, _either_pops(postprocessing, pops), slicers)
+        super().__init__("tf", None, ops, postprocessing, slicers, pops=pops)
 
 
 def _either_pops(postprocessing: OpsArg, pops: OpsArg) -> OpsArg:

@@ -243,7 +243,7 @@ def weights_fingerprint(model: keras.Model) -> int:
     the values are read; equal fingerprints mean no weight was written in between, but for a 2**-32 chance."""
     checksum = 0
     for variable in model.weights:
-        values = np.ascontiguousarray(keras.ops.convert_to_numpy(variable))
+        values = np.ascontiguousarray(variable.numpy())  # .numpy(): a 0-d bfloat16 weight too (see tf.to_numpy)
         checksum = zlib.crc32(values.reshape(-1).view(np.uint8), checksum)
     return checksum
 

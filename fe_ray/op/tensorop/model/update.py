@@ -23,7 +23,7 @@ class UpdateOp(TensorOp):
         loss_name: The key of the loss to minimise: a scalar mean over the samples, or one value per sample (this op
             takes their mean). On replicas the update averages the replicas' gradients weighted by slice size, which
             is the whole batch's gradient for a mean; a loss summed over the samples steps about N times shorter on N
-            replicas.
+            replicas. None only with ``gradients`` (nothing is differentiated then, and no loss is logged).
         gradients: Optional key holding ready-made gradients (one per trainable weight) to apply instead of
             differentiating ``loss_name``. Not allowed for mixed-precision models, whose loss scaling must happen here.
         mode: Mode(s) in which to run ("train" by default).
