@@ -146,6 +146,14 @@ def plan(device: str = "cuda", quick: bool = False) -> list[Part]:
              "b/a, c/a, d/e on the GPU, LeNet; a_malloc and a_served (the plain loop in a replica's kind of actor, "
              "on its main thread and served on its stream's thread: where the replica's slower torch calls come "
              "from), b0 (the Network alone), c_late (answers after the update)"),
+        # fe_ray's own per-step Python is ~85 us (b0) and ~140 us (b) on the 2-core VM's MLP probe, but the Network
+        # alone added ~300 us to the GPU's LeNet step, and cProfile showed the same fe_ray functions 3-5x slower per
+        # call on the H200 machine: the same probe on that machine's CPU says what the Python costs there.
+        Part("cpu_probe", ("-m", "benchmarks.throughput", "--model", "mlp", "--variants", "a,b0,b", "--threads", "1",
+                           *(("--repeats", "5", "--steps", "2000") if not quick else ()), "--device", "cpu",
+                           "--json-out", "{json}", *quick_args), 40, False,
+             "fe_ray's per-step cost on the MLP probe on the GPU machine's CPU (one thread), to set beside the "
+             "2-core VM's"),
         Part("example", ("examples/mnist_torch.py", "--epochs", "1", "--replicas", "1"), 45, True,
              "the MNIST example on one GPU replica, default resources"),
         Part("profile_replica", ("-m", "benchmarks.profile_step", "--variant", "c", "--replica", "--model", "lenet",
