@@ -117,9 +117,10 @@ def plan(device: str = "cuda", quick: bool = False) -> list[Part]:
     what the open GPU questions need (2026-11-27: LeNet's b/a and c/a are missed; most of c's gap is what serving a
     step one at a time costs, a_served): the LeNet ratios with the plain loop in a replica's kind of actor (main
     thread and stream thread), the example and the two profiles (the Network's Python in the replica and in
-    process) and the breakdown fit the default budget of one call; a second call at once takes the CPU with cores to
-    spare (cut after 4 of 5 repeats on 2026-11-27). ResNet-8, the checkpoint and stream_rtt, measured on the current
-    step code on the H200 on 2026-11-27, come after, and idle_gap, answered then, last.
+    process) and the breakdown fit the default budget of one call; a second call at once (``--budget-s 270``) takes
+    the CPU with cores to spare (complete on 2026-11-28) and the MLP probe on that CPU. ResNet-8, the checkpoint and
+    stream_rtt, measured on the current step code on the H200 on 2026-11-27, come after, and idle_gap, answered then,
+    last.
 
     Args:
         device: ``cuda`` for the GPU parts; ``cpu`` runs the same commands on the CPU (to try the suite itself on
@@ -146,14 +147,6 @@ def plan(device: str = "cuda", quick: bool = False) -> list[Part]:
              "b/a, c/a, d/e on the GPU, LeNet; a_malloc and a_served (the plain loop in a replica's kind of actor, "
              "on its main thread and served on its stream's thread: where the replica's slower torch calls come "
              "from), b0 (the Network alone), c_late (answers after the update)"),
-        # fe_ray's own per-step Python is ~85 us (b0) and ~140 us (b) on the 2-core VM's MLP probe, but the Network
-        # alone added ~300 us to the GPU's LeNet step, and cProfile showed the same fe_ray functions 3-5x slower per
-        # call on the H200 machine: the same probe on that machine's CPU says what the Python costs there.
-        Part("cpu_probe", ("-m", "benchmarks.throughput", "--model", "mlp", "--variants", "a,b0,b", "--threads", "1",
-                           *(("--repeats", "5", "--steps", "2000") if not quick else ()), "--device", "cpu",
-                           "--json-out", "{json}", *quick_args), 40, False,
-             "fe_ray's per-step cost on the MLP probe on the GPU machine's CPU (one thread), to set beside the "
-             "2-core VM's"),
         Part("example", ("examples/mnist_torch.py", "--epochs", "1", "--replicas", "1"), 45, True,
              "the MNIST example on one GPU replica, default resources"),
         Part("profile_replica", ("-m", "benchmarks.profile_step", "--variant", "c", "--replica", "--model", "lenet",
@@ -169,6 +162,15 @@ def plan(device: str = "cuda", quick: bool = False) -> list[Part]:
                                  "a,a_served,b,c,c_late,d,e", "--threads", "2", *cpu_steps, "--device",
                                  "cpu", "--json-out", "{json}", *quick_args), 200, True,
              "CPU LeNet ratios with cores to spare for the driver (GPUs hidden), answering after the update included"),
+        # fe_ray's own per-step Python is ~85 us (b0) and ~140 us (b) on the 2-core VM's MLP probe, but the Network
+        # alone added ~300 us to the GPU's LeNet step, and cProfile showed the same fe_ray functions 3-5x slower per
+        # call on the H200 machine: the same probe on that machine's CPU says what the Python costs there (58 s on
+        # the H200 on 2026-11-28, its repeats too noisy to read: it goes with the spare cores, in the second call).
+        Part("cpu_probe", ("-m", "benchmarks.throughput", "--model", "mlp", "--variants", "a,b0,b", "--threads", "1",
+                           *(("--repeats", "5", "--steps", "2000") if not quick else ()), "--device", "cpu",
+                           "--json-out", "{json}", *quick_args), 60, False,
+             "fe_ray's per-step cost on the MLP probe on the GPU machine's CPU (one thread), to set beside the "
+             "2-core VM's"),
         # Measured on the current step code on the H200 (2026-11-27): after those.
         Part("throughput_resnet", ("-m", "benchmarks.throughput", "--model", "resnet", "--variants",
                                    "a,b,c,c_late,d,e", *resnet_steps, *bench), 150, True,

@@ -22,8 +22,8 @@ def _part(name: str, code: str, planned_s: float = 5.0) -> Part:
 def test_plan_lists_every_part_once_with_its_json_output() -> None:
     parts = device_suite.plan("cuda")
     names = [part.name for part in parts]
-    assert names == ["cuda_tests", "throughput_lenet", "cpu_probe", "example", "profile_replica", "profile_step",
-                     "overhead", "cpu_spare_cores", "throughput_resnet", "checkpoint", "stream_rtt", "idle_gap"]
+    assert names == ["cuda_tests", "throughput_lenet", "example", "profile_replica", "profile_step", "overhead",
+                     "cpu_spare_cores", "cpu_probe", "throughput_resnet", "checkpoint", "stream_rtt", "idle_gap"]
     for part in parts:
         command = part.command("python", Path("/out/x.json"))
         if part.name.startswith("profile_"):  # console output only (the log), on the GPU
