@@ -14,7 +14,7 @@ from typing import Any
 
 from fe_ray.allocator import tune_process_malloc
 from fe_ray.backend import BACKEND_CACHE_KEY, get_backend
-from fe_ray.network_framework import OpsArg, collect_models, detect_framework, io_keys, unique_by_identity
+from fe_ray.network_framework import OpsArg, check_batch, collect_models, detect_framework, io_keys, unique_by_identity
 from fe_ray.op.numpyop.numpyop import Batch, NumpyOp, check_numpy_ops, forward_numpyop
 from fe_ray.op.tensorop.tensorop import TensorOp
 from fe_ray.schedule import Scheduler, get_current_items
@@ -90,11 +90,10 @@ class BaseNetwork:
 
     # ------------------------------------------------------------------ configuration
     def get_scheduled_items(self, mode: str) -> list[Any]:
-        """Everything whose schedule can change the step: ops, pops, slicers (and optimizers in train)."""
-        items = self.ops + self.postprocessing + self.slicers
-        if mode == "train":
-            items = items + [model.optimizer for model in self.models if getattr(model, "optimizer", None)]
-        return items
+        """Everything whose schedule can change the step, in FastEstimator's order: ops, then (in train) each model's
+        optimizer (None for a model built without one), then pops and slicers."""
+        optimizers = [getattr(model, "optimizer", None) for model in self.models] if mode == "train" else []
+        return self.ops + optimizers + self.postprocessing + self.slicers
 
     def get_loss_keys(self) -> set[str]:
         """Keys that some UpdateOp uses as a loss."""
@@ -268,29 +267,8 @@ class BaseNetwork:
         # The framework's tensors throughout, inputs included, as FastEstimator hands them to ops, pops and traces
         # (torch shares the arrays' memory; values already tensors pass through as the same objects).
         batch = self._backend.to_tensor(dict(batch))
-        self._check_batch_keys(batch)
+        check_batch(batch, self.ctx_gpu_inputs, self.ctx_ops, self.ctx_state["mode"])
         return batch
-
-    def _check_batch_keys(self, batch: Mapping[str, Any]) -> None:
-        missing = self.ctx_gpu_inputs - set(batch)
-        if not missing:
-            self._check_ragged(batch)
-            return
-        key = sorted(missing)[0]
-        needing = [type(op).__name__ for op in self.ctx_ops if key in op.inputs]
-        raise KeyError(f"Key {key!r} needed by {needing[0] if needing else 'an op'} is missing from the batch in "
-                       f"mode {self.ctx_state['mode']!r}; available keys: {sorted(batch)}. Produce it in the "
-                       "Pipeline or an earlier op.")
-
-    def _check_ragged(self, batch: Mapping[str, Any]) -> None:
-        """Raise a ValueError naming the keys and sizes if the arrays the ops read disagree on the batch size."""
-        sizes = {key: int(shape[0]) for key in sorted(self.ctx_gpu_inputs)
-                 if (shape := getattr(batch[key], "shape", None)) is not None and len(shape) > 0}
-        if len(set(sizes.values())) > 1:
-            raise ValueError(f"Ragged batch in mode {self.ctx_state['mode']!r}: the keys the network reads have "
-                             f"different batch sizes {sizes}; every array of a batch needs the same leading (batch) "
-                             "dimension. Batch all keys together in the Pipeline (resize or pad variable-length "
-                             "samples to one shape), or pass per-batch constants inside an op instead.")
 
     def _run_step(self, batch: Mapping[str, Any]) -> dict[str, Any]:
         """Run the ops on one (mini)batch; return the prediction dict (outputs only)."""

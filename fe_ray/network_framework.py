@@ -1,9 +1,9 @@
 """What a Network's ops use: their models, and so which framework (torch or TF) runs them, and the keys they read
-and write."""
+and write (and the check that a batch holds the keys they read)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from fe_ray.backend import get_framework
@@ -126,3 +126,26 @@ def io_keys(ops: Sequence[Any], pops: Sequence[Any], slicers: Sequence[Any], des
 
 
 __all__ = ["OpsArg", "collect_models", "detect_framework", "io_keys", "unique_by_identity"]
+
+
+def check_batch(batch: Mapping[str, Any], needed: set[str], ops: Sequence[Any], mode: str) -> None:
+    """Check that ``batch`` holds every key in ``needed`` (the keys ``ops`` read) with one batch size.
+
+    Raises:
+        KeyError: Naming the first missing key, the op that needs it and the keys the batch has.
+        ValueError: If the arrays the ops read disagree on the batch size (naming the keys and sizes).
+    """
+    missing = needed - set(batch)
+    if missing:
+        key = sorted(missing)[0]
+        needing = [type(op).__name__ for op in ops if key in op.inputs]
+        raise KeyError(f"Key {key!r} needed by {needing[0] if needing else 'an op'} is missing from the batch in "
+                       f"mode {mode!r}; available keys: {sorted(batch)}. Produce it in the Pipeline or an earlier "
+                       "op.")
+    sizes = {key: int(shape[0]) for key in sorted(needed)
+             if (shape := getattr(batch[key], "shape", None)) is not None and len(shape) > 0}
+    if len(set(sizes.values())) > 1:
+        raise ValueError(f"Ragged batch in mode {mode!r}: the keys the network reads have different batch sizes "
+                         f"{sizes}; every array of a batch needs the same leading (batch) dimension. Batch all keys "
+                         "together in the Pipeline (resize or pad variable-length samples to one shape), or pass "
+                         "per-batch constants inside an op instead.")

@@ -237,6 +237,18 @@ def test_optimizer_scheduler_switches_by_epoch(framework: str) -> None:
     assert model.optimizer in network.get_scheduled_items("train")
 
 
+def test_scheduled_items_follow_fastestimators_order() -> None:
+    # FastEstimator lists ops, then (in train) every model's optimizer, None included, then pops and slicers.
+    trained = fe.build(linear_model_fn("torch"), optimizer_fn="sgd")
+    frozen = fe.build(linear_model_fn("torch"), optimizer_fn=None)
+    ops = [ModelOp(model=trained, inputs="x", outputs="y_pred"), ModelOp(model=frozen, inputs="x", outputs="y_2"),
+           MeanSquaredError(inputs=("y_pred", "y"), outputs="mse"), UpdateOp(model=trained, loss_name="mse")]
+    pops = [fe.op.numpyop.LambdaOp(fn=lambda x: x, inputs="mse", outputs="mse")]
+    network = fe.Network(ops, pops=pops)
+    assert network.get_scheduled_items("train") == [*ops, trained.optimizer, None, *pops]
+    assert network.get_scheduled_items("eval") == [*ops, *pops]
+
+
 def test_build_names_and_weights_path(tmp_path: Any) -> None:
     models = fe.build(lambda: [linear_model_fn("torch")(), linear_model_fn("torch")()], optimizer_fn=["adam", "sgd"])
     names = [m.model_name for m in models]
