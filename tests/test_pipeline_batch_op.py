@@ -381,3 +381,13 @@ def test_a_batch_op_among_the_network_pops_is_refused() -> None:
 
     with pytest.raises(TypeError, match="Network pops got a Batch op.*Pipeline\\(ops=...\\)"):
         fe.Network(ops=[LambdaOp(fn=lambda x: x, inputs="x", outputs="y")], pops=[Batch(batch_size=2)])
+
+
+def test_a_lambda_op_after_batch_sees_the_whole_batch() -> None:
+    # FastEstimator's LambdaOp.forward_batch calls its function once on the batch, input-less ones included.
+    x = np.arange(16, dtype=np.float32).reshape(8, 2)
+    ops = [Batch(batch_size=4), LambdaOp(lambda v: v / v.max(), inputs="x", outputs="x"),
+           LambdaOp(lambda: np.ones((4, 3), dtype=np.float32), outputs="noise")]
+    first = Pipeline(train_data=NumpyDataset({"x": x}), ops=ops).get_results()
+    np.testing.assert_allclose(first["x"], x[:4] / 7.0)  # the batch's maximum, not each row's
+    assert first["noise"].shape == (4, 3)

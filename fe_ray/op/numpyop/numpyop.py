@@ -38,8 +38,17 @@ class NumpyOp(Op):
         return data
 
     def forward_batch(self, data: Any, state: dict[str, Any]) -> Any:
-        """Run on a batch (axis 0); by default one :meth:`forward` per sample, restacked."""
+        """Run on a batch (axis 0); by default one :meth:`forward` per sample, restacked.
+
+        Raises:
+            ValueError: If the op reads no key, so the batch's samples cannot be told apart: such an op must
+                override this method.
+        """
         items = data if self.in_list else [data]
+        if not items:
+            raise ValueError(f"{type(self).__name__} reads no key, so its default forward_batch cannot split a batch "
+                             "into samples (after a Batch op, or as a Network pop); give it inputs, or override "
+                             "forward_batch to make the whole batch's outputs at once.")
         batch_size = len(items[0])
         results = [self.forward([item[i] for item in items] if self.in_list else items[0][i], state)
                    for i in range(batch_size)]
@@ -51,8 +60,10 @@ class NumpyOp(Op):
 
 
 class LambdaOp(NumpyOp):
-    """A NumpyOp running ``fn(*inputs)`` on one sample at a time: as a Network pop too, where ``fn`` gets each
-    sample of the batch and the results are stacked (as FastEstimator runs it, so ``np.argmax(x)`` is per sample).
+    """A NumpyOp running ``fn(*inputs)``: on one sample in a Pipeline, and once on the whole batch after a Batch op
+    or as a Network pop (as FastEstimator's ``forward_batch`` does), so there ``fn`` sees arrays with the batch axis
+    first and returns whole-batch values (``np.argmax(x, axis=-1)`` is per sample, ``x / x.max()`` scales by the
+    batch's maximum). ``fn`` may take no inputs (e.g. to make a batch of noise).
     """
 
     def __init__(self, fn: Callable[..., Any], inputs: None | str | Iterable[str] = None,
@@ -67,6 +78,12 @@ class LambdaOp(NumpyOp):
 
     def forward(self, data: list[Any], state: dict[str, Any]) -> Any:
         return self.fn(*data)
+
+    def forward_batch(self, data: list[Any], state: dict[str, Any]) -> Any:
+        return self.fn(*data)
+
+    def set_rua_level(self, magnitude_coef: float) -> None:
+        """RUA's strength does not apply to a user's function: nothing to scale."""
 
 
 def may_draw_globally(op: NumpyOp) -> bool:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from fe_ray.dataset import NumpyDataset
-from fe_ray.op.numpyop import Delete, LambdaOp, NumpyOp, forward_numpyop
+from fe_ray.op.numpyop import Batch, Delete, LambdaOp, NumpyOp, forward_numpyop
 from fe_ray.op.numpyop.meta import Fuse, OneOf, Repeat, Sometimes
 from fe_ray.op.numpyop.multivariate import RandomCrop
 from fe_ray.op.numpyop.randomness import RNG_KEY
@@ -84,6 +84,7 @@ def test_fuse_inside_sometimes_and_as_a_pop() -> None:
     ([_lambda(abs, "x", "x", ds_id="a"), _lambda(abs, "x", "x")], ValueError, "must share ds_id"),
     ([TensorLambdaOp(abs, inputs="x", outputs="x")], TypeError, "Fuse wraps NumpyOps"),
     ([Delete("x")], TypeError, "Fuse cannot wrap Delete"),
+    ([Batch(batch_size=2)], ValueError, "Fuse cannot wrap a Batch op"),
 ])
 def test_fuse_errors(ops: list[Any], error: type[Exception], match: str) -> None:
     with pytest.raises(error, match=match):
@@ -204,3 +205,11 @@ def _ops() -> list[NumpyOp]:
 
 def test_pipeline_fuse_and_repeat_are_exact_by_sample_position() -> None:
     assert_position_seeded(_dataset, _ops, seed=9)
+
+
+@pytest.mark.parametrize("wrap", [lambda op: Sometimes(op), lambda op: OneOf(op), lambda op: Repeat(op)],
+                         ids=["Sometimes", "OneOf", "Repeat"])
+def test_meta_ops_refuse_a_batch_op(wrap: Any) -> None:
+    # FastEstimator's Sometimes and OneOf refuse it; the Pipeline would never see a nested Batch op.
+    with pytest.raises(ValueError, match=r"cannot wrap a Batch op.*Put Batch\(...\) in Pipeline\(ops=\[...\]\)"):
+        wrap(Batch(batch_size=2))

@@ -12,7 +12,7 @@ import pytest
 
 from fe_ray.dataset import NumpyDataset
 from fe_ray.op.numpyop import LambdaOp, NumpyOp
-from fe_ray.op.numpyop.meta import Sometimes
+from fe_ray.op.numpyop.meta import OneOf, Sometimes
 from fe_ray.op.numpyop.randomness import RNG_KEY
 from fe_ray.op.numpyop.univariate import (
     RUA,
@@ -265,8 +265,24 @@ def test_rua_choices() -> None:
         RUA("x", "x", choices=[])
     with pytest.raises(ValueError, match=r"level must be a number in \[0, 30\]"):
         RUA("x", "x", level=31)
-    with pytest.raises(TypeError, match="LambdaOp inside RUA has no set_rua_level"):
-        RUA("x", "x", choices=[LambdaOp(abs, inputs="x", outputs="x")])
+    with pytest.raises(TypeError, match="_Unscalable inside RUA has no set_rua_level"):
+        RUA("x", "x", choices=[_Unscalable(inputs="x", outputs="x")])
+
+
+class _Unscalable(NumpyOp):
+    """An op of a user's own with no ``set_rua_level``: RUA cannot scale it."""
+
+
+def test_rua_takes_lambda_ops_and_meta_ops_among_its_choices() -> None:
+    # As in FastEstimator: a LambdaOp's set_rua_level does nothing, Sometimes and OneOf pass the level on.
+    inner, first, second = (Brightness("x", "x", limit=0.5) for _ in range(3))
+    choices = [Sometimes(inner, prob=1.0), OneOf(first, second), LambdaOp(lambda x: [255 - x], ["x"], ["x"])]
+    RUA("x", "x", choices=choices, level=15)
+    assert inner.limit == first.limit == second.limit == (-0.25, 0.25)
+    with pytest.raises(ValueError, match=r"name their outputs in the same form: op #0 \(Sometimes\) has a list of "
+                                         r"keys but op #1 \(LambdaOp\) has one key string; give every op its outputs "
+                                         r"as a list \(outputs=\[...\]\)"):
+        RUA("x", "x", choices=[Sometimes(Brightness("x", "x")), LambdaOp(lambda x: 255 - x, inputs="x", outputs="x")])
 
 
 def test_one_of_multi_var_reads_every_key_and_passes_unwritten_ones_through() -> None:

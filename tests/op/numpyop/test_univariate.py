@@ -1,9 +1,11 @@
 """Minmax, ExpandDims and Onehot give the same result per sample and per batch (as pops)."""
 
+from typing import Any
+
 import numpy as np
 import pytest
 
-from fe_ray.op.numpyop import forward_numpyop
+from fe_ray.op.numpyop import NumpyOp, forward_numpyop
 from fe_ray.op.numpyop.univariate import ExpandDims, Minmax, Onehot
 
 
@@ -79,16 +81,29 @@ def test_onehot_rejects_labels_it_cannot_encode(labels: np.ndarray, match: str) 
         Onehot(inputs="y", outputs="y", num_classes=3).forward(labels, {})
 
 
-def test_lambda_op_as_a_pop_runs_per_sample() -> None:
-    """FastEstimator runs a pop's function on each sample and stacks the results: np.argmax(x) is per sample."""
+def test_lambda_op_runs_once_on_a_whole_batch() -> None:
+    """As FastEstimator's LambdaOp.forward_batch: a pop's (or a post-Batch op's) function sees the whole batch."""
     from fe_ray.op.numpyop import LambdaOp
 
     data = {"p": np.array([[0.1, 0.9, 0.0], [0.8, 0.1, 0.1]]), "q": np.array([[1.0, 3.0], [2.0, 2.0]])}
-    ops = [LambdaOp(np.argmax, inputs="p", outputs="label"),
+    ops = [LambdaOp(lambda p: np.argmax(p, axis=-1), inputs="p", outputs="label"),
+           LambdaOp(np.argmax, inputs="p", outputs="flat_argmax"),
            LambdaOp(lambda q: q / q.sum(), inputs="q", outputs="q_norm"),
-           LambdaOp(lambda p, q: (p.max(), q.min()), inputs=("p", "q"), outputs=("p_max", "q_min"))]
+           LambdaOp(lambda p, q: (p.max(), q.min()), inputs=("p", "q"), outputs=("p_max", "q_min")),
+           LambdaOp(lambda: np.zeros((2, 4)), outputs="noise")]
     forward_numpyop(ops, data, {}, batched=True)
-    np.testing.assert_array_equal(data["label"], [1, 0])  # was np.argmax over the whole batch: 1
-    np.testing.assert_allclose(data["q_norm"].sum(axis=1), [1.0, 1.0])
-    np.testing.assert_allclose(data["p_max"], [0.9, 0.8])
-    np.testing.assert_allclose(data["q_min"], [1.0, 2.0])
+    np.testing.assert_array_equal(data["label"], [1, 0])
+    assert data["flat_argmax"] == 1  # over the flattened batch, as numpy's own argmax
+    np.testing.assert_allclose(data["q_norm"].sum(), 1.0)  # scaled by the batch's sum, not each row's
+    assert data["p_max"] == 0.9 and data["q_min"] == 1.0
+    assert data["noise"].shape == (2, 4)  # no inputs: called once
+
+
+def test_an_input_less_op_without_its_own_forward_batch_names_the_fix() -> None:
+    class Constant(NumpyOp):
+        def forward(self, data: Any, state: dict[str, Any]) -> Any:
+            return np.ones(3)
+
+    with pytest.raises(ValueError, match=r"Constant reads no key, so its default forward_batch cannot split a batch "
+                                         r"into samples .*override forward_batch"):
+        forward_numpyop([Constant(outputs="c")], {"x": np.zeros((2, 3))}, {}, batched=True)

@@ -8,11 +8,16 @@ from collections.abc import Sequence
 from typing import Any
 
 from fe_ray.op.meta_common import load_wrapped_state, wrapped_state
-from fe_ray.op.numpyop.numpyop import Delete, NumpyOp, forward_numpyop
+from fe_ray.op.numpyop.numpyop import Batch, Delete, NumpyOp, forward_numpyop
 
 
 def check_wrapped(op: Any, meta: str) -> NumpyOp:
-    """Return ``op`` if a meta op can run it, else raise TypeError saying what it accepts."""
+    """Return ``op`` if a meta op can run it, else raise TypeError (or ValueError for a Batch op, as FastEstimator's
+    Sometimes does) saying what it accepts."""
+    if isinstance(op, Batch):
+        raise ValueError(f"{meta} cannot wrap a Batch op: batching is not an augmentation to run sometimes or by "
+                         "choice, and the Pipeline only finds Batch ops in its own ops list. Put Batch(...) in "
+                         "Pipeline(ops=[...]) directly (a Scheduler of Batch ops changes it by epoch).")
     if not isinstance(op, NumpyOp):
         raise TypeError(f"{meta} wraps NumpyOps, got {type(op).__name__}; TensorOps belong in Network(ops=...).")
     if isinstance(op, Delete):
@@ -22,15 +27,32 @@ def check_wrapped(op: Any, meta: str) -> NumpyOp:
 
 
 
+#: The attributes saying whether an op takes its inputs / outputs as a list of keys or as one key string.
+_KEY_FORMS = ("in_list", "out_list")
+
+
 def check_shared(ops: Sequence[NumpyOp], attrs: Sequence[str], meta: str) -> None:
     """Raise ValueError unless all ``ops`` agree with the first on each of ``attrs`` (e.g. mode and ds_id)."""
     first = ops[0]
     for pos, op in enumerate(ops[1:], start=1):
         for attr in attrs:
             if getattr(op, attr) != getattr(first, attr):
-                raise ValueError(f"All ops of a {meta} must share {attr}: op #0 ({type(first).__name__}) has "
-                                 f"{getattr(first, attr)!r} but op #{pos} ({type(op).__name__}) has "
-                                 f"{getattr(op, attr)!r}; give them the same {attr}.")
+                raise ValueError(_mismatch(meta, attr, (0, first), (pos, op)))
+
+
+def _mismatch(meta: str, attr: str, *ops: tuple[int, NumpyOp]) -> str:
+    """What differs between two of a meta op's ops, and how to make them agree."""
+    names = [f"op #{pos} ({type(op).__name__})" for pos, op in ops]
+    if attr not in _KEY_FORMS:
+        values = [repr(getattr(op, attr)) for _, op in ops]
+        return (f"All ops of a {meta} must share {attr}: {names[0]} has {values[0]} but {names[1]} has {values[1]}; "
+                f"give them the same {attr}.")
+    keys = "inputs" if attr == "in_list" else "outputs"
+    forms = ["a list of keys" if getattr(op, attr) else "one key string" for _, op in ops]
+    fix = f"a list ({keys}=[...])" if getattr(ops[0][1], attr) else "one string"
+    returns = " (a LambdaOp's function then returns a list)" if attr == "out_list" else ""
+    return (f"All ops of a {meta} must name their {keys} in the same form: {names[0]} has {forms[0]} but {names[1]} "
+            f"has {forms[1]}; give every op its {keys} as {fix}{returns}.")
 
 
 def set_rua_levels(ops: Sequence[Any], magnitude_coef: float, meta: str) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from fe_ray.op.meta_common import load_wrapped_state, wrapped_state
-from fe_ray.op.numpyop.meta.meta import check_wrapped
+from fe_ray.op.numpyop.meta.meta import check_wrapped, set_rua_levels
 from fe_ray.op.numpyop.numpyop import NumpyOp
 from fe_ray.op.numpyop.randomness import get_rng
 
@@ -113,6 +113,14 @@ class OneOf(NumpyOp):
 
     def forward_batch(self, data: Any, state: dict[str, Any]) -> Any:
         return self._choose(state).forward_batch(data, state)
+
+    def set_rua_level(self, magnitude_coef: float) -> None:
+        """Pass RUA's strength on to every op it chooses from (so ``OneOf`` can be one of RUA's choices).
+
+        Raises:
+            TypeError: If one of the ops has no ``set_rua_level`` method.
+        """
+        set_rua_levels(self.ops, magnitude_coef, "OneOf")
 
     def state_dict(self) -> dict[str, Any]:
         return wrapped_state(self.ops)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from fe_ray.op.meta_common import SometimesBase, load_wrapped_state, wrapped_state
-from fe_ray.op.numpyop.meta.meta import check_wrapped
+from fe_ray.op.numpyop.meta.meta import check_wrapped, set_rua_levels
 from fe_ray.op.numpyop.numpyop import NumpyOp
 from fe_ray.op.numpyop.randomness import get_rng
 
@@ -51,6 +51,14 @@ class Sometimes(SometimesBase, NumpyOp):
 
     def forward_batch(self, data: Any, state: dict[str, Any]) -> Any:
         return self._run(data, state, batched=True)
+
+    def set_rua_level(self, magnitude_coef: float) -> None:
+        """Pass RUA's strength on to the wrapped op (so ``Sometimes`` can be one of RUA's choices).
+
+        Raises:
+            TypeError: If the wrapped op has no ``set_rua_level`` method.
+        """
+        set_rua_levels([self.op], magnitude_coef, "Sometimes")
 
     def state_dict(self) -> dict[str, Any]:
         return wrapped_state([self.op])
