@@ -189,8 +189,8 @@ class Estimator(EstimatorWarmup):
         system = self.system
         first_mode = run_modes[0]
         system.mode = first_mode
-        all_traces = sort_traces([trace for trace in get_current_items(self.traces_in_use)
-                                  if trace.mode is None or trace.mode & set(run_modes)])
+        # The same mode filter as each epoch's (no mode, None or empty, means every mode).
+        all_traces = sort_traces(get_current_items(self.traces_in_use, run_modes=run_modes))
         try:
             self._run_event("on_begin", all_traces)  # a RestoreWizard may restore the whole state here
             if "test" in run_modes:

@@ -173,6 +173,29 @@ def test_test_mode_runs_test_traces() -> None:
     assert summary.history["test"]["ce"][8] == pytest.approx(summary.history["eval"]["ce"][8], rel=1e-6)
 
 
+def test_a_trace_with_an_empty_mode_gets_every_event() -> None:
+    # mode=[] parses to an empty set, which means every mode (as mode=None): on_begin / on_end as well as the epochs.
+    class Events(Trace):
+        def __init__(self) -> None:
+            super().__init__(mode=[])
+            self.events: list[str] = []
+
+        def on_begin(self, data: Any) -> None:
+            self.events.append("begin")
+
+        def on_epoch_begin(self, data: Any) -> None:
+            self.events.append(f"epoch:{self.system.mode}")
+
+        def on_end(self, data: Any) -> None:
+            self.events.append("end")
+
+    pipeline, network, _ = _setup()
+    trace = Events()
+    assert trace.mode == set()
+    fe.Estimator(pipeline, network, epochs=1, traces=trace, log_steps=None).fit()
+    assert trace.events == ["begin", "epoch:train", "epoch:eval", "end"]
+
+
 def test_evaluation_means_are_kept_only_for_modes_with_data() -> None:
     train, _ = digits_arrays("torch", n_train=64, n_eval=16)
     pipeline, network = ToyPipeline(train, None, batch_size=8), classifier_network(torch_mlp())
