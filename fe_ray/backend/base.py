@@ -152,6 +152,10 @@ class Backend(Protocol):
         """Whether ``get_state(model, copy=False)`` returns views of live memory (which training changes) rather
         than arrays of its own: a caller that copies the snapshot itself (into reused buffers) needs to know."""
 
+    def weight_layout(self, model: Any) -> list[list[Any]]:
+        """The model's weights as JSON-ready lists (their shapes, in order; torch: each led by its state name):
+        checkpoints record it, so one is refused by a model it would not load into."""
+
     def weights_fingerprint(self, model: Any) -> Any:
         """A value that changes when any of the model's weights or buffers is written (torch: version counters,
         read for free; TF: a checksum of the values), so a caller can tell whether the model changed since."""

@@ -28,6 +28,7 @@ from fe_ray.backend.tf_io import (
     set_buffers,
     set_state,
     state_is_view,
+    weight_layout,
     weights_fingerprint,
 )
 from fe_ray.backend.tf_losses import cross_entropy, mean_squared_error
@@ -362,4 +363,5 @@ __all__ = ["accumulator_from_numpy", "accumulator_to_numpy", "add_model_losses",
            "mixed_precision_policy", "move_model", "new_step_fn", "no_grad", "reduce_mean", "relax_input_spec",
            "run_step", "save_model", "scale_loss", "set_buffers", "set_lr", "set_mixed_precision_policy", "set_state",
            "stack", "state_is_view", "stop_gradient", "to_numpy", "to_tensor", "trainable_variables",
-           "unscale_gradients", "update_model", "weights_fingerprint"]
+           "unscale_gradients", "update_model", "weight_layout",
+           "weights_fingerprint"]

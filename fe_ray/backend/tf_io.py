@@ -248,6 +248,13 @@ def weights_fingerprint(model: keras.Model) -> int:
     return checksum
 
 
+def weight_layout(model: keras.Model) -> list[list[int]]:
+    """The shapes of the model's weights, in order (JSON-ready; no names: Keras numbers its layers' names per
+    process, so a resumed process may name the same layers differently): equal layouts mean a snapshot of one model
+    loads into the other."""
+    return [[int(dim) for dim in variable.shape] for variable in model.weights]
+
+
 def state_is_view(model: keras.Model) -> bool:
     """Never: reading a TF variable yields a new array (see :func:`get_state`)."""
     return False

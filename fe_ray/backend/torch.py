@@ -24,6 +24,7 @@ from fe_ray.backend.torch_io import (
     set_buffers,
     set_state,
     state_is_view,
+    weight_layout,
     weights_fingerprint,
 )
 from fe_ray.backend.torch_losses import cross_entropy, mean_squared_error
@@ -338,4 +339,5 @@ __all__ = ["accumulator_from_numpy", "accumulator_to_numpy", "add_model_losses",
            "load_weights", "make_optimizer", "mean_squared_error", "merge_grad_update", "mixed_precision_policy",
            "move_model", "no_grad", "reduce_mean", "run_step", "save_model", "scale_loss", "set_buffers", "set_lr",
            "set_mixed_precision_policy", "set_state", "stack", "start_step", "state_is_view", "stop_gradient",
-           "to_numpy", "to_tensor", "trainable_variables", "unscale_gradients", "update_model", "weights_fingerprint"]
+           "to_numpy", "to_tensor", "trainable_variables", "unscale_gradients", "update_model", "weight_layout",
+           "weights_fingerprint"]

@@ -193,6 +193,12 @@ def weights_fingerprint(model: torch.nn.Module) -> tuple[tuple[int, int, int], .
                  for tensor in (*model.parameters(), *model.buffers()))
 
 
+def weight_layout(model: torch.nn.Module) -> list[list[Any]]:
+    """The model's state entries as ``[name, *shape]`` lists, in order (JSON-ready): equal layouts mean a snapshot of
+    one model loads into the other."""
+    return [[name, *map(int, value.shape)] for name, value in model.state_dict().items()]
+
+
 def state_is_view(model: torch.nn.Module) -> bool:
     """Whether :func:`get_state` with ``copy=False`` returns views of live tensors (any CPU tensor except bfloat16,
     which is converted, hence copied); a model on a GPU yields host arrays of its own."""

@@ -49,6 +49,8 @@ from fe_ray.util import map_nested, to_list
 #: Counters restored from a checkpoint (the run position).
 RESTORED_COUNTERS = ("mode", "ds_id", "exp_id", "global_step", "epoch_idx", "batch_idx", "stop_training",
                      "mode_finished", "experiment_time")
+#: The configuration fingerprint's entry for each model's optimizer classes and weight shapes.
+LAYOUTS_KEY = "model_layouts"
 #: Settings recorded for humans but taken from the current Estimator on restore (so a run can be extended).
 RECORDED_SETTINGS = ("total_epochs", "log_steps", "train_steps_per_epoch", "eval_steps_per_epoch")
 
@@ -197,7 +199,8 @@ class System:
         return {"models": [_model_name(model) for model in self.network.models],
                 "network": {group: [entry["type"] for entry in entries] for group, entries in network_state.items()},
                 "traces": [type(trace).__name__ for trace in self._checkpointed_traces()],
-                "datasets": datasets}
+                "datasets": datasets,
+                LAYOUTS_KEY: {_model_name(model): _model_layout(model) for model in self.network.models}}
 
     def _checkpointed_traces(self) -> list[Any]:
         # Output-only traces (Logger, ProgressBar) opt out so that changing the logging setup keeps checkpoints valid.
@@ -274,8 +277,12 @@ class System:
     def check_config(self, saved: Mapping[str, Any], source: str = "the checkpoint") -> None:
         """Raise a ValueError naming every part of the configuration that differs from ``saved``."""
         current = self.config_fingerprint()
+        if LAYOUTS_KEY not in saved:  # written before checkpoints recorded the models' layouts
+            current.pop(LAYOUTS_KEY)
         differences = [f"{key}: checkpoint has {saved.get(key)!r}, this run has {current.get(key)!r}"
-                       for key in sorted(set(saved) | set(current)) if saved.get(key) != current.get(key)]
+                       for key in sorted(set(saved) | set(current))
+                       if key != LAYOUTS_KEY and saved.get(key) != current.get(key)]
+        differences += _layout_differences(saved.get(LAYOUTS_KEY, {}), current.get(LAYOUTS_KEY, {}))
         if differences:
             raise ValueError(f"Cannot restore {source}: it was written by a different configuration. "
                              + "; ".join(differences)
@@ -333,6 +340,32 @@ def snapshot_models(models: Sequence[Any], copy: bool = True,
                 if get_backend(model).state_is_view(model) or _has_deferred(states[_model_name(model)])}
         states.update(buffers.copy(live))  # type: ignore[union-attr]
     return states
+
+
+def _model_layout(model: Any) -> dict[str, Any]:
+    """What a model's checkpointed state must fit: its optimizers' classes (each scheduled one) and its weights."""
+    optimizers = get_current_items([getattr(model, "optimizer", None)])
+    return {"optimizers": [type(optimizer).__name__ for optimizer in optimizers],
+            "weights": get_backend(model).weight_layout(model)}
+
+
+def _layout_differences(saved: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
+    """One line per model (present on both sides) whose optimizers or weights differ, naming the first difference
+    (models added or removed are reported by the fingerprint's model names)."""
+    lines = []
+    for name in sorted(set(saved) & set(current)):
+        before, now = saved[name], current[name]
+        if before.get("optimizers") != now.get("optimizers"):
+            lines.append(f"model {name!r}'s optimizer: checkpoint has {before.get('optimizers')}, this run has "
+                         f"{now.get('optimizers')}")
+        old, new = before.get("weights", []), now.get("weights", [])
+        if old != new:
+            first = next((i for i, (a, b) in enumerate(zip(old, new)) if a != b), min(len(old), len(new)))
+            where = (f"first difference at entry {first}: checkpoint {old[first] if first < len(old) else 'none'}, "
+                     f"this run {new[first] if first < len(new) else 'none'}")
+            lines.append(f"model {name!r}'s weights: checkpoint has {len(old)} tensors, this run has {len(new)}; "
+                         f"{where}")
+    return lines
 
 
 def _has_deferred(state: Any) -> bool:

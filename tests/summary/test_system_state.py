@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from typing import Any
 
 import numpy as np
 import pytest
@@ -11,7 +12,14 @@ import pytest
 from fe_ray.io.state_files import CheckpointError, flatten_state, read_checkpoint, unflatten_state, write_checkpoint
 from fe_ray.summary import Summary, System
 from fe_ray.trace import Accuracy, EarlyStopping
-from tests.estimator_helpers import ToyPipeline, classifier_network, digits_arrays, model_weights, torch_mlp
+from tests.estimator_helpers import (
+    ToyPipeline,
+    classifier_network,
+    digits_arrays,
+    model_weights,
+    tf_mlp,
+    torch_mlp,
+)
 
 
 def _system(traces=None, name: str = "mlp", seed: int = 0) -> System:
@@ -115,6 +123,61 @@ def test_config_mismatch_reordered_ops(tmp_path) -> None:
         system.load_state(directory)
     for a, b in zip(model_weights(model), before):  # nothing was modified
         np.testing.assert_array_equal(a, b)
+
+
+def _system_of(model: Any) -> System:
+    train, evaluation = digits_arrays(n_train=32, n_eval=16)
+    return System(classifier_network(model), ToyPipeline(train, evaluation))
+
+
+def test_a_changed_optimizer_or_architecture_is_refused_untouched(tmp_path) -> None:
+    import torch
+
+    import fe_ray as fe
+
+    directory = str(tmp_path / "ckpt")
+    _system().save_state(directory)  # torch_mlp: Adam, Linear(64, 16) -> Linear(16, 10)
+    sgd = fe.build(lambda: torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 16), torch.nn.ReLU(),
+                                               torch.nn.Linear(16, 10), torch.nn.Softmax(dim=-1)),
+                   optimizer_fn=lambda p: torch.optim.SGD(p, lr=0.1), model_name="mlp")
+    before = model_weights(sgd)
+    with pytest.raises(ValueError, match=r"model 'mlp''s optimizer: checkpoint has \['Adam'\], this run has "
+                                         r"\['SGD'\].*use a new directory"):
+        _system_of(sgd).load_state(directory)
+    for a, b in zip(model_weights(sgd), before):  # nothing was modified
+        np.testing.assert_array_equal(a, b)
+    wider = fe.build(lambda: torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 16), torch.nn.ReLU(),
+                                                 torch.nn.Linear(16, 12), torch.nn.Softmax(dim=-1)),
+                     optimizer_fn="adam", model_name="mlp")
+    with pytest.raises(ValueError, match=r"model 'mlp''s weights: checkpoint has 4 tensors, this run has 4; first "
+                                         r"difference at entry 2: checkpoint \['3.weight', 10, 16\], this run "
+                                         r"\['3.weight', 12, 16\]"):
+        _system_of(wider).load_state(directory)
+
+
+def test_a_changed_keras_architecture_is_refused(tmp_path) -> None:
+    import keras
+
+    import fe_ray as fe
+
+    directory = str(tmp_path / "ckpt")
+    _system_of(tf_mlp()).save_state(directory)
+    wider = fe.build(lambda: keras.Sequential([keras.Input((8, 8, 1)), keras.layers.Flatten(),
+                                               keras.layers.Dense(32, "relu"), keras.layers.Dense(10, "softmax")]),
+                     optimizer_fn="adam", model_name="mlp")
+    with pytest.raises(ValueError, match=r"model 'mlp''s weights: .*entry 0: checkpoint \[64, 16\], this run "
+                                         r"\[64, 32\]"):
+        _system_of(wider).load_state(directory)
+    _system_of(tf_mlp()).load_state(directory)  # the same architecture in a new model (new layer names) loads
+
+
+def test_a_checkpoint_without_model_layouts_still_loads() -> None:
+    # Checkpoints written before the fingerprint held the models' layouts are checked without them.
+    from fe_ray.summary.system import LAYOUTS_KEY
+
+    payload = _system().capture_state()
+    del payload["config"][LAYOUTS_KEY]
+    _system().restore_state(payload)
 
 
 @pytest.mark.parametrize("victim, damage", [("models/mlp.npz", "truncate"), ("objects.pkl", "truncate"),
