@@ -81,6 +81,9 @@ def load_entry_point(path: str) -> ModuleType:
         UsageError: ``path`` is not a Python file, or its name is taken by a module already imported.
     """
     file = Path(path).resolve()
+    if not file.exists():
+        raise UsageError(f"no such script {path!r} (looked for {str(file)!r}); pass the path of a script defining "
+                         "get_estimator(), e.g. examples/mnist_torch.py.")
     if not file.is_file() or file.suffix != ".py":
         raise UsageError(f"entry point {path!r} is not a Python file; pass the path of a script defining "
                          "get_estimator(), e.g. examples/mnist_torch.py.")
@@ -189,6 +192,9 @@ def _add_plot_parser(commands: Any) -> None:
 def _run_plot(args: argparse.Namespace) -> None:
     from fe_ray.search import visualize
 
+    if not os.path.isfile(args.search_path):
+        raise UsageError(f"no saved search file at {args.search_path!r}; pass the <name>.json that Search.save (or "
+                         "fit(save_dir)) wrote.")
     functions = {"cartesian": visualize.visualize_cartesian, "heatmap": visualize.visualize_heatmap,
                  "parallel": visualize.visualize_parallel_coordinates, None: visualize.visualize_search}
     kwargs: dict[str, Any] = {"search": args.search_path, "title": args.title, "ignore_keys": args.ignore}
@@ -204,9 +210,17 @@ def _run_plot(args: argparse.Namespace) -> None:
 def _run_logs(args: argparse.Namespace) -> None:
     from fe_ray.summary.logs import parse_log_dir
 
+    if os.path.isfile(args.log_dir):
+        raise UsageError(f"{args.log_dir!r} is a file; fe-ray logs reads every {args.extension} file of a folder: pass "
+                         f"its folder ({os.path.dirname(os.path.abspath(args.log_dir))!r}), with --extension for "
+                         "files of another ending.")
     if not os.path.isdir(args.log_dir):
         raise UsageError(f"log folder {args.log_dir!r} does not exist; pass the folder holding the {args.extension} "
                          "log files.")
+    if not _has_files(args.log_dir, args.extension, args.recursive):
+        where = "in it or its subfolders" if args.recursive else "in it (--recursive also searches its subfolders)"
+        raise UsageError(f"log folder {args.log_dir!r} holds no files ending with {args.extension!r} {where}; pass "
+                         "the ending of your log files with --extension (e.g. --extension .log).")
 
     group_by = args.group_by
     if group_by == "_n":
@@ -215,6 +229,25 @@ def _run_logs(args: argparse.Namespace) -> None:
     save_dir = os.path.join(args.save, "") if args.save else None  # a folder, even one that does not exist yet
     parse_log_dir(args.log_dir, args.extension, args.recursive, args.smooth, save, save_dir, args.ignore,
                   args.include, args.pretty_names, group_by)
+
+
+def _has_files(folder: str, extension: str, recursive: bool) -> bool:
+    """Whether ``folder`` (with ``recursive``, or one of its subfolders) holds a file whose name ends with
+    ``extension``."""
+    for _root, _dirs, files in os.walk(folder):
+        if any(name.endswith(extension) for name in files):
+            return True
+        if not recursive:
+            return False
+    return False
+
+
+def _command_parser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser:
+    """The subcommand's own parser, whose errors print that command's usage line."""
+    for action in parser._actions:  # argparse keeps its subparsers there and nowhere public
+        if isinstance(action, argparse._SubParsersAction):
+            return action.choices[command]
+    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -232,25 +265,29 @@ def run(argv: Sequence[str] | None = None) -> Any:
     """
     parser = _parser()
     args, rest = parser.parse_known_args(argv)
+    command = _command_parser(parser, args.command)
     if args.command in ("logs", "plot"):
         if rest:
-            parser.error(f"unrecognized arguments: {' '.join(rest)}")
+            command.error(f"unrecognized arguments: {' '.join(rest)}")
         try:
             (_run_logs if args.command == "logs" else _run_plot)(args)
         except (ValueError, TypeError, FileNotFoundError) as err:
             # The plotting functions name their Python arguments; say which options of the command set them.
             hint = (" (fe-ray plot: pick the plot with --draw cartesian|heatmap|parallel, leave keys out with "
                     "--ignore)" if args.command == "plot" and not isinstance(err, UsageError) else "")
-            parser.error(f"{err}{hint}")
+            command.error(f"{err}{hint}")
         return None
     try:
+        if args.command == "test" and "--no-warmup" in rest:
+            raise UsageError("--no-warmup is an option of fe-ray train (the warm-up runs before training); fe-ray "
+                             "test runs none: leave it out.")
         hyperparameters: dict[str, Any] = {}
         if args.hyperparameters:
             hyperparameters = _read_json(args.hyperparameters)
         hyperparameters.update(parse_hyperparameters(rest))
         estimator = build_estimator(load_entry_point(args.entry_point), hyperparameters)
     except UsageError as err:  # not a ValueError of the script's own code (get_estimator's), which keeps its traceback
-        parser.error(str(err))
+        command.error(str(err))
     if args.command == "train":
         return estimator.fit(summary=args.summary, warmup=args.warmup, eager=args.eager)
     return estimator.test(summary=args.summary, eager=args.eager)

@@ -108,7 +108,8 @@ def test_test_runs_the_test_mode(script: Path) -> None:
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["train", "no_such_script.py"], "is not a Python file"),
+    (["train", "no_such_script.py"], "no such script 'no_such_script.py'"),
+    (["train", "{missing}"], "no such script"),
     (["train", "{script}", "--epoch", "2"], r"does not take these hyperparameters .*takes: epochs, batch_size, lr, "
                                             "name"),
     (["train", "{script}", "--epochs"], "has no value"),
@@ -229,3 +230,27 @@ def test_plot_command_draws_a_saved_search(tmp_path: Path, capsys: pytest.Captur
     err = capsys.readouterr().err
     assert "Cartesian plots need exactly 1 varying parameter" in err
     assert "pick the plot with --draw cartesian|heatmap|parallel, leave keys out with --ignore" in err
+
+
+def test_command_errors_name_the_fix_with_the_commands_usage(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "run_1.txt"
+    log.write_text("FastEstimator-Train: step: 1; ce: 1.0;\n")
+    (tmp_path / "empty").mkdir()
+    cases = [
+        (["logs", str(log)], rf"{str(log)!r} is a file; fe-ray logs reads every \.txt file of a folder: pass its "
+                             rf"folder \({str(tmp_path)!r}\)"),
+        (["logs", str(tmp_path / "empty")], r"holds no files ending with '\.txt' in it \(--recursive also searches "
+                                            r"its subfolders\); pass the ending of your log files with --extension"),
+        (["train", str(tmp_path / "nothere.py")], r"no such script .*nothere\.py"),
+        (["train", str(log)], r"run_1\.txt' is not a Python file"),
+        (["test", str(tmp_path / "nothere.py"), "--no-warmup"], r"--no-warmup is an option of fe-ray train"),
+        (["plot", str(tmp_path / "nothere.json")], r"no saved search file at .*nothere\.json'; pass the <name>\.json"),
+    ]
+    for argv, message in cases:
+        with pytest.raises(SystemExit) as exit_info:
+            cli.run(argv)
+        err = capsys.readouterr().err
+        assert exit_info.value.code == 2 and re.search(message, err), (argv, err)
+        assert f"usage: fe-ray {argv[0]}" in err, err  # the command's own usage line
+        assert "pick the plot with" not in err  # no hint about the plot's other options

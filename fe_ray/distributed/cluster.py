@@ -265,7 +265,13 @@ def _shortfall(num_replicas: int, bundle: Mapping[str, float]) -> str:
 
 
 def _placement_message(num_replicas: int, bundle: Mapping[str, float], reason: str, fix: str | None = None) -> str:
-    return (f"Cannot place {num_replicas} replica(s) with resources_per_replica={dict(bundle)}: {reason}. "
+    total = ray.cluster_resources()
+    # Ray's resource names are case-sensitive: {"cpu": 1} asks for a resource no node has.
+    renames = {key: known for key in bundle if key not in total
+               for known in total if known.lower() == key.lower()}
+    spelling = "".join(f" Resource names are case-sensitive: did you mean {known!r} for {key!r}?"
+                       for key, known in renames.items())
+    return (f"Cannot place {num_replicas} replica(s) with resources_per_replica={dict(bundle)}: {reason}.{spelling} "
             f"Available now: {_available(bundle)}. Lower num_replicas, pass a smaller resources_per_replica, add "
             f"nodes{', ' + fix if fix else ''}.")
 

@@ -113,6 +113,11 @@ class ReplicaLifecycle:
             self._start_rng()
 
     def _backend_for(self, bundle: Mapping[str, float]) -> str | None:
+        if self.collective_backend == "nccl" and bundle.get("GPU", 0.0) < 1:
+            # Found before any actor starts: NCCL itself would fail only at the rendezvous, seconds later.
+            raise ValueError(f"collective_backend='nccl' needs a whole GPU per replica, but each replica gets "
+                             f"{dict(bundle)}. Pass resources_per_replica={{'GPU': 1}} on a cluster with GPUs, or "
+                             "collective_backend='gloo' (None, the default, picks from the replicas' resources).")
         if self.collective_backend is not None or self.target_type != "torch":
             return self.collective_backend
         gpus = bundle.get("GPU", 0.0)

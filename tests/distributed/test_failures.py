@@ -277,6 +277,14 @@ def test_unplaceable_request_fails_fast(ray_session: None) -> None:
     with pytest.raises(PlacementError, match=r"resources_per_replica=\{'GPU': 1.0\}.*Available now"):
         network.start()
     assert timeit.default_timer() - start < 5
+    lower = make_network(num_replicas=1, resources_per_replica={"cpu": 1}, placement_timeout_s=5)
+    with pytest.raises(PlacementError, match=r"Resource names are case-sensitive: did you mean 'CPU' for 'cpu'\?"):
+        lower.start()
+    nccl = make_network(num_replicas=2, collective_backend="nccl")  # the CPU bundle here: no GPU for NCCL
+    with pytest.raises(ValueError, match=r"collective_backend='nccl' needs a whole GPU per replica, but each replica "
+                                         r"gets \{'CPU': 1.0\}.*collective_backend='gloo'"):
+        nccl.start()
+    assert timeit.default_timer() - start < 15  # refused before any actor started
 
 
 @pytest.mark.timeout(60)

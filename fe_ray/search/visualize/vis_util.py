@@ -49,7 +49,7 @@ def _load_search_file(path: str | os.PathLike[str]) -> Search:
     path = os.path.abspath(os.path.normpath(os.fspath(path)))
     if not os.path.isfile(path):
         raise ValueError(f"No saved search file at {path!r}; pass the path of the <name>.json that Search.save "
-                         "(or fit(save_dir)) wrote, or the search object itself.")
+                         "(or fit(save_dir)) wrote (in Python, the search object itself works too).")
     with open(path) as file:
         try:
             state = json.load(file)
