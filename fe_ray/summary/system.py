@@ -314,10 +314,26 @@ class System:
             payload = read_checkpoint(load_dir)
         except CheckpointError as err:
             if isinstance(err.__cause__, FileNotFoundError):
-                raise MissingCheckpointError(str(err)) from err
+                raise MissingCheckpointError(_missing_message(load_dir, str(err))) from err
             raise
         # The payload read from disk is ours alone: the optimizers may keep its arrays (no second copy in memory).
         self.restore_state(payload, source=f"checkpoint {load_dir}", copy=False)
+
+
+def _missing_message(load_dir: str, message: str) -> str:
+    """``message`` (a missing file), or what is missing when it is the whole folder: a mistyped or never-written
+    checkpoint rather than a damaged one."""
+    from fe_ray.io.checkpoint import open_fs
+
+    try:
+        fs, path = open_fs(load_dir)
+        folder_missing = not fs.isdir(path)
+    except Exception:  # noqa: BLE001 - the file's own message is still right
+        return message
+    if not folder_missing:
+        return message
+    return (f"No checkpoint folder at {load_dir!r}: load_state reads a folder that save_state wrote (a "
+            "RestoreWizard keeps its checkpoints as ckpt-NNNNNN folders inside its directory). Check the path.")
 
 
 def snapshot_models(models: Sequence[Any], copy: bool = True,
