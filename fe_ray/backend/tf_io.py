@@ -34,16 +34,38 @@ WEIGHT_DECAY_KEY = "optimizer_weight_decay"
 SCHEDULED_DECAY_KEY = "scheduled_weight_decays"
 
 
-def build_optimizer(model: Any, optimizer: Any = None) -> None:
+#: A snapshot's entry naming the weights (positions in ``model.weights``) the optimizer was built for, when they are
+#: not the model's trainable weights: a layer frozen after the optimizer was built keeps its slots in the optimizer,
+#: so an optimizer restored elsewhere must be built for the same weights to take the saved variables.
+BUILT_FOR_KEY = "optimizer_built_for"
+
+
+def build_optimizer(model: Any, optimizer: Any = None, built_for: Sequence[int] | None = None) -> None:
     """Create the variables (slots, iteration count) of ``optimizer`` (default: the current one) if it has none yet.
 
     Needed before reading/restoring optimizer state and before a traced update; a no-op for unbuilt models
     (no trainable variables yet), whose optimizer builds on first use. Building early changes nothing: a fresh
-    optimizer's variables hold what its first use would create.
+    optimizer's variables hold what its first use would create. ``built_for``: build it for these weights (positions
+    in ``model.weights``, a snapshot's :data:`BUILT_FOR_KEY`) instead of the trainable ones.
     """
     optimizer = getattr(model, "current_optimizer", None) if optimizer is None else optimizer
-    if optimizer is not None and not optimizer.built and model.trainable_variables:
+    if optimizer is None or optimizer.built:
+        return
+    if built_for is not None:
+        weights = model.weights
+        optimizer.build([weights[index] for index in built_for])
+    elif model.trainable_variables:
         optimizer.build(model.trainable_variables)
+
+
+def _built_for(model: Any, optimizer: Any) -> list[int] | None:
+    """The positions in ``model.weights`` of the weights ``optimizer`` was built for, when they are not the model's
+    trainable weights (None otherwise, or when Keras does not say)."""
+    built = getattr(optimizer, "_trainable_variables", None)
+    if not built or [id(v) for v in built] == [id(v) for v in model.trainable_variables]:
+        return None
+    position = {id(weight): index for index, weight in enumerate(model.weights)}
+    return [position[id(v)] for v in built] if all(id(v) in position for v in built) else None
 
 
 #: FastEstimator 1.7's names for TF files: weights (Keras 2 ``save_weights``) and pickled optimizer state.
@@ -175,10 +197,12 @@ def _optimizer_arrays(optimizer: Any) -> list[np.ndarray]:
     return [np.array(keras.ops.convert_to_numpy(v)) for v in optimizer.variables]
 
 
-def _assign_optimizer(model: Any, arrays: list[np.ndarray], optimizer: Any = None) -> None:
-    """Assign saved variables to ``optimizer`` (default: the model's current one), building it first."""
+def _assign_optimizer(model: Any, arrays: list[np.ndarray], optimizer: Any = None,
+                      built_for: Sequence[int] | None = None) -> None:
+    """Assign saved variables to ``optimizer`` (default: the model's current one), building it first (for the
+    weights ``built_for`` names, when given: see :data:`BUILT_FOR_KEY`)."""
     optimizer = model.current_optimizer if optimizer is None else optimizer
-    build_optimizer(model, optimizer)
+    build_optimizer(model, optimizer, built_for)
     variables = optimizer.variables
     if len(variables) != len(arrays):
         raise ValueError(f"Saved optimizer state has {len(arrays)} variables but the optimizer of model "
@@ -207,6 +231,9 @@ def get_state(model: keras.Model, copy: bool = True, deferred: bool = False,
 
     state = {"model": [np.array(keras.ops.convert_to_numpy(v)) for v in model.weights],
              "optimizer": optimizer_state(optimizer) if optimizer is not None else None}
+    built_for = _built_for(model, optimizer) if optimizer is not None else None
+    if built_for is not None:
+        state[BUILT_FOR_KEY] = built_for
     decay = tf_optim().get_weight_decay(optimizer)
     if decay is not None:  # not one of the optimizer's variables (see tf_optim.live_weight_decay)
         state[WEIGHT_DECAY_KEY] = decay
@@ -238,14 +265,21 @@ def set_buffers(model: keras.Model, buffers: Sequence[Any]) -> None:
         variable.assign(value)
 
 
-def weights_fingerprint(model: keras.Model) -> int:
-    """A checksum of the values of the model's weights (trainable and not). TF counts no writes to a variable, so
-    the values are read; equal fingerprints mean no weight was written in between, but for a 2**-32 chance."""
+def weights_fingerprint(model: keras.Model) -> tuple[int, tuple[Any, ...]]:
+    """A checksum of the values of the model's weights (trainable and not), with its optimizers' identities and step
+    counters (another optimizer, or one whose ``iterations`` was reset or restored). TF counts no writes to a
+    variable, so the weights' values are read; equal fingerprints mean no weight was written in between, but for a
+    2**-32 chance. The optimizers' slot variables are left out: building an optimizer (as reading its state does)
+    creates them without any write."""
     checksum = 0
     for variable in model.weights:
         values = np.ascontiguousarray(variable.numpy())  # .numpy(): a 0-d bfloat16 weight too (see tf.to_numpy)
         checksum = zlib.crc32(values.reshape(-1).view(np.uint8), checksum)
-    return checksum
+    current = getattr(model, "current_optimizer", None)
+    optimizers = [current] if current is not None else []
+    optimizers += [optimizer for optimizer in scheduled_optimizers(model) if optimizer is not current]
+    states = tuple((id(optimizer), int(optimizer.iterations.numpy())) for optimizer in optimizers)
+    return checksum, states
 
 
 def weight_layout(model: keras.Model) -> list[list[int]]:
@@ -275,13 +309,15 @@ def set_state(model: keras.Model, state: dict[str, Any], copy: bool = True) -> N
                          f"{len(weights)}; it belongs to a different architecture.")
     for variable, value in zip(weights, state["model"]):
         variable.assign(value)
-    if restore_scheduled(model, state, lambda optimizer, arrays: _assign_optimizer(model, arrays, optimizer)):
+    built_for = state.get(BUILT_FOR_KEY)
+    if restore_scheduled(model, state, lambda optimizer, arrays: _assign_optimizer(model, arrays, optimizer,
+                                                                                   built_for)):
         decays = state.get(SCHEDULED_DECAY_KEY) or []
         for optimizer, decay in zip(scheduled_optimizers(model), decays):
             _restore_weight_decay(optimizer, decay)
         return
     if getattr(model, "current_optimizer", None) is not None and state.get("optimizer") is not None:
-        _assign_optimizer(model, state["optimizer"])
+        _assign_optimizer(model, state["optimizer"], built_for=built_for)
     _restore_weight_decay(getattr(model, "current_optimizer", None), state.get(WEIGHT_DECAY_KEY))
 
 

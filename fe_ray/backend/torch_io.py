@@ -185,12 +185,21 @@ def set_buffers(model: torch.nn.Module, buffers: dict[str, Any]) -> None:
             own[name].copy_(_tensor_to_read(value))
 
 
-def weights_fingerprint(model: torch.nn.Module) -> tuple[tuple[int, int, int], ...]:
-    """What identifies the values of the model's parameters and buffers, without reading them: each tensor's
-    identity, storage and version counter, which every in-place write moves (``load_state_dict``'s copies too).
-    Equal fingerprints mean no weight was written in between."""
-    return tuple((id(tensor), tensor.data_ptr(), tensor._version)
-                 for tensor in (*model.parameters(), *model.buffers()))
+def weights_fingerprint(model: torch.nn.Module) -> tuple[Any, ...]:
+    """What identifies the values of the model's parameters and buffers and its optimizers' states, without reading
+    them: each tensor's identity, storage and version counter, which every in-place write moves
+    (``load_state_dict``'s copies too), and each optimizer's state entries (a cleared or reloaded state has other
+    tensors, or none). Equal fingerprints mean nothing was written in between."""
+    weights = tuple((id(tensor), tensor.data_ptr(), tensor._version)
+                    for tensor in (*model.parameters(), *model.buffers()))
+    current = getattr(model, "current_optimizer", None)
+    optimizers = [current] if current is not None else []
+    optimizers += [optimizer for optimizer in scheduled_optimizers(model) if optimizer is not current]
+    states = tuple((id(optimizer), len(optimizer.state),
+                    tuple((id(value), value.data_ptr(), value._version) if isinstance(value, torch.Tensor) else value
+                          for entry in optimizer.state.values() for value in entry.values()))
+                   for optimizer in optimizers)
+    return weights + states
 
 
 def weight_layout(model: torch.nn.Module) -> list[list[Any]]:

@@ -226,6 +226,13 @@ def reserve(num_replicas: int, bundle: Mapping[str, float], timeout_s: float,
     if short and not wait_for_nodes:
         raise PlacementError(_placement_message(num_replicas, bundle, f"the cluster has only {short} in total",
                                                 fix="or pass wait_for_nodes=True when an autoscaler adds nodes"))
+    nodes = sum(1 for node in ray.nodes() if node.get("Alive"))
+    if strategy == "STRICT_SPREAD" and nodes < num_replicas and not wait_for_nodes:
+        # One bundle per node: no wait places more of them than there are nodes.
+        raise PlacementError(_placement_message(num_replicas, bundle, f"placement_strategy='STRICT_SPREAD' puts each "
+                                                f"replica on a node of its own and the cluster has {nodes} node(s)",
+                                                fix="use placement_strategy='SPREAD' (or 'PACK'), or pass "
+                                                    "wait_for_nodes=True when an autoscaler adds nodes"))
     if short:
         logger.warning("fe_ray: the cluster has only %s in total for %d replica(s) with resources_per_replica=%s; "
                        "waiting up to %gs (placement_timeout_s) for nodes to join (wait_for_nodes=True).", short,
@@ -311,6 +318,8 @@ def start_actor(cls: type, args: tuple[Any, ...], group: PlacementGroup | None, 
         "num_gpus": resources.pop("GPU", 0.0),
         "max_restarts": 0,  # one method at a time, in call order (threaded actors would reorder calls)
     }
+    if "memory" in resources:  # an option of its own for Ray, never among custom resources (a bundle takes both)
+        options["memory"] = resources.pop("memory")
     if resources:
         options["resources"] = resources
     if group is not None:
@@ -373,6 +382,16 @@ def replica_env(runtime_env: Mapping[str, Any] | None, num_cpus: float, *, num_g
     return env
 
 
+def ray_session() -> tuple[str, str] | None:
+    """This driver's current connection to Ray, None when Ray is not initialised: a ``ray.shutdown()`` and a new
+    ``ray.init()`` change it (the job id, for a cluster connected to again; the node id, for a new local Ray, whose
+    job ids start over), and the actors of the earlier one are gone."""
+    if not ray.is_initialized():
+        return None
+    context = ray.get_runtime_context()
+    return context.get_job_id(), context.get_node_id()
+
+
 def exit_actors(actors: Sequence[Any], grace_s: float) -> int:
     """Ask actors to exit their processes the normal way; how many had not begun to exit after ``grace_s`` (an actor
     busy with a call, e.g. a step an interrupted driver left, begins once that call ends).
@@ -409,4 +428,4 @@ source_fingerprint()
 
 __all__ = ["MALLOC_ENV", "SOURCE_ROOT", "VISIBLE_GPUS_VAR", "WORKER_NICENESS_VAR", "actor_runtime_env", "check_bundle",
            "check_same_source", "default_bundle", "ensure_ray", "exit_actors", "hash_sources", "kill_actor", "node_ip",
-           "release", "replica_env", "reserve", "source_fingerprint", "start_actor"]
+           "ray_session", "release", "replica_env", "reserve", "source_fingerprint", "start_actor"]

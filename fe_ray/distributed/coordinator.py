@@ -35,7 +35,7 @@ from fe_ray.distributed.checkpointing import ReplicaCheckpoints
 from fe_ray.distributed.errors import is_replica_failure  # re-exported
 from fe_ray.distributed.lifecycle import ReplicaLifecycle
 from fe_ray.distributed.lr_mirror import LrMirror
-from fe_ray.distributed.options import check_options, placement_timeout
+from fe_ray.distributed.options import check_options, placement_timeout, replica_env_vars
 from fe_ray.distributed.replica_calls import writable
 from fe_ray.distributed.serialization import check_picklable
 from fe_ray.distributed.state_transfer import pull_rank0, push_to_replicas, share_buffers
@@ -108,7 +108,7 @@ class RayNetwork(ReplicaLifecycle, BaseNetwork):
         placement_timeout_s = placement_timeout(placement_timeout_s, wait_for_nodes)
         check_options(num_replicas, max_failures, step_timeout_s, checkpoint_dir, placement_timeout_s,
                        collective_timeout_s, placement_strategy, step_transport, wait_for_nodes,
-                       (runtime_env or {}).get("env_vars"))
+                       replica_env_vars(runtime_env))
         device: Any = None
         if framework == "torch":
             import torch
@@ -151,6 +151,7 @@ class RayNetwork(ReplicaLifecycle, BaseNetwork):
         self._pending_exit: list[Any] = []
         self._pending_rng: list[Any] | None = None  # replica generator states to apply when replicas start
         self._weights_at_sync: list[Any] | None = None  # the driver's weights when the replicas last had the same
+        self._trainable_at_start: list[tuple[int, ...]] | None = None  # which weights trained when replicas started
 
     # ------------------------------------------------------------------ background checkpoints
     def save_checkpoint_async(self, root: str, payload: Mapping[str, Any], keep: int | None = 2,
@@ -196,6 +197,18 @@ class RayNetwork(ReplicaLifecycle, BaseNetwork):
 
     # ------------------------------------------------------------------ contexts
     def _enter_context(self) -> None:
+        group = self._holder.group
+        if group is not None and not group.of_this_session():
+            # The user called ray.shutdown() (and perhaps ray.init()) since: the replicas went with that connection.
+            logger.warning("fe_ray: the replicas' Ray connection has ended (ray.shutdown() since they started); "
+                           "starting new replicas from the driver's models.")
+            self._stop_replicas()
+        elif self.started and self._trainable_layout() != self._trainable_at_start:
+            # A layer frozen (or unfrozen) on the driver between runs: the replicas' copies of the models cannot be
+            # told, weights and optimizer states are all a transfer carries, so they start again from the driver's.
+            logger.warning("fe_ray: which weights of the models train changed on the driver since the replicas "
+                           "started (a layer frozen or unfrozen); restarting the replicas from the driver's models.")
+            self._stop_replicas()
         self._group()  # started before the rates are compared: fresh replicas get the driver's rates with its models
         state = self.ctx_state
         desired = set(self.ctx_outputs)
@@ -234,7 +247,8 @@ class RayNetwork(ReplicaLifecycle, BaseNetwork):
     def prefetch(self, batch: Mapping[str, Any]) -> None:
         """Split ``batch`` and put its slices into the object store now, ahead of ``run_step(batch)``, which reuses
         them. Only without active slicers (with slicers, the minibatches are made inside run_step)."""
-        if self.ctx_slicers or not self.started or not self.ctx_state:
+        group = self._holder.group  # inside a context: its connection was checked on entering it
+        if self.ctx_slicers or group is None or not group.alive or not self.ctx_state:
             return
         refs, n_local, n_total = self._put_slices(batch)
         self._prefetched = (dict(batch), refs, n_local, n_total)
@@ -317,6 +331,10 @@ class RayNetwork(ReplicaLifecycle, BaseNetwork):
         push_to_replicas(group, self.models, self.target_type, op_states, self._control_timeout_s)
         self._lrs.assume_synced(self.models)
         self._weights_at_sync = self._weights_fingerprint()
+
+    def _trainable_layout(self) -> list[tuple[int, ...]]:
+        """Which of the driver's model weights train (their identities, per model): freezing a layer changes it."""
+        return [tuple(map(id, self._backend.trainable_variables(model))) for model in self.models]
 
     def _weights_fingerprint(self) -> list[Any]:
         """The driver's models' :meth:`weights_fingerprint`s, to tell whether they were written since a transfer."""

@@ -57,12 +57,14 @@ class ReplicaLifecycle:
     _pending_exit: list[Any]
     _pending_rng: list[Any] | None
     load_models_from_driver: Callable[[], None]
+    _trainable_layout: Callable[[], list[tuple[int, ...]]]
+    _trainable_at_start: list[tuple[int, ...]] | None
 
     @property
     def started(self) -> bool:
-        """Whether the replicas are running."""
+        """Whether the replicas are running (in the driver's current Ray connection: a ``ray.shutdown()`` ends them)."""
         group = self._holder.group
-        return group is not None and group.alive
+        return group is not None and group.alive and group.of_this_session()
 
     def start(self) -> None:
         """Start the replicas now (otherwise they start on first use) from the driver's current models.
@@ -90,6 +92,7 @@ class ReplicaLifecycle:
         self._holder.group = group
         group.start()
         self.load_models_from_driver()  # identical start on every replica, whatever pickling preserved
+        self._trainable_at_start = self._trainable_layout()
         self._start_rng()
 
     def _start_rng(self) -> None:
@@ -150,9 +153,11 @@ class ReplicaLifecycle:
         self.start()
 
     def _group(self) -> ReplicaGroup:
-        if not self.started:
-            self.start()
+        # Called every step: the Ray connection is checked once per context (on entering it) and by start().
         group = self._holder.group
+        if group is None or not group.alive:
+            self.start()
+            group = self._holder.group
         assert group is not None
         return group
 

@@ -34,12 +34,15 @@ def check_options(num_replicas: int, max_failures: int, step_timeout_s: float, c
     Raises:
         ValueError: Naming the bad option, its value, and what it accepts.
             Also a bad ``FE_RAY_STREAM_SPIN_US`` or ``FE_RAY_EARLY_ANSWER`` with the stream transport.
-        TypeError: If ``wait_for_nodes`` is not a bool.
+        TypeError: If ``wait_for_nodes`` is not a bool, or ``checkpoint_dir`` is neither None, a str nor a path.
     """
     if not isinstance(num_replicas, numbers.Integral) or isinstance(num_replicas, bool) or num_replicas < 1:
         raise ValueError(f"num_replicas must be a positive int, got {num_replicas!r}.")
     if not isinstance(max_failures, numbers.Integral) or isinstance(max_failures, bool) or max_failures < 0:
         raise ValueError(f"max_failures must be an int >= 0 (0 raises on the first failure), got {max_failures!r}.")
+    if checkpoint_dir is not None and not isinstance(checkpoint_dir, (str, os.PathLike)):
+        raise TypeError(f"checkpoint_dir must be a path or an fsspec URL string (e.g. '/nfs/run1' or "
+                        f"'s3://bucket/run1'), got {type(checkpoint_dir).__name__}: {checkpoint_dir!r:.100}.")
     if max_failures > 0 and not checkpoint_dir:
         raise ValueError(f"max_failures={max_failures} needs checkpoint_dir=... so the run can resume from its latest "
                          "checkpoint after replacing failed replicas.")
@@ -66,6 +69,26 @@ def check_options(num_replicas: int, max_failures: int, step_timeout_s: float, c
         early_answers(env)
 
 
+def replica_env_vars(runtime_env: object) -> Mapping[str, str] | None:
+    """The ``env_vars`` of the replicas' ``runtime_env`` (None without), after checking the two have Ray's types.
+
+    Raises:
+        TypeError: If ``runtime_env`` is not a dict (or None), or its ``env_vars`` is not a dict of strings.
+    """
+    if runtime_env is None:
+        return None
+    if not isinstance(runtime_env, Mapping):
+        raise TypeError(f"runtime_env must be a dict of Ray's runtime environment fields (e.g. {{'env_vars': "
+                        f"{{'NAME': 'value'}}, 'pip': [...]}}) or None, got {type(runtime_env).__name__}: "
+                        f"{runtime_env!r:.100}.")
+    env_vars = runtime_env.get("env_vars")
+    if env_vars is not None and (not isinstance(env_vars, Mapping) or not all(
+            isinstance(key, str) and isinstance(value, str) for key, value in env_vars.items())):
+        raise TypeError(f"runtime_env['env_vars'] must be a dict of strings ({{'NAME': 'value'}}), got "
+                        f"{env_vars!r:.100}.")
+    return env_vars
+
+
 def placement_timeout(placement_timeout_s: float | None, wait_for_nodes: bool) -> float | None:
     """``placement_timeout_s``, or its default when None: longer when waiting for an autoscaler's nodes."""
     if placement_timeout_s is not None:
@@ -74,4 +97,4 @@ def placement_timeout(placement_timeout_s: float | None, wait_for_nodes: bool) -
 
 
 __all__ = ["MAX_TIMEOUT_S", "NODE_WAIT_TIMEOUT_S", "PLACEMENT_TIMEOUT_S", "STRATEGIES", "TRANSPORTS", "check_options",
-           "placement_timeout"]
+           "placement_timeout", "replica_env_vars"]

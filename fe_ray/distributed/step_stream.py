@@ -128,6 +128,19 @@ class StepStreamError(ConnectionError):
         return type(self), (self.rank, str(self))
 
 
+class StepsTimedOut(TimeoutError):
+    """Some replicas did not answer a step in time (driver side); ``ranks`` names them, the others answered.
+
+    Args:
+        ranks: The ranks that did not answer.
+        message: What timed out.
+    """
+
+    def __init__(self, ranks: list[int], message: str) -> None:
+        super().__init__(message)
+        self.ranks = list(ranks)
+
+
 # ------------------------------------------------------------------------------------------------ replica side
 class StepServer:
     """Replica side: the one thread that does all of a replica's work.
@@ -333,7 +346,8 @@ class StepStream:
             try:
                 send_message(conn, args)
             except TimeoutError:
-                raise TimeoutError(f"rank {rank} did not take its step's inputs within {timeout_s:g}s") from None
+                raise StepsTimedOut([rank], f"rank {rank} did not take its step's inputs within {timeout_s:g}s") \
+                    from None
             except OSError as err:
                 raise StepStreamError(rank, f"step stream of rank {rank} broke while sending: {err}") from err
         if overlap is not None:
@@ -345,7 +359,7 @@ class StepStream:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 missing = [rank for rank in range(len(self._conns)) if rank not in results]
-                raise TimeoutError(f"ranks {missing} did not answer within {timeout_s:g}s")
+                raise StepsTimedOut(missing, f"ranks {missing} did not answer within {timeout_s:g}s")
             poll = spin_until and time.perf_counter() < spin_until  # SPIN_ENV: look without sleeping for a while
             for key, _ in self._selector.select(timeout=0.0 if poll else remaining):
                 rank = key.data  # each rank sends one answer per step, so a readable rank has not answered yet

@@ -60,6 +60,7 @@ class ReplicaGroup(GroupWaits):
                  deterministic: bool = False, wait_for_nodes: bool = False) -> None:
         self.num_replicas = num_replicas
         self.framework = framework
+        self.session = cluster.ray_session()  # the Ray connection its actors belong to
         self.bundle = dict(bundle)
         self.actors: list[Any] = []
         self.infos: list[dict[str, Any]] = [{} for _ in range(num_replicas)]
@@ -182,19 +183,26 @@ class ReplicaGroup(GroupWaits):
             self._threaded = None
         return True
 
+    def of_this_session(self) -> bool:
+        """Whether its actors belong to the driver's current Ray connection: after a ``ray.shutdown()`` (and perhaps a
+        new ``ray.init()``) they are gone, and calls to them would fail (or start a new Ray)."""
+        return self.session is not None and cluster.ray_session() == self.session
+
     def _kill(self) -> None:
         """Kill every actor (also ending an exit that hangs; one that has begun finishes, see
         :func:`cluster.exit_actors`) and release the placement group."""
         threaded, self._threaded = self._threaded, None
         self.alive = False
+        ended = self.session is None  # of an ended Ray connection: its actors and placement group are gone
         if isinstance(threaded, StepStream):
             threaded.close()  # the driver's sockets; the replicas go with the kills below
-        for actor in self.actors:
+        for actor in [] if ended else self.actors:
             cluster.kill_actor(actor)
-        if isinstance(threaded, StepGraph):
+        if isinstance(threaded, StepGraph) and not ended:
             threaded.close()  # after the kills: a replica stuck in a step would block the graph's teardown
         self.actors = []
-        cluster.release(self._placement)
+        if not ended:
+            cluster.release(self._placement)
         self._placement = None
         _HOLDING.discard(self)
 
@@ -239,8 +247,10 @@ class ReplicaGroup(GroupWaits):
             return self.wait(pending, timeout_s, what)
         try:
             values = self._threaded.run(per_rank_args, timeout_s, overlap)
-        except TimeoutError:  # also Ray's RayChannelTimeoutError
-            raise self._timeout_error(list(range(self.num_replicas)), what, timeout_s) from None
+        except TimeoutError as err:  # also Ray's RayChannelTimeoutError
+            # The step stream knows which replicas did not answer (the others did); otherwise name them all.
+            ranks = getattr(err, "ranks", None) or list(range(self.num_replicas))
+            raise self._timeout_error(ranks, what, timeout_s) from None
         except (ray.exceptions.RayError, ConnectionError) as err:  # a graph's or a stream's peer is gone
             self.alive = False
             self._raise_if_any_died(what, err)
@@ -279,9 +289,14 @@ def stop_groups(groups: Sequence[ReplicaGroup], grace_s: float = 0.0) -> None:
     """Stop replica groups together (safe to call repeatedly): the healthy groups' replicas are asked to exit
     normally and share one grace period of ``grace_s``, so a driver that exits holding several networks whose
     replicas are busy waits ``grace_s`` in all, not once per network; then every replica is killed (those still busy
-    with a warning, the failed groups' at once) and the placement groups are released."""
+    with a warning, the failed groups' at once) and the placement groups are released. Groups of an ended Ray
+    connection are only forgotten: their actors went with it."""
+    for group in groups:
+        if not group.of_this_session():
+            group.session = None  # _kill below then makes no Ray calls for it
     try:
-        exiting = [actor for group in groups if grace_s > 0 and group._prepare_exit() for actor in group.actors]
+        exiting = [actor for group in groups if grace_s > 0 and group.session is not None and group._prepare_exit()
+                   for actor in group.actors]
         if exiting:
             try:
                 late = cluster.exit_actors(exiting, grace_s)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import os
 import pickle
 import warnings
@@ -814,3 +815,43 @@ def test_weights_fingerprint_moves_with_writes_only(framework: str) -> None:
         with torch.no_grad():
             next(model.parameters()).mul_(2)
     assert backend.weights_fingerprint(model) != before
+
+
+def test_a_keras_optimizer_built_before_a_layer_froze_restores_into_a_fresh_frozen_model() -> None:
+    # Fine-tuning: the optimizer has slots for a layer frozen later. A fresh copy of the model with the layer frozen
+    # (a resumed process, a restarted replica) builds its optimizer for the same weights, so the state fits.
+    import keras
+
+    import fe_ray as fe
+
+    def make() -> Any:
+        keras.utils.set_random_seed(0)
+        return fe.build(lambda: keras.Sequential([keras.Input((3,)), keras.layers.Dense(4),
+                                                   keras.layers.Dense(2)]), optimizer_fn="adam")
+
+    backend = get_backend("tf")
+    trained = make()
+    backend.build_optimizer(trained)
+    trained.current_optimizer.variables[0].assign(7)  # the step counter: something to carry over
+    trained.layers[0].trainable = False
+    state = backend.get_state(trained)
+    fresh = make()
+    fresh.layers[0].trainable = False
+    backend.set_state(fresh, state)
+    for mine, theirs in zip(optimizer_state(fresh), optimizer_state(trained)):
+        np.testing.assert_array_equal(mine, theirs)
+    assert len(fresh.current_optimizer.variables) == len(trained.current_optimizer.variables) == 10
+
+
+def test_the_torch_fingerprint_moves_when_the_optimizer_state_is_replaced() -> None:
+    # A driver resetting or reloading its optimizer between fits: the replicas must be sent the new state.
+    backend = get_backend("torch")
+    model = model_of("torch", "adam")
+    backend.update_model(model, sgd_grad("torch"))
+    before = backend.weights_fingerprint(model)
+    saved = copy.deepcopy(model.current_optimizer.state_dict())  # as torch.load of a saved state gives
+    model.current_optimizer.state.clear()
+    cleared = backend.weights_fingerprint(model)
+    assert cleared != before
+    model.current_optimizer.load_state_dict(saved)
+    assert backend.weights_fingerprint(model) not in (before, cleared)

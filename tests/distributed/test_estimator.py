@@ -453,3 +453,42 @@ def test_interleaved_batches_of_two_sizes_match_in_process(ray_session: None) ->
 
     for expected, got in zip(fit(), fit(num_replicas=2)):
         np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+
+
+def freeze_first_layer_and_reset_optimizer(model: Any) -> None:
+    """What a fine-tuning script does on the driver between two fits: freeze the first hidden layer, and (torch) start
+    the optimizer afresh."""
+    if hasattr(model, "parameters"):
+        for param in model[1].parameters():
+            param.requires_grad_(False)
+        model.current_optimizer.state.clear()
+    else:
+        model.layers[1].trainable = False
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("framework", ["torch", "tf"])
+def test_trainability_and_optimizer_changes_between_fits_reach_the_replicas(ray_session: None,
+                                                                            framework: str) -> None:
+    # Before, torch replicas kept training the frozen layer and their old Adam moments; TF replicas failed at the
+    # first epoch's end (their copy still trained the layer). Now the replicas restart from the driver's models when
+    # which weights train changed, and a driver optimizer state written between fits is sent with the weights.
+    results = []
+    for replicas in (None, 2):
+        kwargs = {} if replicas is None else {"num_replicas": replicas}
+        pipeline, network, model = setup(framework, n_train=60, **kwargs)
+        try:
+            fe.Estimator(pipeline, network, epochs=1, log_steps=None).fit()
+            freeze_first_layer_and_reset_optimizer(model)
+            frozen = [weight.copy() for weight in model_weights(model)[:2]]
+            summary = fe.Estimator(pipeline, network, epochs=1, log_steps=None).fit()
+        finally:
+            if replicas:
+                network.shutdown()
+        for before, after in zip(frozen, model_weights(model)[:2]):
+            np.testing.assert_array_equal(before, after)  # the frozen layer did not move
+        results.append((summary.history["eval"]["ce"], model_weights(model)))
+    (expected_ce, expected), (got_ce, got) = results
+    np.testing.assert_allclose(list(got_ce.values()), list(expected_ce.values()), rtol=1e-4)
+    for mine, theirs in zip(got, expected):
+        np.testing.assert_allclose(mine, theirs, atol=1e-5)
