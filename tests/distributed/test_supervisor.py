@@ -31,6 +31,7 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> Calls:
     monkeypatch.setattr(cluster, "exit_actors", recorder.exit_actors)
     monkeypatch.setattr(cluster, "kill_actor", recorder.killed.append)
     monkeypatch.setattr(cluster, "release", lambda group: None)
+    monkeypatch.setattr(cluster, "ray_session", lambda: ("job", "node"))  # one live Ray connection throughout
     # Only this test's groups: a real one an earlier test left running must not meet the stand-ins.
     monkeypatch.setattr(supervisor, "_HOLDING", weakref.WeakSet())
     return recorder
@@ -54,6 +55,18 @@ def test_healthy_groups_share_one_grace_period_and_failed_ones_are_only_killed(c
         assert stopped.actors == [] and not stopped.alive and stopped not in supervisor._HOLDING
     stop_groups([first, failed, second], grace_s=5.0)  # again: nothing left to do
     assert len(calls.exits) == 1 and len(calls.killed) == 5
+
+
+def test_groups_of_an_ended_ray_connection_are_only_forgotten(monkeypatch: pytest.MonkeyPatch, calls: Calls) -> None:
+    # After the user's ray.shutdown() (and ray.init()) the old actors are gone: asking them to exit would fail (or
+    # start a new Ray) and report them all as busy.
+    old = group("o", 2, alive=True)
+    monkeypatch.setattr(cluster, "ray_session", lambda: ("job", "new node"))
+    current = group("c", 1, alive=True)
+    assert not old.of_this_session() and current.of_this_session()
+    stop_groups([old, current], grace_s=5.0)
+    assert calls.exits == [(["c0"], 5.0)] and calls.killed == ["c0"]
+    assert old.actors == [] and not old.alive and old not in supervisor._HOLDING
 
 
 def test_without_a_grace_period_every_replica_is_killed_at_once(calls: Calls) -> None:
