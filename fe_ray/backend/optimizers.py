@@ -40,6 +40,13 @@ def scheduled_optimizers(model: Any) -> list[Any]:
     return found
 
 
+def model_optimizers(model: Any) -> list[Any]:
+    """Every optimizer of ``model``: the current one first (if any), then the other scheduled ones."""
+    current = getattr(model, "current_optimizer", None)
+    optimizers = [current] if current is not None else []
+    return optimizers + [optimizer for optimizer in scheduled_optimizers(model) if optimizer is not current]
+
+
 def scheduled_states(model: Any, current: Any, state_of: Callable[[Any], Any]) -> dict[str, Any] | None:
     """The :data:`SCHEDULED_KEY` entry for ``model``'s snapshot, or None for a model without a schedule.
 
@@ -97,4 +104,5 @@ def optimizer_by_name(name: str, constructors: Mapping[str, Callable[..., Any]],
     return constructors[key]
 
 
-__all__ = ["SCHEDULED_KEY", "optimizer_by_name", "restore_scheduled", "scheduled_optimizers", "scheduled_states"]
+__all__ = ["SCHEDULED_KEY", "model_optimizers", "optimizer_by_name", "restore_scheduled", "scheduled_optimizers",
+           "scheduled_states"]

@@ -15,7 +15,13 @@ from typing import Any
 import keras
 import numpy as np
 
-from fe_ray.backend.optimizers import SCHEDULED_KEY, restore_scheduled, scheduled_optimizers, scheduled_states
+from fe_ray.backend.optimizers import (
+    SCHEDULED_KEY,
+    model_optimizers,
+    restore_scheduled,
+    scheduled_optimizers,
+    scheduled_states,
+)
 
 WEIGHTS_SUFFIX = ".weights.h5"
 OPTIMIZER_SUFFIX = "_opt.npz"
@@ -275,9 +281,7 @@ def weights_fingerprint(model: keras.Model) -> tuple[int, tuple[Any, ...]]:
     for variable in model.weights:
         values = np.ascontiguousarray(variable.numpy())  # .numpy(): a 0-d bfloat16 weight too (see tf.to_numpy)
         checksum = zlib.crc32(values.reshape(-1).view(np.uint8), checksum)
-    current = getattr(model, "current_optimizer", None)
-    optimizers = [current] if current is not None else []
-    optimizers += [optimizer for optimizer in scheduled_optimizers(model) if optimizer is not current]
+    optimizers = model_optimizers(model)
     states = tuple((id(optimizer), int(optimizer.iterations.numpy())) for optimizer in optimizers)
     return checksum, states
 

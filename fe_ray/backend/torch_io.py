@@ -10,7 +10,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from fe_ray.backend.optimizers import SCHEDULED_KEY, restore_scheduled, scheduled_optimizers, scheduled_states
+from fe_ray.backend.optimizers import (
+    SCHEDULED_KEY,
+    model_optimizers,
+    restore_scheduled,
+    scheduled_states,
+)
 from fe_ray.io.snapshot import DeferredCopy
 
 #: Key under which :func:`save_model` stores a GradScaler's state inside the optimizer's own state dict; torch's
@@ -192,9 +197,7 @@ def weights_fingerprint(model: torch.nn.Module) -> tuple[Any, ...]:
     tensors, or none). Equal fingerprints mean nothing was written in between."""
     weights = tuple((id(tensor), tensor.data_ptr(), tensor._version)
                     for tensor in (*model.parameters(), *model.buffers()))
-    current = getattr(model, "current_optimizer", None)
-    optimizers = [current] if current is not None else []
-    optimizers += [optimizer for optimizer in scheduled_optimizers(model) if optimizer is not current]
+    optimizers = model_optimizers(model)
     states = tuple((id(optimizer), len(optimizer.state),
                     tuple((id(value), value.data_ptr(), value._version) if isinstance(value, torch.Tensor) else value
                           for entry in optimizer.state.values() for value in entry.values()))
@@ -212,9 +215,7 @@ def state_is_view(model: torch.nn.Module) -> bool:
     """Whether :func:`get_state` with ``copy=False`` returns views of live tensors (any CPU tensor except bfloat16,
     which is converted, hence copied); a model on a GPU yields host arrays of its own."""
     tensors = list(model.state_dict().values())
-    current = getattr(model, "current_optimizer", None)
-    optimizers = [current] if current is not None else []
-    optimizers += [optimizer for optimizer in scheduled_optimizers(model) if optimizer is not current]
+    optimizers = model_optimizers(model)
     for optimizer in optimizers:
         tensors += [value for entry in optimizer.state.values() for value in entry.values()
                     if isinstance(value, torch.Tensor)]

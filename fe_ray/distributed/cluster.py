@@ -226,8 +226,8 @@ def reserve(num_replicas: int, bundle: Mapping[str, float], timeout_s: float,
     if short and not wait_for_nodes:
         raise PlacementError(_placement_message(num_replicas, bundle, f"the cluster has only {short} in total",
                                                 fix="or pass wait_for_nodes=True when an autoscaler adds nodes"))
-    nodes = sum(1 for node in ray.nodes() if node.get("Alive"))
-    if strategy == "STRICT_SPREAD" and nodes < num_replicas and not wait_for_nodes:
+    nodes = sum(1 for node in ray.nodes() if node.get("Alive")) if strategy == "STRICT_SPREAD" else num_replicas
+    if nodes < num_replicas and not wait_for_nodes:
         # One bundle per node: no wait places more of them than there are nodes.
         raise PlacementError(_placement_message(num_replicas, bundle, f"placement_strategy='STRICT_SPREAD' puts each "
                                                 f"replica on a node of its own and the cluster has {nodes} node(s)",

@@ -277,12 +277,11 @@ class System:
     def check_config(self, saved: Mapping[str, Any], source: str = "the checkpoint") -> None:
         """Raise a ValueError naming every part of the configuration that differs from ``saved``."""
         current = self.config_fingerprint()
-        if LAYOUTS_KEY not in saved:  # written before checkpoints recorded the models' layouts
-            current.pop(LAYOUTS_KEY)
         differences = [f"{key}: checkpoint has {saved.get(key)!r}, this run has {current.get(key)!r}"
                        for key in sorted(set(saved) | set(current))
                        if key != LAYOUTS_KEY and saved.get(key) != current.get(key)]
-        differences += _layout_differences(saved.get(LAYOUTS_KEY, {}), current.get(LAYOUTS_KEY, {}))
+        # A checkpoint written before they were recorded has no layouts: nothing to compare them with.
+        differences += _layout_differences(saved.get(LAYOUTS_KEY, {}), current[LAYOUTS_KEY])
         if differences:
             raise ValueError(f"Cannot restore {source}: it was written by a different configuration. "
                              + "; ".join(differences)
