@@ -22,6 +22,8 @@ throughput_lenet    a, a_malloc, a_served, b0, b, c, c_late, d, e on the GPU (Le
                     where compute is fast, and what splits them (the plain loop in a replica's kind of actor on its
                     main thread and served on its stream's thread, the Network alone, replicas answering after the
                     update as before 2026-11-26); the driver's thread metered
+step_gap            from each step's wait for the GPU to the next step's model call and backward pass, the plain
+                    loop against fe_ray's Network: the stretch where Python is not hidden behind queued kernels
 example             ``examples/mnist_torch.py --replicas 1``: the user's path, default resources ``{"GPU": 1}``
 profile_replica     cProfile of the steps inside replica rank 0 (variant c, ``--replica``)
 profile_step        cProfile of the in-process Estimator (b): what the Pipeline and Estimator add to the Network
@@ -116,8 +118,9 @@ def plan(device: str = "cuda", quick: bool = False) -> list[Part]:
     """The parts in priority order (the most informative first, so a short budget keeps them): after the CUDA tests,
     what the open GPU questions need (2026-11-27: LeNet's b/a and c/a are missed; most of c's gap is what serving a
     step one at a time costs, a_served): the LeNet ratios with the plain loop in a replica's kind of actor (main
-    thread and stream thread), the example and the two profiles (the Network's Python in the replica and in
-    process) and the breakdown fit the default budget of one call; a second call at once (``--budget-s 270``) takes
+    thread and stream thread), the stretch of each step where the GPU waits for Python (step_gap), the example and
+    the two profiles (the Network's Python in the replica and in process) fit the default budget of one call, the
+    breakdown when they run short; a second call at once (``--budget-s 270``) takes
     the CPU with cores to spare (complete on 2026-11-28) and the MLP probe on that CPU. ResNet-8, the checkpoint and
     stream_rtt, measured on the current step code on the H200 on 2026-11-27, come after, and idle_gap, answered then,
     last.
@@ -147,6 +150,12 @@ def plan(device: str = "cuda", quick: bool = False) -> list[Part]:
              "b/a, c/a, d/e on the GPU, LeNet; a_malloc and a_served (the plain loop in a replica's kind of actor, "
              "on its main thread and served on its stream's thread: where the replica's slower torch calls come "
              "from), b0 (the Network alone), c_late (answers after the update)"),
+        # The Network's extra time lands where the GPU has nothing queued (2026-11-28, second run: every in-process
+        # loop's thread waits ~1.1 ms a step, yet b0's +373 us of CPU add +336 us): this times that stretch.
+        Part("step_gap", ("-m", "benchmarks.step_gap", "--model", "lenet", *(("--steps", "500") if not quick else ()),
+                          *bench), 30, False,
+             "from each step's wait for the GPU to the next model call and backward pass: the plain loop (a_sync) "
+             "against fe_ray's Network (b0)"),
         Part("example", ("examples/mnist_torch.py", "--epochs", "1", "--replicas", "1"), 45, True,
              "the MNIST example on one GPU replica, default resources"),
         Part("profile_replica", ("-m", "benchmarks.profile_step", "--variant", "c", "--replica", "--model", "lenet",

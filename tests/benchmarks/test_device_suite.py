@@ -22,8 +22,9 @@ def _part(name: str, code: str, planned_s: float = 5.0) -> Part:
 def test_plan_lists_every_part_once_with_its_json_output() -> None:
     parts = device_suite.plan("cuda")
     names = [part.name for part in parts]
-    assert names == ["cuda_tests", "throughput_lenet", "example", "profile_replica", "profile_step", "overhead",
-                     "cpu_spare_cores", "cpu_probe", "throughput_resnet", "checkpoint", "stream_rtt", "idle_gap"]
+    assert names == ["cuda_tests", "throughput_lenet", "step_gap", "example", "profile_replica", "profile_step",
+                     "overhead", "cpu_spare_cores", "cpu_probe", "throughput_resnet", "checkpoint", "stream_rtt",
+                     "idle_gap"]
     for part in parts:
         command = part.command("python", Path("/out/x.json"))
         if part.name.startswith("profile_"):  # console output only (the log), on the GPU
@@ -35,7 +36,7 @@ def test_plan_lists_every_part_once_with_its_json_output() -> None:
             assert command[command.index("--device") + 1] == ("cpu" if part.name in ("cpu_spare_cores", "cpu_probe")
                                                                   else "cuda")
     benchmarks = [part for part in device_suite.plan("cuda", quick=True) if "--json-out" in part.args]
-    assert len(benchmarks) == 8 and all("--quick" in part.args for part in benchmarks)
+    assert len(benchmarks) == 9 and all("--quick" in part.args for part in benchmarks)
 
 
 def test_every_gpu_throughput_part_holds_at_most_one_gpu_of_actors() -> None:

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from benchmarks import harness, idle_gap, throughput, variants
+from benchmarks import harness, idle_gap, step_gap, throughput, variants
 from fe_ray.distributed.step_stream import StepReply
 
 
@@ -432,6 +432,30 @@ def test_idle_gap_quick_times_steps_after_sleeping_after_polling_and_on_a_second
     assert payload["ratios"]["thread/none"] > 0
     with pytest.raises(SystemExit):
         idle_gap.main(["--quick", "--gaps", "0"])
+
+
+def test_step_gap_quick_times_both_loops_and_puts_torch_back(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    import torch
+
+    from fe_ray.backend import torch_step
+
+    before = torch.autograd._engine_run_backward, torch_step._to_host
+    monkeypatch.setattr(harness, "RESULTS_DIR", tmp_path)
+    assert step_gap.main(["--quick", "--model", "mlp", "--device", "cpu"]) == 0
+    assert (torch.autograd._engine_run_backward, torch_step._to_host) == before
+    payload = json.loads((tmp_path / "step_gap_quick.json").read_text())
+    for loop in ("a_sync", "b0"):
+        assert len(payload["results"][loop]["model"]) == 2, loop
+        # The model is called after the wait and the backward pass starts after the model call.
+        assert all(0 < m < b for m, b in zip(payload["results"][loop]["model"], payload["results"][loop]["backward"]))
+    assert set(payload["b0_over_a_sync_us"]) == {"model", "backward"}
+
+
+def test_step_gap_pairs_each_wait_with_the_first_model_call_and_backward_after_it() -> None:
+    marks = [("model", 0), ("waited", 1000), ("model", 3000), ("backward", 7000), ("backward", 9000),
+             ("waited", 10_000), ("waited", 11_000), ("model", 12_000), ("backward", 15_000)]
+    assert step_gap.gaps(marks) == {"model": 1.5, "backward": 5.0}  # medians of (2, 1) and (6, 4) us
+    assert all(value != value for value in step_gap.gaps([("model", 1)]).values())  # NaN without a wait
 
 
 def test_idle_gap_waits_sleep_or_poll_for_the_gap() -> None:
