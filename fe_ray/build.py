@@ -5,8 +5,8 @@ from __future__ import annotations
 import random
 import sys
 import threading
-from collections.abc import Callable, Sequence
-from contextlib import nullcontext
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
 import numpy as np
@@ -17,6 +17,21 @@ from fe_ray.util import to_list
 
 _name_lock = threading.Lock()
 _build_count = 0
+
+
+@contextmanager
+def _keras_dtype_policy(keras: Any, mixed_precision: bool) -> Iterator[None]:
+    """Keras' global dtype policy set by the flag for the layers created inside, then put back.
+
+    Keras alone, not fe_ray's TF backend: Keras may be imported in a torch program (another library, Keras 3 on
+    the torch backend), where TensorFlow may be missing or slow to import.
+    """
+    previous = keras.mixed_precision.global_policy()
+    keras.mixed_precision.set_global_policy("mixed_float16" if mixed_precision else "float32")
+    try:
+        yield
+    finally:
+        keras.mixed_precision.set_global_policy(previous)
 
 
 def _generate_names(count: int) -> list[str]:
@@ -62,8 +77,10 @@ def build(model_fn: Callable[[], Any], optimizer_fn: Any, weights_path: str | Se
     # Keras reads its dtype policy when layers are created, so it is set (by the flag, either way) while model_fn
     # runs and put back afterwards: a later build, or the user's own Keras code, must not inherit it. A Keras
     # model_fn implies keras is already imported; torch users never pay for importing TensorFlow here.
-    keras_loaded = "keras" in sys.modules
-    policy = get_backend("tf").mixed_precision_policy(mixed_precision) if keras_loaded else nullcontext()
+    keras = sys.modules.get("keras")
+    keras_loaded = keras is not None
+    policy: AbstractContextManager[Any] = _keras_dtype_policy(keras, mixed_precision) if keras_loaded \
+        else nullcontext()
     # Keras draws its initializers' seeds from Python's generator: a second run of model_fn (below) starts where the
     # first one started, so a seeded build gets the same weights whether or not model_fn imports Keras itself.
     random_states = (random.getstate(), np.random.get_state()) if mixed_precision and not keras_loaded else None
@@ -81,7 +98,7 @@ def build(model_fn: Callable[[], Any], optimizer_fn: Any, weights_path: str | Se
         if not is_model(model):
             raise TypeError(f"model_fn must return torch nn.Module or Keras Model objects, got {type(model).__name__}.")
     optimizers = to_list(optimizer_fn) if isinstance(optimizer_fn, (list, tuple)) else [optimizer_fn]
-    if optimizer_fn is None:
+    if optimizer_fn is None or not optimizers:  # None or an empty list: no optimizers, as in FastEstimator
         optimizers = [None] * len(models)
     names = to_list(model_name) if model_name else _generate_names(len(models))
     weights = to_list(weights_path) if weights_path else [None] * len(models)

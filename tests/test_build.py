@@ -44,6 +44,35 @@ def test_mixed_precision_applies_when_model_fn_imports_keras_itself() -> None:
     assert out.stdout.split()[-3:] == ["float16", "float32", "True"]
 
 
+def test_a_torch_build_with_keras_imported_needs_no_tensorflow() -> None:
+    """Keras may be imported in a torch program (Keras 3 on its torch backend, another library): fe.build of a torch
+    model sets Keras' dtype policy around model_fn without fe_ray's TF backend, which needs TensorFlow (it raised
+    ImportError here, and imported TensorFlow on every torch build where TensorFlow is installed)."""
+    script = textwrap.dedent("""
+        import os, sys
+        os.environ["KERAS_BACKEND"] = "torch"
+        sys.modules["tensorflow"] = None  # as if TensorFlow were not installed
+        import keras, torch
+        import fe_ray as fe
+
+        for flag in (False, True):
+            model = fe.build(lambda: torch.nn.Linear(2, 2), optimizer_fn="adam", mixed_precision=flag)
+            print(type(model).__name__, keras.mixed_precision.global_policy().name)
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=240,
+                         env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["Linear", "float32", "Linear", "float32"]  # the policy put back after each
+
+
+@pytest.mark.parametrize("framework", ["torch", "tf"])
+def test_an_empty_optimizer_list_builds_models_without_optimizers(framework: str) -> None:
+    from tests.test_network import linear_model_fn
+
+    model = fe.build(linear_model_fn(framework), optimizer_fn=[])  # FastEstimator: to_list, then [None] * models
+    assert model.optimizer is None and model.current_optimizer is None
+
+
 @pytest.mark.parametrize("framework, optimizer_fn, match", [
     ("tf", lambda params: None, r"A TF optimizer_fn is called with no arguments .* same framework"),
     ("torch", lambda: None, r"A torch optimizer_fn is called with the model's parameters .* same framework"),

@@ -7,6 +7,8 @@ variables in order, so loading a checkpoint never unpickles arbitrary objects.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import zlib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -90,6 +92,7 @@ def load_weights(model: keras.Model, path: str) -> None:
             when there is one (FastEstimator names the same weights ``<name>.h5``).
         ValueError: If ``path`` is an http(s) URL (FastEstimator downloads Google Drive links; fe_ray does not).
     """
+    path = os.fspath(path)  # a pathlib.Path too, as the torch backend and Keras take
     if path.startswith(("http://", "https://")):
         raise ValueError(f"weights_path {path!r} is a URL; fe_ray loads weights from files only (FastEstimator's "
                          "Google Drive download is not supported). Download the file and pass its local path.")
@@ -138,9 +141,13 @@ def save_model(model: keras.Model, save_dir: str, model_name: str | None = None,
         save_dir: The directory to write into (created if missing).
         model_name: The files' base name; the model's ``model_name`` by default.
         save_optimizer: Also write the current optimizer's variables.
-        save_architecture: Also write the whole model (architecture and weights) as a Keras 3 ``.keras`` archive,
-            which ``keras.models.load_model`` restores without the code that built it (FastEstimator's option;
-            Keras 3 saves whole models in this format rather than as a SavedModel directory).
+        save_architecture: Also write the whole model (architecture and weights) as a Keras 3 ``.keras`` archive
+            for ``keras.models.load_model`` (FastEstimator's option; Keras 3 saves whole models in this format
+            rather than as a SavedModel directory). Built-in layers reload without the code that built the model;
+            a subclassed model or custom layer needs its class registered
+            (``keras.saving.register_keras_serializable``). A model Keras cannot describe as a config (a subclassed
+            model without ``get_config``) is exported instead as an inference SavedModel folder ``<name>``
+            (``tf.saved_model.load``), as FastEstimator wrote it, with a note saying so.
 
     Returns:
         The path of the weights file.
@@ -158,12 +165,49 @@ def save_model(model: keras.Model, save_dir: str, model_name: str | None = None,
         model.save_weights(path)
         if save_architecture:
             # Optimizer state stays in its own file (save_optimizer), as for the weights.
-            model.save(os.path.join(save_dir, f"{name}{ARCHITECTURE_SUFFIX}"))
+            save_architecture_file(model, save_dir, name)
     if save_optimizer:
         build_optimizer(model)
         arrays = _optimizer_arrays(model.current_optimizer)
         np.savez(_optimizer_path(path), **{f"v{i}": value for i, value in enumerate(arrays)})
     return path
+
+
+def save_architecture_file(model: keras.Model, save_dir: str, name: str) -> str:
+    """Write the whole model as ``<save_dir>/<name>.keras``, or, where Keras cannot describe it as a config, export
+    it as the SavedModel folder ``<save_dir>/<name>``; return the path written.
+
+    Each is written beside its final name first and then moved there, so a failed save leaves no broken file and an
+    earlier one of the same name stays whole until the new one is complete.
+    """
+    staging = tempfile.mkdtemp(prefix=f".{name}-", dir=save_dir)
+    try:
+        try:
+            staged, final = os.path.join(staging, f"{name}{ARCHITECTURE_SUFFIX}"), \
+                os.path.join(save_dir, f"{name}{ARCHITECTURE_SUFFIX}")
+            model.save(staged)
+        except NotImplementedError as error:  # a subclassed model whose constructor arguments Keras cannot save
+            staged, final = os.path.join(staging, name), os.path.join(save_dir, name)
+            if os.path.isdir(final) and not os.path.isfile(os.path.join(final, "saved_model.pb")):
+                raise FileExistsError(f"Cannot export model {name!r} to {final!r}: a folder of that name exists and "
+                                      "is no SavedModel, so fe_ray leaves it alone. Move it, or save into another "
+                                      "save_dir.") from error
+            model.export(staged, verbose=False)
+            reason = " ".join(str(error).split())[:120]
+            print(f"FastEstimator-Warn: model {name!r} cannot be saved as a .keras archive ({reason}...); "
+                  f"exported it as the inference SavedModel {final!r} instead (tf.saved_model.load). Give its class "
+                  "a get_config() to get a .keras archive.", flush=True)
+        if os.path.isdir(final):
+            shutil.rmtree(final)  # an earlier export of the same name (checked above to be a SavedModel)
+        os.replace(staged, final)
+        return final
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def architecture_paths(save_dir: str, name: str) -> list[str]:
+    """The paths :func:`save_architecture_file` may have written for ``name`` (either of them may be missing)."""
+    return [os.path.join(save_dir, f"{name}{ARCHITECTURE_SUFFIX}"), os.path.join(save_dir, name)]
 
 
 def load_model(model: keras.Model, weights_path: str, load_optimizer: bool = False) -> None:
@@ -173,6 +217,7 @@ def load_model(model: keras.Model, weights_path: str, load_optimizer: bool = Fal
         FileNotFoundError: If ``load_optimizer`` is set but ``<name>_opt.npz`` does not exist.
         ValueError: If the model has no optimizer, or the saved optimizer has a different number of variables.
     """
+    weights_path = os.fspath(weights_path)
     load_weights(model, weights_path)
     if not load_optimizer:
         return

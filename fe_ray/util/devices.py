@@ -8,6 +8,7 @@ imported its own count is used, so the result is always the one ``torch.cuda.dev
 
 from __future__ import annotations
 
+import numbers
 import os
 import re
 import shutil
@@ -80,38 +81,42 @@ def _count_visible(gpus: list[tuple[int, str, str | None]], visible: str) -> int
 
 
 def get_num_gpus() -> int:
-    """The number of NVIDIA GPUs attached to this machine (as far as this process can see them), whether or not
-    ``CUDA_VISIBLE_DEVICES`` hides some; 0 without any."""
-    return len(_physical_gpus())
+    """The number of GPUs this process may use, 0 without any: ``torch.cuda.device_count()``, as FastEstimator
+    counts them, so the GPUs ``CUDA_VISIBLE_DEVICES`` hides are not counted.
+
+    If torch is already imported its count is taken; otherwise the GPUs are counted with ``nvidia-smi`` (or the
+    device nodes) and the ``CUDA_VISIBLE_DEVICES`` rules, so that a TensorFlow program does not load torch.
+    :func:`get_gpu_info` lists every GPU attached to the machine.
+    """
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        return int(torch.cuda.device_count())
+    gpus = _physical_gpus()
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    return len(gpus) if visible is None else _count_visible(gpus, visible)
 
 
 def get_num_devices() -> int:
     """The number of GPUs this process may use, or 1 without any: FastEstimator's device count for scaling batch
     sizes (``batch_size=32 * fe.util.get_num_devices()``).
 
-    It is ``max(torch.cuda.device_count(), 1)``: the GPUs left visible by ``CUDA_VISIBLE_DEVICES``. If torch is
-    already imported its count is taken; otherwise the GPUs are counted with ``nvidia-smi`` (or the device nodes)
-    and the ``CUDA_VISIBLE_DEVICES`` rules, so that a TensorFlow program does not load torch.
+    It is ``max(get_num_gpus(), 1)``, i.e. ``max(torch.cuda.device_count(), 1)``: the GPUs left visible by
+    ``CUDA_VISIBLE_DEVICES``, counted without importing a framework where torch is not loaded yet.
 
     In fe_ray the count is a natural ``num_replicas`` for a single machine: ``fe.Network(ops,
     num_replicas=fe.util.get_num_devices())`` puts one replica on each GPU (fe_ray's ``batch_size`` is the global
     batch, cut across replicas, as FastEstimator's is across GPUs). On a multi-node Ray cluster count the cluster's
     GPUs instead (``ray.cluster_resources()["GPU"]``); this function sees only the local machine.
     """
-    torch = sys.modules.get("torch")
-    if torch is not None:
-        return max(int(torch.cuda.device_count()), 1)
-    gpus = _physical_gpus()
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    count = len(gpus) if visible is None else _count_visible(gpus, visible)
-    return max(count, 1)
+    return max(get_num_gpus(), 1)
 
 
 def get_gpu_info() -> list[str]:
     """One line per GPU attached to this machine, ``"<index>: <name>"`` (e.g. ``"0: NVIDIA H100 80GB HBM3"``); an
     empty list without any.
 
-    fe_ray's addition, for logs and reports: FastEstimator 1.7's ``fe.util`` has no such function.
+    For logs and reports; every attached GPU is listed, whatever ``CUDA_VISIBLE_DEVICES`` hides (fe_ray's format,
+    from ``nvidia-smi -L``).
     """
     return [f"{index}: {name}" for index, name, _ in _physical_gpus()]
 
@@ -148,8 +153,9 @@ def cpu_count(limit: int | None = None) -> int:
         ValueError: If ``limit`` differs from a cap already applied in this process, the environment variables are
             not integers, or the result is below 1.
     """
-    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool)):
+    if limit is not None and (not isinstance(limit, numbers.Integral) or isinstance(limit, bool)):
         raise TypeError(f"cpu_count: limit must be an int or None, got {type(limit).__name__} {limit!r}.")
+    limit = None if limit is None else int(limit)  # numpy integers too
     enforced = _parse_thread_env(_ENFORCED_ENV)
     if enforced is not None:
         if limit and limit != enforced:

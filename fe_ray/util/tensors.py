@@ -29,16 +29,14 @@ def _is_framework_tensor(data: Any) -> bool:
     return tf is not None and isinstance(data, (tf.Tensor, tf.Variable))
 
 
-def to_number(data: Any) -> np.ndarray | str:
+def to_number(data: Any) -> np.ndarray:
     """Convert one value to a numpy array: a torch tensor (detached, moved to the CPU), a TF tensor, a numpy array
-    (copied), or a Python number / list (``to_number(5)`` is ``np.array(5)``). A string is returned unchanged.
+    (copied), or a Python number / list / string (``to_number(5)`` is ``np.array(5)``, ``to_number("a")`` a 0-d
+    string array whose ``.item()`` gives the string back).
 
     Unlike :func:`fe_ray.backend.to_number`, which converts the tensors inside nested dicts / lists and leaves
-    everything else alone, this always returns an ndarray for non-strings, as FastEstimator's ``fe.util.to_number``
-    does.
+    everything else alone, this always returns an ndarray, as FastEstimator's ``fe.util.to_number`` does.
     """
-    if isinstance(data, str):
-        return data
     if _is_framework_tensor(data):
         from fe_ray.backend import to_number as backend_to_number
 

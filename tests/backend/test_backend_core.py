@@ -13,6 +13,7 @@ import pytest
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+import fe_ray as fe  # noqa: E402
 from fe_ray.backend import get_backend  # noqa: E402
 from tests.helpers.models import linear, tf_dense, torch_linear, weights  # noqa: E402
 
@@ -473,6 +474,54 @@ def test_tf_save_model_with_architecture_reloads_without_the_code(tmp_path: Any)
     restored = keras.models.load_model(os.path.join(str(tmp_path), "arch.keras"))
     x = np.array([[1.0, 2.0, 3.0]], dtype=np.float32)
     np.testing.assert_allclose(np.asarray(restored(x)), np.asarray(model(x)))
+
+
+def test_tf_architecture_of_an_unconfigurable_subclassed_model_is_exported_as_a_saved_model(
+        tmp_path: Any, capsys: Any) -> None:
+    """Keras cannot write a .keras archive of a subclassed model whose constructor takes a value it cannot save
+    (no get_config): the model is exported as FastEstimator's SavedModel folder instead, and no broken file is
+    left (it used to leave a 0-byte <name>.keras and raise at the end of the epoch)."""
+    import keras
+    import tensorflow as tf
+
+    class Sub(keras.Model):
+        def __init__(self, units: int, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self.dense = keras.layers.Dense(units)
+
+        def call(self, x: Any) -> Any:
+            return self.dense(x)
+
+    def make() -> Any:
+        model = Sub(3)
+        model(np.ones((1, 4), np.float32))
+        return model
+
+    model = fe.build(make, "adam", model_name="sub")
+    backend = get_backend("tf")
+    for _ in range(2):  # a second save of the same name replaces the folder
+        assert backend.save_model(model, str(tmp_path), save_architecture=True).endswith("sub.weights.h5")
+        assert sorted(os.listdir(tmp_path)) == ["sub", "sub.weights.h5"]
+    assert capsys.readouterr().out.count("exported it as the inference SavedModel") == 2
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("mine")
+    with pytest.raises(FileExistsError, match=r"Cannot export model 'other' .* is no SavedModel"):
+        backend.save_model(model, str(tmp_path), model_name="other", save_architecture=True)
+    assert os.listdir(tmp_path / "other") == ["notes.txt"]
+    assert not [name for name in os.listdir(tmp_path) if name.startswith(".")]  # no staging folder left
+    x = np.arange(8, dtype=np.float32).reshape(2, 4)
+    exported = tf.saved_model.load(str(tmp_path / "sub"))  # held: its functions need the loaded variables alive
+    np.testing.assert_allclose(np.asarray(exported.serve(x)), np.asarray(model(x)), rtol=1e-6)
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_load_model_takes_a_pathlib_path(framework: str, tmp_path: Any) -> None:
+    backend = get_backend(framework)
+    model = model_of(framework, "adam", name="p", weights=(0.5, -1.0, 2.0))
+    path = backend.save_model(model, tmp_path, save_optimizer=True)  # tmp_path is a pathlib.Path
+    other = model_of(framework, "adam", name="p")
+    backend.load_model(other, type(tmp_path)(path), load_optimizer=True)
+    np.testing.assert_allclose(weights(other), weights(model))
 
 
 def test_tf_save_optimizer_of_a_model_without_one_is_refused(tmp_path: Any) -> None:

@@ -80,6 +80,31 @@ def test_savers_save_the_architecture_of_tf_models_and_refuse_torch_ones(tmp_pat
             trace(torch_mlp(), str(tmp_path), save_architecture=True)
 
 
+def test_model_saver_max_to_keep_removes_an_old_exported_saved_model_folder(tmp_path) -> None:
+    """A subclassed Keras model without get_config is exported as a SavedModel folder beside its weights; the folder
+    goes with its epoch's weights under max_to_keep."""
+    import keras
+
+    class Sub(keras.Model):
+        def __init__(self, units: int, **kwargs) -> None:  # noqa: ANN003
+            super().__init__(**kwargs)
+            self.flat = keras.layers.Flatten()
+            self.dense = keras.layers.Dense(units, activation="softmax")
+
+        def call(self, x):  # noqa: ANN001, ANN201
+            return self.dense(self.flat(x))
+
+    def make():  # noqa: ANN202
+        model = Sub(10)
+        model(np.zeros((1, 8, 8, 1), np.float32))
+        return model
+
+    model = fe.build(make, "adam", model_name="sub")
+    _fit(model, [ModelSaver(model, str(tmp_path), max_to_keep=1, save_architecture=True)], epochs=2)
+    assert sorted(os.listdir(tmp_path)) == ["sub_epoch_2", "sub_epoch_2.weights.h5"]
+    assert os.path.isfile(tmp_path / "sub_epoch_2" / "saved_model.pb")
+
+
 def test_best_model_saver_metric_that_is_no_loss_is_averaged_over_eval(tmp_path) -> None:
     """A BestModelSaver metric that the network computes but no UpdateOp uses is monitored as losses are (mean over
     the evaluation epoch, logged in training too), as FastEstimator's traces ask their essentials to."""

@@ -28,8 +28,9 @@ class BestModelSaver(Trace):
         weights_name: The whole file name (without the framework's extension) in place of
             ``<model_name>_best_<metric>``, e.g. ``"best"`` saves ``best.pt``; None keeps the default.
         load_best_final: Load the best weights back into the model when training ends.
-        save_architecture: TF only: also save the whole model as ``<name>.keras``, which
-            ``keras.models.load_model`` reloads without the code that built it.
+        save_architecture: TF only: also save the whole model as ``<name>.keras`` for
+            ``keras.models.load_model`` (a subclassed model Keras cannot describe as a config: as the inference
+            SavedModel folder ``<name>``; see :func:`fe_ray.backend.save_model`).
 
     Raises:
         ValueError: If ``save_best_mode`` is invalid, ``metric`` is None and the model has no unique loss,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Mapping
 from typing import Any
 
@@ -29,8 +30,9 @@ class ModelSaver(Trace):
         max_to_keep: Keep only the newest N files (older ones are deleted); None or 0 keeps all.
         weights_name: The file name prefix in place of the model's name, e.g. ``"classifier"`` saves
             ``classifier_epoch_3.pt``; None uses ``model.model_name``.
-        save_architecture: TF only: also save the whole model as ``<name>.keras``, which
-            ``keras.models.load_model`` reloads without the code that built it.
+        save_architecture: TF only: also save the whole model as ``<name>.keras`` for
+            ``keras.models.load_model`` (a subclassed model Keras cannot describe as a config: as the inference
+            SavedModel folder ``<name>``; see :func:`fe_ray.backend.save_model`).
 
     Raises:
         ValueError: If ``frequency`` is not a positive int, ``max_to_keep`` is not None or a non-negative int,
@@ -71,16 +73,20 @@ class ModelSaver(Trace):
                 old = self.saved_paths.pop(0)
                 if os.path.exists(old) and old != path:
                     for stale in (old, *self._architecture_files(old)):
-                        if os.path.exists(stale):
+                        if os.path.isfile(stale):
                             os.remove(stale)
+                        elif os.path.isfile(os.path.join(stale, "saved_model.pb")):
+                            shutil.rmtree(stale)  # the SavedModel an unserialisable model was exported as
                     print(f"FastEstimator-ModelSaver: Removed model {old} (max_to_keep={self.max_to_keep})",
                           flush=True)
 
     def _architecture_files(self, weights_path: str) -> list[str]:
-        """The whole-model file saved beside a TF weights file (``<name>.keras`` beside ``<name>.weights.h5``)."""
+        """The whole model saved beside a TF weights file: ``<name>.keras`` beside ``<name>.weights.h5``, or the
+        SavedModel folder ``<name>`` for a model Keras cannot save as a ``.keras`` archive."""
         if not self.save_architecture or not weights_path.endswith(_TF_WEIGHTS_SUFFIX):
             return []
-        return [weights_path[:-len(_TF_WEIGHTS_SUFFIX)] + _TF_ARCHITECTURE_SUFFIX]
+        stem = weights_path[:-len(_TF_WEIGHTS_SUFFIX)]
+        return [stem + _TF_ARCHITECTURE_SUFFIX, stem]
 
     def state_dict(self) -> dict[str, Any]:
         return {"saved_paths": list(self.saved_paths)}

@@ -30,6 +30,8 @@ def _framework(value: Any) -> str:
 
 
 def _to_array(value: Any, name: str) -> np.ndarray:
+    if isinstance(value, str):
+        raise TypeError(f"ImageDisplay {name} must be an array or tensor, got str {value!r}.")
     try:
         array = to_number(value)
     except Exception as err:  # noqa: BLE001 - reported with the argument's name below
