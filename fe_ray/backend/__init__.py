@@ -169,12 +169,16 @@ def reduce_mean(tensor: Any, axis: int | Sequence[int] | None = None, keepdims: 
 
 
 def concat(tensors: Sequence[Any], axis: int = 0) -> Any:
-    """Concatenate tensors of one framework along ``axis``."""
+    """Concatenate tensors of one framework along ``axis``; None for an empty list (as FastEstimator)."""
+    if not tensors:
+        return None
     return get_backend(tensors[0]).concat(list(tensors), axis)
 
 
 def stack(tensors: Sequence[Any], axis: int = 0) -> Any:
-    """Stack tensors of one framework along a new ``axis``."""
+    """Stack tensors of one framework along a new ``axis``; None for an empty list (as :func:`concat`)."""
+    if not tensors:
+        return None
     return get_backend(tensors[0]).stack(list(tensors), axis)
 
 

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from fe_ray.backend.tensor_ops import Tensor, _ops, _shape
+from fe_ray.util.base import is_int
 
 #: The interpolation modes :func:`resize_3d` offers (FastEstimator's two).
 RESIZE_3D_MODES = ("nearest", "area")
@@ -122,9 +123,10 @@ def resize_3d(tensor: Tensor, output_shape: Sequence[int], resize_mode: str = "n
     if resize_mode not in RESIZE_3D_MODES:
         raise ValueError(f"resize_3d: unknown resize_mode {resize_mode!r}; valid choices are {list(RESIZE_3D_MODES)}.")
     sizes = list(output_shape)
-    if len(sizes) != 3 or not all(isinstance(size, int) and size > 0 for size in sizes):
+    if len(sizes) != 3 or not all(is_int(size) and size > 0 for size in sizes):
         raise ValueError(f"resize_3d: output_shape must be three positive ints (depth, height, width), got "
                          f"{output_shape!r}.")
+    sizes = [int(size) for size in sizes]  # numpy ints too
     framework = get_framework(tensor)
     _ops(tensor, "resize_3d")
     if framework not in ("torch", "tf"):

@@ -32,13 +32,18 @@ def to_shape(data: Any, add_batch: bool = False, exact_shape: bool = True) -> An
     if isinstance(data, dict):
         return {key: to_shape(value, add_batch, exact_shape) for key, value in data.items()}
     if isinstance(data, (list, tuple, set)):
-        return type(data)(to_shape(value, add_batch, exact_shape) for value in data)
+        return _rebuilt(data, [to_shape(value, add_batch, exact_shape) for value in data])
     shape = _leaf_shape(data)
     if not exact_shape:
         shape = (None,) * len(shape)
     if add_batch:
         return [None, *shape]
     return shape if exact_shape else list(shape)
+
+
+def _rebuilt(container: list[Any] | tuple[Any, ...] | set[Any], values: list[Any]) -> Any:
+    """``values`` in a container of ``container``'s type; a namedtuple takes them as its fields."""
+    return type(container)(*values) if hasattr(container, "_fields") else type(container)(values)
 
 
 def _leaf_shape(leaf: Any) -> tuple[int | None, ...]:
@@ -63,7 +68,7 @@ def to_type(data: Any) -> Any:
     if isinstance(data, dict):
         return {key: to_type(value) for key, value in data.items()}
     if isinstance(data, (list, tuple, set)):
-        return type(data)(to_type(value) for value in data)
+        return _rebuilt(data, [to_type(value) for value in data])
     if hasattr(data, "dtype"):
         return data.dtype
     return np.asarray(data).dtype

@@ -8,6 +8,7 @@ used. Unsupported tensor types raise TypeError; invalid arguments raise ValueErr
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Sequence
 
 from fe_ray.backend.tensor_ops import Axis, Tensor, _axes, _ops, _shape
@@ -82,7 +83,7 @@ def percentile(tensor: Tensor, percentiles: int | float | Sequence[int | float],
         ValueError: If a percentile is outside [0, 100] or an axis does not exist.
     """
     ops, shape = _ops(tensor, "percentile"), _shape(tensor)
-    single = isinstance(percentiles, (int, float))
+    single = isinstance(percentiles, numbers.Real)  # numpy scalars too
     values = [float(percentiles)] if single else [float(q) for q in percentiles]
     if not values or any(not 0 <= q <= 100 for q in values):
         raise ValueError(f"percentile: percentiles must lie in [0, 100], got {percentiles!r}; e.g. 50 for the median.")

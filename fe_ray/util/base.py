@@ -111,6 +111,11 @@ def check_mode(mode: str) -> str:
     return mode
 
 
+def is_int(value: Any) -> bool:
+    """Whether ``value`` is an integer, numpy's included, but not a bool (an ``int`` subclass that is no size)."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
 def check_count(value: Any, name: str, minimum: int = 0) -> int:
     """Return ``value`` as an int if it is an int (numpy ints too) >= ``minimum``, else raise ValueError naming
     ``name``."""

@@ -7,6 +7,7 @@ from typing import Any
 
 from fe_ray.backend import argmax
 from fe_ray.op.tensorop.tensorop import TensorOp, check_one_output_each
+from fe_ray.util.base import is_int
 
 
 class Argmax(TensorOp):
@@ -28,9 +29,9 @@ class Argmax(TensorOp):
                  mode: None | str | Iterable[str] = None, ds_id: None | str | Iterable[str] = None) -> None:
         super().__init__(inputs=inputs, outputs=outputs, mode=mode, ds_id=ds_id)
         check_one_output_each(self, "Argmax")
-        if isinstance(axis, bool) or not isinstance(axis, int):
+        if not is_int(axis):
             raise TypeError(f"Argmax axis must be an int, got {axis!r}.")
-        self.axis = axis
+        self.axis = int(axis)
         self.in_list, self.out_list = True, True
 
     def forward(self, data: list[Any], state: dict[str, Any]) -> list[Any]:

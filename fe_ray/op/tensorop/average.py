@@ -12,10 +12,11 @@ class Average(TensorOp):
     """Write the element-wise mean of the input tensors (e.g. several models' predictions, or several losses).
 
     The tensors must share a framework and broadcast against each other. The sum is divided with each framework's
-    true division, so integer inputs give a floating-point mean (float32 in torch, float64 in TF).
+    true division, so integer inputs give a floating-point mean (float32 in torch, float64 in TF), one input key
+    included, as in FastEstimator.
 
     Args:
-        inputs: The keys of the tensors to average (one key passes its tensor through unchanged).
+        inputs: The keys of the tensors to average.
         outputs: The key of the mean.
         mode: Mode(s) in which to run; None for all.
         ds_id: Dataset id(s) in which to run; None for all.
@@ -37,4 +38,4 @@ class Average(TensorOp):
         total = data[0]
         for tensor in data[1:]:
             total = total + tensor
-        return total / len(data) if len(data) > 1 else total
+        return total / len(data)

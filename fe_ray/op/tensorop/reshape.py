@@ -7,6 +7,7 @@ from typing import Any
 
 from fe_ray.backend import reshape
 from fe_ray.op.tensorop.tensorop import TensorOp, check_one_output_each
+from fe_ray.util.base import is_int
 
 
 class Reshape(TensorOp):
@@ -31,12 +32,14 @@ class Reshape(TensorOp):
                  mode: None | str | Iterable[str] = "!infer", ds_id: None | str | Iterable[str] = None) -> None:
         super().__init__(inputs=inputs, outputs=outputs, mode=mode, ds_id=ds_id)
         check_one_output_each(self, "Reshape")
-        sizes = [shape] if isinstance(shape, int) else list(shape)
-        if any(isinstance(size, bool) or not isinstance(size, int) for size in sizes):
-            raise TypeError(f"Reshape shape must be an int or a tuple of ints, got {shape!r}.")
+        single = is_int(shape)
+        sizes = [shape] if single else list(shape) if isinstance(shape, Iterable) else [shape]
+        if not all(is_int(size) for size in sizes):
+            raise TypeError(f"Reshape shape must be an int or a tuple of ints (numpy ints too), got {shape!r}.")
+        sizes = [int(size) for size in sizes]  # e.g. (-1, np.prod(image_shape)), as FastEstimator takes it
         if sizes.count(-1) > 1:
             raise ValueError(f"Reshape shape {tuple(sizes)} holds more than one -1; only one size can be inferred.")
-        self.shape = shape
+        self.shape: int | tuple[int, ...] = sizes[0] if single else tuple(sizes)
         self.in_list, self.out_list = True, True
 
     def forward(self, data: list[Any], state: dict[str, Any]) -> list[Any]:

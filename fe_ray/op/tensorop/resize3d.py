@@ -8,6 +8,7 @@ from typing import Any
 from fe_ray.backend import resize_3d
 from fe_ray.backend.tensor_image import RESIZE_3D_MODES
 from fe_ray.op.tensorop.tensorop import TensorOp, check_one_output_each
+from fe_ray.util.base import is_int
 
 
 class Resize3D(TensorOp):
@@ -41,11 +42,10 @@ class Resize3D(TensorOp):
             raise ValueError(f"Resize3D resize_mode {resize_mode!r} is unknown; valid choices are "
                              f"{list(RESIZE_3D_MODES)}.")
         sizes = list(output_shape) if isinstance(output_shape, Sequence) else []
-        if len(sizes) != 3 or not all(isinstance(size, int) and not isinstance(size, bool) and size > 0
-                                      for size in sizes):
+        if len(sizes) != 3 or not all(is_int(size) and size > 0 for size in sizes):
             raise ValueError(f"Resize3D output_shape must be three positive ints, the spatial sizes without batch and "
                              f"channel axes, got {output_shape!r}.")
-        self.output_shape = tuple(sizes)
+        self.output_shape = tuple(int(size) for size in sizes)
         self.resize_mode = resize_mode
         self.in_list, self.out_list = True, True
 

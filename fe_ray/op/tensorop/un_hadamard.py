@@ -21,7 +21,8 @@ class UnHadamard(TensorOp):
     rows of a Hadamard codebook (error-correcting targets that make models harder to attack adversarially): the L1
     distance of a prediction to each class's code is turned into probabilities by inverse weighted distance
     (:func:`fe_ray.backend.iwd`, power 1), so the nearest code gets the most probability and an exact match about
-    0.99999.
+    0.99999. 16-bit predictions (mixed precision) are scored in float32, as FastEstimator's float32 codebook
+    promotes them, so the probabilities are float32.
 
     Args:
         inputs: Key(s) of the predicted codes (e.g. a model's tanh outputs).
@@ -68,6 +69,10 @@ class UnHadamard(TensorOp):
             raise ValueError(f"UnHadamard needs codes of length {self.code_length} along the last axis, but key "
                              f"{key!r} has shape {list(shape)}; check n_classes / code_length against the Hadamard op "
                              "that encoded the labels and the model's output size.")
+        if "float16" in str(getattr(tensor, "dtype", "")):
+            # float16 / bfloat16 (mixed precision): an exact match's inverse distance, ~(n - 1) / ((L + 1) * 1e-5),
+            # overflows float16 for many class counts (23-32 classes, say) and its probability turns NaN.
+            tensor = cast(tensor, "float32")
         codes = self._framework_codes
         if codes is None or get_framework(codes) != get_framework(tensor) or codes.dtype != tensor.dtype or (
                 get_framework(tensor) == "torch" and codes.device != tensor.device):
