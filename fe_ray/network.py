@@ -392,6 +392,9 @@ def Network(ops: OpsArg, pops: OpsArg = None, slicers: Any = None, num_replicas:
     Raises:
         ValueError: For mixed frameworks, duplicate model names, or a bad ``num_replicas``.
     """
+    if "framework" in distributed_options:
+        raise TypeError("Network() takes no framework argument: the framework is that of the models the ops use "
+                        f"(got framework={distributed_options['framework']!r}). Drop it.")
     framework = detect_framework(ops)
     if num_replicas is None:
         if distributed_options:

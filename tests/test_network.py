@@ -132,6 +132,15 @@ def test_chunk_slicer_matches_unsliced(framework: str) -> None:
     np.testing.assert_allclose(got, expected, atol=1e-6)
 
 
+@pytest.mark.parametrize("num_replicas", [None, 2])
+def test_a_framework_argument_is_named_not_a_python_error(num_replicas: int | None) -> None:
+    """The framework comes from the models; with replicas it was a bare 'got multiple values' TypeError."""
+    model = fe.build(linear_model_fn("torch"), optimizer_fn=sgd("torch"))
+    ops = [fe.op.tensorop.model.ModelOp(model=model, inputs="x", outputs="y_pred")]
+    with pytest.raises(TypeError, match=r"takes no framework argument.*framework='torch'.*Drop it"):
+        fe.Network(ops, num_replicas=num_replicas, framework="torch")
+
+
 def test_sliced_but_not_unsliced_names_keys_and_context() -> None:
     network, _ = linear_network("torch", slicers=ChunkSlicer(n_chunks=2, slice=["x", "y"]))
     with pytest.raises(ValueError, match=r"un-sliced during .*'mode': 'eval', 'epoch': 3.*\['mse', 'y_pred'\]"):

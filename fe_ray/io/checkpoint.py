@@ -166,6 +166,24 @@ class CheckpointStore:
         return None
 
     # ------------------------------------------------------------------ writing
+    def check_writable(self) -> None:
+        """Create ``root`` if missing and write and remove a small file there, so that a directory training cannot
+        write to is reported before the first epoch rather than when the first checkpoint is due.
+
+        Raises:
+            OSError: Naming the directory, the reason and the fix.
+        """
+        probe = join(self.root, f".write-probe-{uuid.uuid4().hex[:12]}")
+        try:
+            self.fs.makedirs(self.root, exist_ok=True)
+            self.fs.pipe_file(probe, b"fe_ray")
+            self.fs.rm(probe)
+        except OSError as err:
+            reason = err.strerror or str(err)
+            message = (f"Cannot write checkpoints to {self.root_url}: {reason} ({type(err).__name__}). Fix the "
+                       "directory's permissions or free space, or choose another checkpoint directory.")
+            raise (OSError(err.errno, message) if err.errno is not None else OSError(message)) from err
+
     def save(self, write_fn: Callable[[str], None], info: dict[str, Any] | None = None) -> str:
         """Write a new checkpoint with ``write_fn(directory_url)`` and commit it.
 

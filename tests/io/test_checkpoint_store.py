@@ -37,6 +37,20 @@ def root(request, tmp_path) -> str:
     return f"memory://store-{uuid.uuid4().hex}"
 
 
+def test_check_writable_creates_the_root_and_leaves_nothing(root: str) -> None:
+    store = CheckpointStore(root)
+    store.check_writable()
+    fs, path = fsspec.core.url_to_fs(root)
+    assert fs.isdir(path) and fs.ls(path, detail=False) == []
+
+
+def test_check_writable_names_a_directory_that_cannot_be_written(tmp_path) -> None:
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a folder")
+    with pytest.raises(OSError, match=r"Cannot write checkpoints to .*a_file/ckpts: .* choose another checkpoint"):
+        CheckpointStore(str(blocker / "ckpts")).check_writable()
+
+
 def test_empty_store_has_no_latest(root: str) -> None:
     assert CheckpointStore(root).latest() is None
 

@@ -74,6 +74,18 @@ def _run(framework: str, directory: str | None, epochs: int = 3, interrupt: Inte
     return estimator.fit(), model
 
 
+def test_an_unwritable_restore_wizard_directory_fails_before_training(tmp_path) -> None:
+    """Reported when the run starts, not at the end of the first epoch when the first checkpoint is due."""
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a folder")
+    steps = Interrupt(step=10**9)  # never raises; records nothing either: the run must not reach a step
+    ran: list[int] = []
+    steps.on_batch_begin = lambda data: ran.append(1)  # type: ignore[method-assign]
+    with pytest.raises(OSError, match="Cannot write checkpoints to"):
+        _run("torch", str(blocker / "ckpts"), epochs=1, interrupt=steps)
+    assert ran == []
+
+
 def _history(summary: Any) -> dict:
     return {mode: {key: steps for key, steps in keys.items() if key not in TIMING_KEYS}
             for mode, keys in summary.history.items()}

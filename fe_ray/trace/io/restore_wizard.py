@@ -79,6 +79,8 @@ class RestoreWizard(Trace):
             saver_for(self.directory).wait()  # an earlier run in this process may still be writing its last one
         except Exception as err:  # noqa: BLE001 - that run's failure was its own; resume from what is committed
             logger.warning("fe_ray: the last background checkpoint write of an earlier run failed: %s", err)
+        # Before the first epoch: an unusable directory would otherwise show only when the first checkpoint is due.
+        self.store.check_writable()
         latest = self.store.latest()
         if latest is None:
             print(f"FastEstimator-RestoreWizard: Backing up to {self.directory}", flush=True)
