@@ -248,14 +248,15 @@ def get_gradient(target: tf.Tensor, sources: Any, tape: Any = None, retain_graph
         grads = tape.gradient(target, source_list)
     # Zeros are filled in here rather than by TF (UnconnectedGradients.ZERO), which fails on Keras 3 variables.
     # Dense tensors (not IndexedSlices) so reducers and accumulators can treat every gradient alike.
-    grads = [None if g is None and keep_none else tf.zeros(s.shape, dtype=s.dtype) if g is None
+    # zeros_like, not zeros(shape): a traced source's shape may be partly unknown (a smaller last batch).
+    grads = [None if g is None and keep_none else tf.zeros_like(s) if g is None
              else tf.convert_to_tensor(g) for g, s in zip(grads, source_list)]
     return grads[0] if single else grads
 
 
 def fill_unconnected(gradients: Sequence[Any], variables: Sequence[Any]) -> list[tf.Tensor]:
     """``gradients`` with zeros in place of None (for reducers and accumulators, which need every entry)."""
-    return [tf.zeros(v.shape, dtype=v.dtype) if g is None else g for g, v in zip(gradients, variables)]
+    return [tf.zeros_like(v) if g is None else g for g, v in zip(gradients, variables)]
 
 
 def scale_loss(model: keras.Model, loss: tf.Tensor) -> tf.Tensor:
@@ -307,6 +308,11 @@ def init_accumulator(model: keras.Model, device: Any = None) -> tuple[tf.Variabl
     Variables (not Python numbers) because the counter must advance inside a traced graph. The optimizer is built
     now, since an update applied inside ``tf.cond`` must not create variables.
     """
+    if not model.weights:
+        # The sums are made now, one per weight: an unbuilt model would get none, and every update would be dropped.
+        raise ValueError(f"UpdateOp(merge_grad>1) needs model {getattr(model, 'model_name', model.name)!r} built "
+                         "before the Network is made: its weights do not exist yet. Give it a keras.Input (or an "
+                         "input_shape), or call it once on a sample batch inside model_fn.")
     build_optimizer(model)
     step = tf.Variable(0, dtype=tf.int64, trainable=False)
     sums = [tf.Variable(tf.zeros(v.shape, dtype=v.dtype), trainable=False) for v in trainable_variables(model)]

@@ -47,6 +47,10 @@ SCHEDULED_DECAY_KEY = "scheduled_weight_decays"
 #: so an optimizer restored elsewhere must be built for the same weights to take the saved variables.
 BUILT_FOR_KEY = "optimizer_built_for"
 
+#: A snapshot's entry holding Keras' build config of the model (its input shapes), so that a copy never run (the
+#: driver's, while replicas train a Sequential without an Input or a subclassed model) can create its weights.
+BUILD_CONFIG_KEY = "build_config"
+
 
 def build_optimizer(model: Any, optimizer: Any = None, built_for: Sequence[int] | None = None) -> None:
     """Create the variables (slots, iteration count) of ``optimizer`` (default: the current one) if it has none yet.
@@ -285,6 +289,9 @@ def get_state(model: keras.Model, copy: bool = True, deferred: bool = False,
     built_for = _built_for(model, optimizer) if optimizer is not None else None
     if built_for is not None:
         state[BUILT_FOR_KEY] = built_for
+    build_config = model.get_build_config() if model.built else None
+    if build_config:
+        state[BUILD_CONFIG_KEY] = build_config
     decay = tf_optim().get_weight_decay(optimizer)
     if decay is not None:  # not one of the optimizer's variables (see tf_optim.live_weight_decay)
         state[WEIGHT_DECAY_KEY] = decay
@@ -353,6 +360,10 @@ def set_state(model: keras.Model, state: dict[str, Any], copy: bool = True) -> N
         ValueError: If the snapshot's variable counts do not match the model / optimizer.
     """
     weights = model.weights
+    if not weights and state["model"] and state.get(BUILD_CONFIG_KEY):
+        # A copy never run has no weights yet: create them from the input shapes the snapshot's model was built for.
+        model.build_from_config(state[BUILD_CONFIG_KEY])
+        weights = model.weights
     if len(weights) != len(state["model"]):
         raise ValueError(f"Snapshot has {len(state['model'])} weights but model {model.model_name!r} has "
                          f"{len(weights)}; it belongs to a different architecture.")

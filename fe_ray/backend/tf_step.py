@@ -161,6 +161,10 @@ def _call_state(state: dict[str, Any], models: list[Any], graph: bool, cache: di
 
 
 def _layers(model: Any) -> list[Any]:
+    """The model and every layer inside it, nested models' layers too: freezing any of them changes the step."""
+    flatten = getattr(model, "_flatten_layers", None)
+    if flatten is not None:
+        return list(flatten(include_self=True, recursive=True))
     return [model, *getattr(model, "layers", [])]
 
 

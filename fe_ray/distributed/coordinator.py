@@ -203,7 +203,7 @@ class RayNetwork(ReplicaLifecycle, BaseNetwork):
             logger.warning("fe_ray: the replicas' Ray connection has ended (ray.shutdown() since they started); "
                            "starting new replicas from the driver's models.")
             self._stop_replicas()
-        elif self.started and self._trainable_layout() != self._trainable_at_start:
+        elif self.started and self._layout_changed():
             # A layer frozen (or unfrozen) on the driver between runs: the replicas' copies of the models cannot be
             # told, weights and optimizer states are all a transfer carries, so they start again from the driver's.
             logger.warning("fe_ray: which weights of the models train changed on the driver since the replicas "
@@ -335,6 +335,12 @@ class RayNetwork(ReplicaLifecycle, BaseNetwork):
     def _trainable_layout(self) -> list[tuple[int, ...]]:
         """Which of the driver's model weights train (their identities, per model): freezing a layer changes it."""
         return [tuple(map(id, self._backend.trainable_variables(model))) for model in self.models]
+
+    def _layout_changed(self) -> bool:
+        """Whether :meth:`_trainable_layout` differs from the replicas' start. A model without weights then (a Keras
+        model not built on the driver, which the first sync from the replicas builds) is not a change."""
+        start = self._trainable_at_start or []
+        return any(before and before != now for before, now in zip(start, self._trainable_layout()))
 
     def _weights_fingerprint(self) -> list[Any]:
         """The driver's models' :meth:`weights_fingerprint`s, to tell whether they were written since a transfer."""

@@ -140,7 +140,10 @@ def _keras_spec(model: Any, source_files: set[str]) -> dict[str, Any]:
     optimizers = (getattr(model, "optimizer", None), getattr(model, "current_optimizer", None))
     return {"classes": _dumps(_custom_classes(model), {}, False, source_files),
             "model": cloudpickle.dumps(model), "attrs": cloudpickle.dumps(attrs),
-            "optimizers": _dumps(optimizers, {}, optimizers=True)}
+            "optimizers": _dumps(optimizers, {}, optimizers=True),
+            # Keras revives a subclassed model from its config, which does not keep its layers' trainable flags:
+            # a layer frozen in model_fn would train on the replicas.
+            "trainable": [layer.trainable for layer in model._flatten_layers(include_self=True, recursive=True)]}
 
 
 def _untracked(value: Any) -> Any:
@@ -166,6 +169,12 @@ def _load_keras_model(spec: dict[str, Any]) -> Any:
         model = cloudpickle.loads(spec["model"])
     for name, value in attrs.items():
         setattr(model, name, value)
+    layers = list(model._flatten_layers(include_self=True, recursive=True))
+    flags = spec.get("trainable")
+    if flags is not None and len(flags) == len(layers):  # (check_keras_model_travels compares the counts)
+        for layer, trainable in zip(layers, flags):
+            if layer.trainable != trainable:
+                layer.trainable = trainable
     optimizer, current = _KerasAwareUnpickler(io.BytesIO(spec["optimizers"]), []).load()
     model.optimizer = optimizer
     model.current_optimizer = current
@@ -252,7 +261,9 @@ def check_keras_model_travels(model: Any, spec: dict[str, Any]) -> None:
         if type(original).__module__.startswith("keras."):
             continue
         for attr, value in vars(original).items():
-            if attr.startswith("_") or not _plain(value):
+            # The name does not matter to training (weights go by position, the model by model_name), and Keras'
+            # automatic config leaves it out unless __init__'s catch-all is called **kwargs.
+            if attr.startswith("_") or attr == "name" or not _plain(value):
                 continue
             other = vars(twin).get(attr, "<missing>")
             if other != value:

@@ -171,3 +171,38 @@ def test_a_keras_model_that_would_not_reach_the_replicas_alike_is_refused_on_the
         check_picklable(*built(NoKwargs))
     check_picklable(*built(Net))  # the default survives
     check_picklable(*built(Fixed, scale=3.0))
+
+
+def _frozen_backbone_net() -> Any:
+    keras = pytest.importorskip("keras")
+
+    class Backboned(keras.Model):
+        def __init__(self, **kw: Any) -> None:  # a catch-all not called **kwargs: Keras' config drops the name
+            super().__init__(**kw)
+            self.backbone = keras.layers.Dense(4)
+            self.head = keras.layers.Dense(1)
+
+        def call(self, x: Any) -> Any:
+            return self.head(self.backbone(x))
+
+    model = Backboned()
+    model(np.zeros((1, 3), np.float32))
+    model.backbone.trainable = False
+    return model
+
+
+def test_a_frozen_layer_of_a_subclassed_model_stays_frozen_on_the_replicas() -> None:
+    """Keras revives a subclassed model from its config, which keeps no layer's trainable flag: the replicas trained
+    a layer frozen in model_fn, then failed on the buffers' count. The model's name, which Keras' automatic config
+    leaves out for a catch-all not called **kwargs, does not stop the model from travelling."""
+    import fe_ray as fe
+    from fe_ray.distributed.serialization import _keras_spec, _load_keras_model, check_keras_model_travels
+
+    model = fe.build(_frozen_backbone_net, optimizer_fn="sgd", model_name="net")
+    spec = _keras_spec(model, set())
+    check_keras_model_travels(model, spec)  # refused the name before
+    revived = _load_keras_model(spec)
+    assert [layer.trainable for layer in revived._flatten_layers(include_self=True, recursive=True)] == \
+        [layer.trainable for layer in model._flatten_layers(include_self=True, recursive=True)]
+    assert revived.backbone.trainable is False
+    assert len(revived.trainable_weights) == len(model.trainable_weights) == 2
