@@ -287,11 +287,15 @@ def test_multiple_eval_datasets_and_progress_output(capsys) -> None:
     estimator = fe.Estimator(pipeline, network, epochs=1, traces=traces, log_steps=0, eval_log_steps=[1])
     summary = estimator.fit()
     assert seen == ["a", "a", "b"]
-    assert set(summary.history["eval"]) >= {"accuracy", "ce"}
+    # The loss per dataset and over both, as FastEstimator's EvalEssential writes them.
+    assert set(summary.history["eval"]) >= {"accuracy", "ce", "ce|a", "ce|b", "accuracy|a", "accuracy|b"}
+    overall, first, second = (summary.history["eval"][key][4] for key in ("ce", "ce|a", "ce|b"))
+    assert overall == pytest.approx((2 * first + second) / 3)  # the mean over the 3 batches (2 of "a")
     out = capsys.readouterr()
-    assert "FastEstimator-Eval: step: 4; progress: 1/2;" in out.out  # 16 samples of "a" in batches of 8
-    assert "FastEstimator-Eval: step: 4; progress: 1/1;" in out.out  # the 8 of "b"
-    assert "progress: 2/2" not in out.out  # only the requested batch
+    assert "Eval Progress (a): 1/2;" in out.out  # 16 samples of "a" in batches of 8
+    assert "Eval Progress (b): 1/1;" in out.out  # the 8 of "b"
+    assert "2/2" not in out.out  # only the requested batch
+    assert "FastEstimator-Train: step: 4; epoch: 1;" in out.out  # log_steps=0 still prints the epoch's line
     assert "train epoch 1" in out.out + out.err  # the tqdm bar
     # FastEstimator's System fields: the request, and (steps that print, batches) of the latest eval dataset.
     assert estimator.system.eval_log_steps_request == [1]
@@ -307,9 +311,10 @@ def test_eval_progress_is_logged_at_four_points_by_default(capsys) -> None:
                            batch_size=8, ops=[ExpandDims("x", "x", axis=0)])  # 6 eval batches: progress at 1, 2, 4, 6
     estimator = fe.Estimator(pipeline, classifier_network(torch_mlp()), epochs=1, log_steps=0)
     estimator.fit()
-    progress = [line.split("progress: ")[1].split(";")[0] for line in capsys.readouterr().out.splitlines()
-                if "progress: " in line]
-    assert progress == ["1/6", "2/6", "4/6", "6/6"]
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("Eval Progress: ")]
+    assert [line.split(": ")[1].split(";")[0] for line in lines] == ["1/6", "2/6", "4/6", "6/6"]
+    # steps/sec since the last progress line, after the first (FastEstimator's EvalEssential)
+    assert "steps/sec" not in lines[0] and all("; steps/sec: " in line for line in lines[1:])
     assert estimator.system.eval_log_steps == ([1, 2, 4, 6], 6)
 
 

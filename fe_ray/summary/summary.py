@@ -23,9 +23,11 @@ class ValWithError(NamedTuple):
 
     :class:`fe_ray.trace.metric.Dice` logs one per key when ``include_std`` is set, with ``y`` the mean and the band
     one standard deviation either side; :class:`fe_ray.trace.metric.CalibrationError` logs one when given a
-    ``confidence_interval``, with the band a bootstrap interval around the error. Being a tuple, it pickles into
-    checkpoints, becomes a 3-element array for numpy (so CSVLogger writes ``[y_min;y;y_max]``), and prints as
-    ``(y_min, y, y_max)`` in the Logger's output.
+    ``confidence_interval``, with the band a bootstrap interval around the error. It prints as ``(y_min, y, y_max)``
+    (CSVLogger: ``(y_min; y; y_max)``) and, as FastEstimator's, compares, adds, subtracts and multiplies by its value
+    ``y`` (``ValWithError(1, 2, 3) > 1.5``, ``max`` of several picks the largest ``y``), so that traces such as
+    BestModelSaver or EarlyStopping can watch it; being a tuple it still indexes and unpacks as ``(y_min, y, y_max)``
+    and pickles into checkpoints.
 
     Attributes:
         y_min: The lower end of the band.
@@ -40,6 +42,58 @@ class ValWithError(NamedTuple):
     def __str__(self) -> str:
         # The Logger prints anything that is not a number or an array with str(): keep its 7-digit style.
         return f"({self.y_min:.7g}, {self.y:.7g}, {self.y_max:.7g})"
+
+    def as_tuple(self) -> tuple[float, float, float]:
+        """``(y_min, y, y_max)`` as a plain tuple."""
+        return self.y_min, self.y, self.y_max
+
+    # FastEstimator's operators: comparisons and arithmetic act on the value y (another ValWithError's y too).
+    def __lt__(self, other: Any) -> Any:
+        return self.y < _value(other)
+
+    def __le__(self, other: Any) -> Any:
+        return self.y <= _value(other)
+
+    def __gt__(self, other: Any) -> Any:
+        return self.y > _value(other)
+
+    def __ge__(self, other: Any) -> Any:
+        return self.y >= _value(other)
+
+    def __eq__(self, other: object) -> Any:
+        return self.y == _value(other)
+
+    def __ne__(self, other: object) -> Any:
+        return self.y != _value(other)
+
+    def __hash__(self) -> int:  # equal values hash alike, as __eq__ compares the values
+        return hash(self.y)
+
+    def __add__(self, other: Any) -> Any:  # type: ignore[override]
+        return self.y + _value(other)
+
+    def __radd__(self, other: Any) -> Any:
+        return _value(other) + self.y
+
+    def __sub__(self, other: Any) -> Any:
+        return self.y - _value(other)
+
+    def __rsub__(self, other: Any) -> Any:
+        return _value(other) - self.y
+
+    def __mul__(self, other: Any) -> Any:  # type: ignore[override]
+        return self.y * _value(other)
+
+    def __rmul__(self, other: Any) -> Any:  # type: ignore[override]
+        return _value(other) * self.y
+
+    def __abs__(self) -> Any:
+        return abs(self.y)
+
+
+def _value(other: Any) -> Any:
+    return other.y if isinstance(other, ValWithError) else other
+
 
 class Summary:
     """The recorded values of an experiment: ``history[mode][key][step] = value``.

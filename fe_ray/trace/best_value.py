@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from fe_ray.backend import to_number
+from fe_ray.summary.summary import ValWithError
 from fe_ray.trace.trace import Data
 
 #: Whether smaller ('min') or larger ('max') values of the metric are better.
@@ -48,5 +49,9 @@ def improves(value: float, best: float, best_mode: str) -> bool:
 
 
 def epoch_value(data: Data, metric: str) -> float:
-    """The metric's value at an epoch's end, as one float (the mean of an array-valued metric)."""
-    return float(np.mean(to_number(data[metric])))
+    """The metric's value at an epoch's end, as one float (the mean of an array-valued metric; a ValWithError's value
+    ``y``, as FastEstimator's comparisons read it)."""
+    value = data[metric]
+    if isinstance(value, ValWithError):
+        return float(value.y)
+    return float(np.mean(to_number(value)))

@@ -11,7 +11,7 @@ import numpy as np
 
 from fe_ray.backend import get_lr, to_number
 from fe_ray.schedule import get_current_items
-from fe_ray.trace.trace import Data, Trace, trace_writes
+from fe_ray.trace.trace import Data, Trace, per_ds_keys, trace_writes
 
 
 def requested_monitor_names(traces: Iterable[Any]) -> set[str]:
@@ -64,12 +64,15 @@ class TrainEssential(Trace):
         step = self.system.global_step or 0
         if not log_steps or not (step % log_steps == 0 or step == 1):
             return
+        # With several training datasets each value is logged as '<key>|<ds_id>', as FastEstimator does.
+        ds_id = self.system.ds_id
+        suffix = f"|{ds_id}" if ds_id else ""
         for key in self.inputs:
             if key in data:
-                data.write_with_log(key, data[key])
+                data.write_with_log(f"{key}{suffix}", data[key])
         now = time.perf_counter()
         if step > 1:
-            data.write_with_log("steps/sec", round(log_steps / max(now - self.step_start, 1e-9), 2))
+            data.write_with_log(f"steps/sec{suffix}", round(log_steps / max(now - self.step_start, 1e-9), 2))
         self.step_start = now
 
     def on_epoch_end(self, data: Data) -> None:
@@ -84,7 +87,8 @@ class TrainEssential(Trace):
 
 
 class EvalEssential(Trace):
-    """Logs the mean over the evaluation batches of each monitored key at the end of each evaluation epoch.
+    """Logs the mean over the evaluation batches of each monitored key at the end of each evaluation epoch, and with
+    several datasets each dataset's mean as ``<key>|<ds_id>`` too; ``steps/sec`` on the evaluation log steps.
 
     Args:
         monitor_names: Keys (usually the losses) to average.
@@ -94,28 +98,58 @@ class EvalEssential(Trace):
     def __init__(self, monitor_names: Iterable[str], mode: str = "eval") -> None:
         names = sorted(monitor_names)
         super().__init__(inputs=names, outputs=names, mode=mode)
-        self.eval_results: dict[str, list[Any]] = {}
+        self.eval_results: dict[str, dict[str, list[Any]]] = {}  # key -> ds_id ('' without datasets) -> batch means
+        self.step_start = 0.0
+        self.logged_step = 0  # the batch of the dataset at which steps/sec was last written
+
+    def get_outputs(self, ds_ids: None | str | Iterable[str] = None) -> list[str]:
+        return list(self.outputs) + per_ds_keys(self.outputs, ds_ids)
 
     def on_begin(self, data: Data) -> None:
         _monitor_requested(self, also_outputs=True)
 
     def on_epoch_begin(self, data: Data) -> None:
         self.eval_results = {}
+        self.step_start = time.perf_counter()
+        self.logged_step = 0
 
     def on_batch_end(self, data: Data) -> None:
+        ds_id = self.system.ds_id
         for key in self.inputs:
             if key in data:
-                self.eval_results.setdefault(key, []).append(np.mean(to_number(data[key])))
+                self.eval_results.setdefault(key, {}).setdefault(ds_id, []).append(np.mean(to_number(data[key])))
+        if self.mode == {"eval"}:
+            self._log_speed(data)
+
+    def _log_speed(self, data: Data) -> None:
+        """``steps/sec`` since the last evaluation log step, on each of them after the first (FastEstimator's)."""
+        step = self.system.batch_idx
+        if step < self.logged_step:  # the next dataset of the epoch: its own count
+            self.logged_step = 0
+        if step in self.system.eval_log_steps[0]:
+            now = time.perf_counter()
+            if step > 1:
+                data.write_with_log("steps/sec", round((step - self.logged_step) / max(now - self.step_start, 1e-9),
+                                                       2))
+            self.logged_step, self.step_start = step, now
 
     def on_epoch_end(self, data: Data) -> None:
-        for key, values in self.eval_results.items():
-            data.write_with_log(key, np.mean(np.array(values), axis=0))
+        for key, per_ds in self.eval_results.items():
+            for ds_id, values in per_ds.items():
+                if ds_id:
+                    data.write_with_log(f"{key}|{ds_id}", np.mean(np.array(values), axis=0))
+            every = [value for values in per_ds.values() for value in values]
+            data.write_with_log(key, np.mean(np.array(every), axis=0))
 
     def state_dict(self) -> dict[str, Any]:
-        return {"eval_results": {key: list(values) for key, values in self.eval_results.items()}}
+        return {"eval_results": {key: {ds_id: list(values) for ds_id, values in per_ds.items()}
+                                 for key, per_ds in self.eval_results.items()}}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        self.eval_results = {key: list(values) for key, values in state.get("eval_results", {}).items()}
+        # A list per key: a checkpoint written before the per-dataset means (one dataset's values, or all of them).
+        self.eval_results = {key: ({"": list(per_ds)} if isinstance(per_ds, list) else
+                                   {str(ds_id): list(values) for ds_id, values in per_ds.items()})
+                             for key, per_ds in state.get("eval_results", {}).items()}
 
 
 class TestEssential(EvalEssential):

@@ -1,11 +1,13 @@
 """Logger and ProgressBar: the console output of a run.
 
-Lines keep FastEstimator's ``FastEstimator-<Event>:`` prefix (``FastEstimator-Train: step: 100; ce: 0.12;
-steps/sec: 250.3;``) so that existing log parsers and habits keep working after switching to fe_ray.
+Lines keep FastEstimator's layout (``FastEstimator-Train: step: 100; ce: 0.12; steps/sec: 250.3;``, keys in natural
+order, arrays of several values on lines of their own after it, ``Eval Progress: 2/6;`` lines during evaluation) so
+that existing log parsers and habits keep working after switching to fe_ray.
 """
 
 from __future__ import annotations
 
+import re
 import sys
 from typing import Any
 
@@ -16,15 +18,18 @@ from fe_ray.trace.trace import Data, Trace, to_loggable
 PREFIX = "FastEstimator-"
 
 
+def natural_key(key: str) -> list[Any]:
+    """Sort key putting ``acc|ds2`` before ``acc|ds10`` and ignoring case, as FastEstimator's ``humansorted``."""
+    return [(0, int(part)) if part.isdigit() else (1, part.lower()) for part in re.split(r"(\d+)", key) if part]
+
+
 def format_value(value: Any) -> str:
-    """Render a logged value compactly: scalars as numbers, small arrays inline, big arrays by shape."""
+    """Render a logged value compactly: scalars as numbers, arrays in full (numpy's layout, comma-separated)."""
     if isinstance(value, np.ndarray):
         if value.size == 1:
             value = value.reshape(-1)[0]
-        elif value.size <= 10:
-            return np.array2string(value, separator=", ", precision=6).replace("\n", "")
         else:
-            return f"<array shape={value.shape} dtype={value.dtype}>"
+            return np.array2string(value, separator=",")
     if isinstance(value, (float, np.floating)):
         return f"{float(value):.7g}"
     if isinstance(value, np.integer):
@@ -56,11 +61,14 @@ class Logger(Trace):
             if system.log_steps and (step % system.log_steps == 0 or step == 1):
                 self._print("Train", data)
         elif system.mode == "eval" and system.batch_idx in system.eval_log_steps[0]:
-            self._print("Eval", data, extra=f"progress: {system.batch_idx}/{system.eval_log_steps[1] or '?'}; ")
+            # FastEstimator's progress line, without the "FastEstimator-" prefix: parsers that read the epoch lines
+            # must not take it for one.
+            ds = f" ({system.ds_id})" if system.ds_id else ""
+            self._print("", data, header=f"Eval Progress{ds}: {system.batch_idx}/{system.eval_log_steps[1] or '?'}; ")
 
     def on_epoch_end(self, data: Data) -> None:
         mode = self.system.mode
-        if mode == "train" and self.system.log_steps:
+        if mode == "train":  # whatever log_steps says (0 included), as FastEstimator
             self._print("Train", data, extra=f"epoch: {self.system.epoch_idx}; ")
         elif mode in ("eval", "test"):
             self._print(mode.capitalize(), data, extra=f"epoch: {self.system.epoch_idx}; ")
@@ -69,10 +77,18 @@ class Logger(Trace):
         if self.system.mode != "test":
             self._print("Finish", data)
 
-    def _print(self, event: str, data: Data, extra: str = "", step: int | None = None) -> None:
-        body = "".join(f"{key}: {format_value(to_loggable(value))}; " for key, value in data.read_logs().items())
-        step = (self.system.global_step or 0) if step is None else step
-        print(f"{PREFIX}{event}: step: {step}; {extra}{body}".rstrip(), flush=True)
+    def _print(self, event: str, data: Data, extra: str = "", step: int | None = None, header: str = "") -> None:
+        inline, deferred = [], []
+        for key, value in sorted(data.read_logs().items(), key=lambda item: natural_key(item[0])):
+            value = to_loggable(value)
+            if isinstance(value, np.ndarray) and value.size > 1:  # on lines of their own after the line's values
+                deferred.append(f"\n{key}:\n{format_value(value)};")
+            else:
+                inline.append(f"{key}: {format_value(value)}; ")
+        if not header:
+            step = (self.system.global_step or 0) if step is None else step
+            header = f"{PREFIX}{event}: step: {step}; "
+        print(f"{header}{extra}{''.join(inline)}".rstrip() + "".join(deferred), flush=True)
 
 
 class ProgressBar(Trace):

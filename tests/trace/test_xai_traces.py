@@ -306,8 +306,10 @@ def test_label_tracker_records_each_classs_epoch_statistics() -> None:
             mean = statistics.mean(values)
             std = statistics.stdev(values) if len(values) > 1 else 0.0
             assert history["sample_ce"][step] == pytest.approx(mean)
-            assert history["sample_ce ($\\mu \\pm \\sigma$)"][step] == pytest.approx((mean - std, mean, mean + std))
-            assert history["sample_ce ($min, \\mu, max$)"][step] == pytest.approx((min(values), mean, max(values)))
+            band = history["sample_ce ($\\mu \\pm \\sigma$)"][step].as_tuple()
+            assert band == pytest.approx((mean - std, mean, mean + std))
+            spread = history["sample_ce ($min, \\mu, max$)"][step].as_tuple()
+            assert spread == pytest.approx((min(values), mean, max(values)))
             assert isinstance(history["sample_ce ($min, \\mu, max$)"][step], ValWithError)
     graphs = estimator.system.custom_graphs["sample_ce_by_y"]
     assert [g.name for g in graphs] == [s.name for s in tracker.label_summaries.values()]
@@ -327,9 +329,11 @@ def test_label_tracker_resumes_mid_epoch() -> None:
         trace.on_batch_end(Data({"y": np.array([[0], [0]]), "m": np.array([3.0, 5.0])}))
         trace.on_epoch_end(Data())
     key = "m ($\\mu \\pm \\sigma$)"
-    assert resumed.label_summaries[0].history["eval"][key][7] == pytest.approx((1.0, 3.0, 5.0))  # mean 3, std 2
-    assert resumed.label_summaries[1].history["eval"][key][7] == (2.0, 2.0, 2.0)  # one sample: std 0
-    assert first.label_summaries[0].history["eval"][key] == resumed.label_summaries[0].history["eval"][key]
+    band = resumed.label_summaries[0].history["eval"][key][7].as_tuple()
+    assert band == pytest.approx((1.0, 3.0, 5.0))  # mean 3, std 2
+    assert resumed.label_summaries[1].history["eval"][key][7].as_tuple() == (2.0, 2.0, 2.0)  # one sample: std 0
+    assert {step: value.as_tuple() for step, value in first.label_summaries[0].history["eval"][key].items()} == \
+        {step: value.as_tuple() for step, value in resumed.label_summaries[0].history["eval"][key].items()}
     with pytest.raises(ValueError, match="one value per sample under 'm'"):
         first.on_batch_end(Data({"y": np.array([0, 1]), "m": np.float32(0.5)}))
 

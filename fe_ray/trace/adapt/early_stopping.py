@@ -40,6 +40,9 @@ class EarlyStopping(Trace):
         if not isinstance(patience, int) or patience < 0:
             raise ValueError(f"EarlyStopping patience must be a non-negative int, got {patience!r}.")
         super().__init__(inputs=monitor, mode=mode)
+        # A network output that is not a loss gets averaged over evaluation too, as FastEstimator asks its
+        # essential traces: without it such a monitor was never logged and the run never stopped.
+        self.fe_monitor_names.add(monitor)
         self.monitor = monitor
         self.min_delta = abs(float(min_delta))
         self.patience = patience

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from fe_ray.summary.summary import ValWithError
 from fe_ray.trace.trace import Data, Trace, to_loggable
 from fe_ray.util import to_list
 
@@ -24,6 +25,8 @@ def csv_value(value: Any) -> str:
         return ""
     if isinstance(value, str):
         return value
+    if isinstance(value, ValWithError):  # "(y_min; y; y_max)", as FastEstimator writes it
+        return str(value).replace(",", ";")
     if isinstance(value, bytes):
         return value.decode("utf-8", errors="replace")
     try:

@@ -71,15 +71,21 @@ class Accuracy(Trace):
         if y_pred.size != y_true.size:
             raise ValueError(f"Accuracy got {y_true.size} labels ({self.true_key!r}) but {y_pred.size} predictions "
                              f"({self.pred_key!r}); they must describe the same samples.")
-        correct, total = int(np.sum(y_pred.ravel() == y_true.ravel())), int(y_pred.size)
+        hits = y_pred.ravel() == y_true.ravel()
+        correct, total = int(np.sum(hits)), int(y_pred.size)
         self.correct += correct
         self.total += total
         # '' is the only dataset of a mode without a ds_id dict: the overall value says it all.
         ds_id = getattr(getattr(self, "system", None), "ds_id", "")
-        if self.per_ds and ds_id:
+        per_ds = self.per_ds and bool(ds_id)
+        if per_ds:
             counts = self.ds_counts.setdefault(ds_id, [0, 0])
             counts[0] += correct
             counts[1] += total
+        # Each sample's 0/1 for detailed loggers (CSVLogger's instance rows), as FastEstimator writes it: under the
+        # per-dataset key when there are several datasets (the more precise name).
+        data.write_per_instance_log(f"{self.outputs[0]}|{ds_id}" if per_ds else self.outputs[0],
+                                    hits.astype(np.int8))
 
     def on_epoch_end(self, data: Data) -> None:
         for ds_id, (correct, total) in self.ds_counts.items():

@@ -1,0 +1,114 @@
+"""What a run logs, against FastEstimator 1.7.0's traces: per-dataset losses in training and evaluation, a non-loss
+EarlyStopping monitor averaged over evaluation, Accuracy's per-sample rows, and the Logger's layout."""
+
+from __future__ import annotations
+
+import csv
+from typing import Any
+
+import numpy as np
+import pytest
+
+import fe_ray as fe
+from fe_ray.dataset import NumpyDataset
+from fe_ray.op.tensorop import LambdaOp
+from fe_ray.trace import Accuracy, EarlyStopping, Trace
+from fe_ray.trace.io import CSVLogger
+from fe_ray.trace.logger import natural_key
+from tests.estimator_helpers import classifier_network, digits_arrays, torch_mlp
+
+
+def datasets(n: int, with_ids: bool = False) -> dict[str, NumpyDataset]:
+    train, _ = digits_arrays(n_train=2 * n, n_eval=8)
+    halves = [{key: value[i * n:(i + 1) * n] for key, value in train.items()} for i in range(2)]
+    if with_ids:
+        for i, half in enumerate(halves):
+            half["id"] = np.arange(i * n, (i + 1) * n)
+    return {"a": NumpyDataset(halves[0]), "b": NumpyDataset(halves[1])}
+
+
+def test_training_on_several_datasets_logs_each_loss_under_its_dataset(capsys) -> None:
+    """FastEstimator's TrainEssential writes through DSData: 'ce|a' while dataset a trains, 'ce|b' for b."""
+    pipeline = fe.Pipeline(train_data=datasets(8), batch_size=8)
+    estimator = fe.Estimator(pipeline, classifier_network(torch_mlp()), epochs=1, log_steps=1)
+    train = estimator.fit().history["train"]
+    assert sorted(train["ce|a"]) == [1] and sorted(train["ce|b"]) == [2]
+    assert "ce" not in train and sorted(train["steps/sec|b"]) == [2]
+    out = capsys.readouterr().out
+    assert "FastEstimator-Train: step: 2; ce|b: " in out
+
+
+def test_early_stopping_on_a_network_output_that_is_no_loss_stops_the_run(capsys) -> None:
+    """EarlyStopping asks for its monitor to be averaged over evaluation, as FastEstimator's does: a network output
+    that is not a loss was never logged and the run went on to its last epoch."""
+    counter = {"n": 0.0}
+
+    def rising(x: Any) -> Any:
+        counter["n"] += 1.0
+        return x.sum() * 0 + counter["n"]
+
+    network = classifier_network(torch_mlp())
+    network = fe.Network([*network.ops, LambdaOp(fn=rising, inputs="x", outputs="m", mode="eval")])
+    train, evaluation = digits_arrays(n_train=16, n_eval=8)
+    pipeline = fe.Pipeline(train_data=NumpyDataset(train), eval_data=NumpyDataset(evaluation), batch_size=8)
+    estimator = fe.Estimator(pipeline, network, epochs=4, traces=EarlyStopping(monitor="m", patience=1))
+    summary = estimator.fit()
+    assert sorted(summary.history["eval"]["m"]) == [2, 4]  # epoch 2 did not improve on epoch 1: stop
+    assert "triggered an early stop" in capsys.readouterr().out
+
+
+def test_accuracy_writes_each_samples_hit_for_csv_logger(tmp_path) -> None:
+    """FastEstimator's Accuracy writes a 0/1 per sample (per_instance log), under 'accuracy|<ds_id>' when the mode
+    has several datasets: CSVLogger(instance_id_key=...) wrote no per-sample rows for it."""
+    path = tmp_path / "log.csv"
+    train, _ = digits_arrays(n_train=16, n_eval=8)
+    pipeline = fe.Pipeline(train_data=NumpyDataset(train), eval_data=datasets(4, with_ids=True), batch_size=4)
+    traces = [Accuracy("y", "y_pred"), CSVLogger(str(path), instance_id_key="id", mode="eval")]
+    fe.Estimator(pipeline, classifier_network(torch_mlp()), epochs=1, traces=traces, log_steps=None).fit()
+    with open(path, newline="") as file:
+        rows = list(csv.DictReader(file))
+    per_sample = [row for row in rows if row.get("instance_id")]
+    assert sorted(int(row["instance_id"]) for row in per_sample) == list(range(8))
+    assert {row["accuracy|a"] for row in per_sample if int(row["instance_id"]) < 4} <= {"0", "1"}
+    assert {row["accuracy|b"] for row in per_sample if int(row["instance_id"]) >= 4} <= {"0", "1"}
+
+
+def test_logger_sorts_keys_naturally_and_prints_arrays_on_their_own_lines(capsys) -> None:
+    class Writes(Trace):
+        def on_epoch_end(self, data: Any) -> None:
+            data.write_with_log("x10", 1)
+            data.write_with_log("x2", 2)
+            data.write_with_log("Matrix", np.arange(12).reshape(3, 4))
+
+    train, evaluation = digits_arrays(n_train=8, n_eval=8)
+    pipeline = fe.Pipeline(train_data=NumpyDataset(train), eval_data=NumpyDataset(evaluation), batch_size=8)
+    fe.Estimator(pipeline, classifier_network(torch_mlp()), epochs=1, traces=Writes(mode="eval"), log_steps=0).fit()
+    out = capsys.readouterr().out
+    line = next(line for line in out.splitlines() if line.startswith("FastEstimator-Eval: step: 1; epoch: 1;"))
+    assert line.index("x2: 2;") < line.index("x10: 1;") and "Matrix" not in line
+    assert f"{line}\nMatrix:\n[[ 0, 1, 2, 3],\n [ 4, 5, 6, 7],\n [ 8, 9,10,11]];" in out
+
+
+@pytest.mark.parametrize("keys, ordered", [(["b", "A", "a10", "a2"], ["A", "a2", "a10", "b"]),
+                                           (["ce|ds10", "ce|ds9", "ce"], ["ce", "ce|ds9", "ce|ds10"])])
+def test_natural_key_orders_numbers_by_value_and_ignores_case(keys: list[str], ordered: list[str]) -> None:
+    assert sorted(keys, key=natural_key) == ordered
+
+
+def test_val_with_error_compares_and_computes_on_its_value_as_fastestimators() -> None:
+    """FastEstimator's ValWithError compares, adds and multiplies by y (so BestModelSaver / EarlyStopping can
+    watch one); it was a plain tuple: ``v > 1.5`` raised, ``v * 2`` repeated it and max() compared y_min first."""
+    from fe_ray.summary import ValWithError
+    from fe_ray.trace.best_value import epoch_value
+    from fe_ray.trace.io.csv_logger import csv_value
+    from fe_ray.trace.trace import Data
+
+    band = ValWithError(1.0, 2.0, 3.0)
+    assert band > 1.5 and band <= 2.0 and band == 2.0 and band != 2.5
+    assert (band + 1, 1 + band, band - 1, 3 - band, band * 2, 2 * band, abs(ValWithError(-3, -2, -1))) == \
+        (3.0, 3.0, 1.0, 1.0, 4.0, 4.0, 2)
+    assert max([band, ValWithError(0.0, 5.0, 6.0)]).as_tuple() == (0.0, 5.0, 6.0)
+    assert tuple(band) == (1.0, 2.0, 3.0) and band[2] == 3.0  # still indexes and unpacks
+    # an asymmetric band is watched by its value, not the mean of the triple
+    assert epoch_value(Data({"err": ValWithError(0.0, 0.1, 0.8)}), "err") == pytest.approx(0.1)
+    assert csv_value(ValWithError(0.1, 0.2, 0.3)) == "(0.1; 0.2; 0.3)"  # FastEstimator's CSV cell
