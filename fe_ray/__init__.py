@@ -16,6 +16,7 @@ _LAZY = {
     "Pipeline": ("fe_ray.pipeline", "Pipeline"),
     "Estimator": ("fe_ray.estimator", "Estimator"),
     "enable_deterministic": ("fe_ray.backend.determinism", "enable_deterministic"),
+    "record_history": ("fe_ray.estimator", "record_history"),
 }
 
 
@@ -29,4 +30,4 @@ __getattr__, __dir__ = lazy_attributes(__name__, {**{name: f"fe_ray.{name}" for 
                                                      in _LAZY.items()}})
 
 
-__all__ = ["Estimator", "Network", "Pipeline", "build", "enable_deterministic", "__version__"]
+__all__ = ["Estimator", "Network", "Pipeline", "build", "enable_deterministic", "record_history", "__version__"]

@@ -81,7 +81,8 @@ class Estimator(EstimatorWarmup):
             if not isinstance(trace, Trace):
                 raise ValueError(f"traces[{pos}] is a {type(trace).__name__}, not a Trace; pass fe_ray.trace Traces "
                                  "(or Schedulers of them).")
-        self.monitor_names: set[str] = to_set(monitor_names)
+        # None entries are dropped, as FastEstimator does (its monitor_names are Iterable[Optional[str]]).
+        self.monitor_names: set[str] = {name for name in to_set(monitor_names) if name is not None}
         self.traces_in_use: list[Any] = []
         self.system = System(network=network, pipeline=pipeline, traces=self.traces,
                              num_devices=int(getattr(network, "num_replicas", None) or 1), log_steps=log_steps,
@@ -363,3 +364,25 @@ def _safe_len(loader: Any) -> int | None:
 
 
 __all__ = ["Estimator"]
+
+
+def record_history(path: bool | str | None) -> None:
+    """FastEstimator's switch for its experiment-history database (``~/fastestimator_data/history.db``).
+
+    fe_ray keeps no such database: every run's values are in the Summary ``fit()`` returns (and in a
+    ``CSVLogger``'s file or the log). ``record_history(False)``, the usual call, is accepted silently; asking for a
+    history prints a note once, so a FastEstimator script runs unchanged.
+
+    Args:
+        path: False to disable history tracking; True, None or a path to enable it (not available in fe_ray).
+    """
+    if path is False:
+        return
+    global _history_note_shown
+    if not _history_note_shown:
+        _history_note_shown = True
+        logger.warning("fe_ray: record_history(%r) has no effect: fe_ray keeps no experiment-history database; use "
+                       "the Summary fit() returns, a CSVLogger trace or the log instead.", path)
+
+
+_history_note_shown = False

@@ -506,3 +506,26 @@ def test_a_stateless_trace_of_the_users_gets_on_epoch_begin_when_a_run_resumes_i
         summary = run(crash=False)  # resumes after step 6, inside epoch 2
     assert summary.history["train"]["batches"] == {4: 4, 8: 2}
     assert "resumed inside epoch 2: _EpochMean keep(s) no state in checkpoints" in caplog.text
+
+
+def test_fastestimator_entry_points_monitor_names_with_none_and_record_history(caplog, monkeypatch) -> None:
+    """FastEstimator drops None from monitor_names (sorted() of the set raised), exports record_history (fe_ray keeps
+    no history database: False is accepted, asking for a history says so) and summary.average_summaries."""
+    import logging
+
+    train, evaluation = digits_arrays(n_train=16, n_eval=8)
+    estimator = fe.Estimator(ToyPipeline(train, evaluation, batch_size=8), classifier_network(torch_mlp()), epochs=1,
+                             monitor_names=["ce", None], log_steps=None)
+    assert estimator.monitor_names == {"ce"}
+    estimator.fit()
+    import fe_ray.estimator
+
+    monkeypatch.setattr(fe_ray.estimator, "_history_note_shown", False)
+    with caplog.at_level(logging.WARNING, logger="fe_ray.estimator"):
+        fe.record_history(False)
+        assert caplog.text == ""
+        fe.record_history(True)
+    assert "keeps no experiment-history database" in caplog.text
+    from fe_ray.summary import average_summaries
+
+    assert callable(average_summaries)

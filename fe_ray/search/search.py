@@ -20,6 +20,8 @@ import tempfile
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import numpy as np
+
 # fe_ray's console lines keep FastEstimator's "FastEstimator-<Event>:" prefix (see fe_ray.trace.logger), so that
 # existing log parsers keep working; spelled out here to keep this module free of framework imports.
 LOG_PREFIX = "FastEstimator-Search:"
@@ -87,6 +89,21 @@ def cache_key(params: Mapping[str, Any]) -> str:
 
     return json.dumps(dict(params), sort_keys=True, default=fallback)
 
+
+
+def _storable(result: Mapping[str, Any]) -> dict[str, Any]:
+    """``result`` with numpy arrays as (nested) lists and numpy scalars as Python numbers, in dicts nested
+    anywhere, as FastEstimator stores results: the summary saves as JSON and a resumed search compares alike."""
+    def plain(value: Any) -> Any:
+        if isinstance(value, np.ndarray):
+            return value.tolist()
+        if isinstance(value, np.generic):
+            return value.item()
+        if isinstance(value, Mapping):
+            return {key: plain(item) for key, item in value.items()}
+        return value
+
+    return {key: plain(value) for key, value in result.items()}
 
 class Search:
     """Base class of searches: evaluation with caching, result summary, best-result lookup, save / load / resume.
@@ -240,7 +257,7 @@ class Search:
         result = self.eval_fn(search_idx=self.search_idx, **params)
         if not isinstance(result, Mapping):
             result = {"value": result}
-        result = dict(result)
+        result = _storable(result)
         param = {**params, "search_idx": self.search_idx}
         self.search_summary.append({"param": param, "result": result})
         self.evaluation_cache[key] = result

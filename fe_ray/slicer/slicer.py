@@ -15,13 +15,16 @@ class Slicer:
 
     Args:
         slice: Key(s) to cut apart before the ops run.
-        unslice: Key(s) to fuse back together after the ops ran.
+        unslice: Key(s) to fuse back together after the ops ran; the default ``()`` means the ``slice`` keys (as in
+            FastEstimator), None means none. A key to fuse that the ops did not produce in this mode is skipped.
         mode: Mode(s) in which the slicer is active ("!mode" to exclude).
         ds_id: Dataset id(s) in which the slicer is active ("!id" to exclude).
     """
 
-    def __init__(self, slice: None | str | Sequence[str] = None, unslice: None | str | Sequence[str] = None,
+    def __init__(self, slice: None | str | Sequence[str] = None, unslice: None | str | Sequence[str] = (),
                  mode: None | str | Iterable[str] = None, ds_id: None | str | Iterable[str] = None) -> None:
+        if isinstance(unslice, tuple) and not unslice:
+            unslice = slice  # FastEstimator's default: fuse back the keys that were cut
         self.slice_inputs: list[str] = to_list(slice)
         self.unslice_inputs: list[str] = to_list(unslice)
         self.mode: set[str] | None = parse_modes(to_set(mode)) if mode is not None else None
@@ -222,13 +225,18 @@ def reverse_slicers(slicers: Sequence[Slicer], data: Sequence[Mapping[str, Any]]
                     original_data: Mapping[str, Any]) -> dict[str, Any]:
     """Fuse minibatch results back into one batch: unsliced keys merged, all else taken from ``original_data``.
 
+    A key to unslice that the minibatches do not hold (an op of another mode writes it) is skipped, as in
+    FastEstimator: slicers are not promised all their keys.
+
     Raises:
-        ValueError: If a key to unslice is missing from a minibatch result.
+        ValueError: If a key to unslice is held by some minibatch results but not by others.
     """
     result = dict(original_data)
     for slicer in slicers:
         for key in slicer.unslice_inputs:
             missing = [i for i, mb in enumerate(data) if key not in mb]
+            if len(missing) == len(data):
+                continue
             if missing:
                 raise ValueError(f"{type(slicer).__name__} un-slices {key!r}, but minibatch(es) {missing} lack it.")
             result[key] = slicer.unslice_batches(tuple(mb[key] for mb in data), key)

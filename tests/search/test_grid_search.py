@@ -120,3 +120,20 @@ def test_best_results_errors() -> None:
     with pytest.raises(ValueError, match="'z' is missing"):
         search.get_best_results(optimize_field="z")
     assert search.get_best_results(optimize_field="y")["param"]["a"] == 1
+
+
+def test_array_results_are_stored_as_lists_and_the_search_saves_and_resumes(tmp_path) -> None:
+    """FastEstimator turns numpy results into lists (nested dicts too): the summary saves as JSON and resumes."""
+    calls: list[int] = []
+
+    def score(search_idx: int, a: int) -> dict[str, Any]:
+        calls.append(a)
+        return {"acc": np.float32(a), "cm": np.eye(2) * a, "nested": {"v": np.array([a, a])}}
+
+    search = GridSearch(score, {"a": [1, 2]}, best_mode="max", optimize_field="acc")
+    search.fit(str(tmp_path))
+    best = search.get_best_results()
+    assert best["result"] == {"acc": 2.0, "cm": [[2.0, 0.0], [0.0, 2.0]], "nested": {"v": [2, 2]}}
+    again = GridSearch(score, {"a": [1, 2]}, best_mode="max", optimize_field="acc")
+    again.fit(str(tmp_path))
+    assert calls == [1, 2] and again.get_search_summary() == search.get_search_summary()

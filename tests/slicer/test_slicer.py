@@ -114,3 +114,32 @@ def test_without_slicers_the_batch_is_one_minibatch_and_stateless_slicers_refuse
     slicer.load_state_dict({})
     with pytest.raises(ValueError, match=r"MeanUnslicer has no state but was given keys \['n'\]"):
         slicer.load_state_dict({"n": 1})
+
+
+def test_a_key_no_minibatch_holds_is_skipped_as_fastestimator_does() -> None:
+    """An op of another mode writes it (a train-only loss un-sliced by MeanUnslicer): evaluation raised before."""
+    slicer = AxisSlicer(axis=0, slice="x")
+    mean = MeanUnslicer(unslice="train_loss")
+    minibatches = forward_slicers([slicer, mean], {"x": np.arange(4)})
+    merged = reverse_slicers([slicer, mean], [dict(mb) for mb in minibatches], original_data={"x": np.arange(4)})
+    assert "train_loss" not in merged and merged["x"].tolist() == [0, 1, 2, 3]
+
+
+def test_a_slicer_of_ones_own_unslices_its_slice_keys_by_default() -> None:
+    """FastEstimator's base Slicer defaults unslice to the slice keys; a subclass calling super().__init__(slice=...)
+    fused nothing back and the Network refused the dangling key."""
+    from fe_ray.slicer import Slicer
+
+    class Halves(Slicer):
+        def _slice_batch(self, batch):  # noqa: ANN001, ANN202
+            return [batch[:2], batch[2:]]
+
+        def _unslice_batch(self, slices, key):  # noqa: ANN001, ANN202
+            return np.concatenate(slices)
+
+    assert Halves(slice="x").unslice_inputs == ["x"]
+    assert Halves(slice="x", unslice=None).unslice_inputs == []
+    from fe_ray.slicer.axis_slicer import AxisSlicer as FromItsModule  # FastEstimator's module paths
+    from fe_ray.slicer.mean_unslicer import MeanUnslicer as FromItsOwnModule
+
+    assert FromItsModule is AxisSlicer and FromItsOwnModule is MeanUnslicer

@@ -8,6 +8,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from fe_ray.architecture._checks import min_height_width, spatial_size
+from fe_ray.architecture.pytorch.fe_layout import accept_same_order_layout
 from fe_ray.architecture.pytorch.unet import _conv, _double_conv, _Up, encode
 
 
@@ -51,6 +52,7 @@ class AttentionUNet(nn.Module):
         channels, height, width = spatial_size("AttentionUNet", "input_size", input_size, channels_first=True)
         min_height_width("AttentionUNet", "input_size", input_size, height, width, minimum=16, multiple=16)
         super().__init__()
+        accept_same_order_layout(self)  # FastEstimator's saved weights load too (fe_layout)
         self.input_size = tuple(input_size)
         widths = (64, 128, 256, 512)
         self.encoders = nn.ModuleList(nn.Sequential(*_double_conv(c_in, c_out))

@@ -7,6 +7,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from fe_ray.architecture._checks import min_height_width, positive_int, spatial_size
+from fe_ray.architecture.pytorch.fe_layout import accept_same_order_layout
 
 _SLOPE = 0.1  # negative slope of every LeakyReLU
 
@@ -73,6 +74,7 @@ class ResNet9(nn.Module):
         min_height_width("ResNet9", "input_size", input_size, height, width, minimum=16)
         positive_int("ResNet9", "classes", classes)
         super().__init__()
+        accept_same_order_layout(self)  # FastEstimator's saved weights load too (fe_layout)
         momentum = 0.2  # PyTorch's convention for Keras' momentum=0.8, which FastEstimator's TF ResNet9 uses
         self.prep = _ConvBN(channels, 64, momentum=momentum)
         self.layer1 = _ConvBN(64, 128, pool=True, momentum=momentum)

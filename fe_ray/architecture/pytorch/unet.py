@@ -7,6 +7,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from fe_ray.architecture._checks import min_height_width, positive_int, spatial_size
+from fe_ray.architecture.pytorch.fe_layout import accept_same_order_layout
 
 
 def _conv(in_channels: int, out_channels: int, kernel: int = 3) -> nn.Conv2d:
@@ -73,6 +74,7 @@ class UNet(nn.Module):
         min_height_width("UNet", "input_size", input_size, height, width, minimum=16, multiple=16)
         positive_int("UNet", "output_channel", output_channel)
         super().__init__()
+        accept_same_order_layout(self)  # FastEstimator's saved weights load too (fe_layout)
         self.input_size = tuple(input_size)
         widths = (64, 128, 256, 512)
         self.encoders = nn.ModuleList(nn.Sequential(*_double_conv(c_in, c_out))

@@ -7,6 +7,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from fe_ray.architecture._checks import positive_int, wrn_blocks
+from fe_ray.architecture.pytorch.fe_layout import accept_same_order_layout
 
 
 class _PreActBlock(nn.Module):
@@ -65,6 +66,7 @@ class WideResidualNetwork(nn.Module):
         blocks = wrn_blocks("WideResidualNetwork", depth, widen_factor, dropout)
         positive_int("WideResidualNetwork", "classes", classes)
         super().__init__()
+        accept_same_order_layout(self)  # FastEstimator's saved weights load too (fe_layout)
         widths = (16, 16 * widen_factor, 32 * widen_factor, 64 * widen_factor)
         self.conv1 = nn.Conv2d(3, widths[0], 3, padding=1, bias=False)
         self.stages = nn.ModuleList(
