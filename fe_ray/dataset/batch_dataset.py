@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from fe_ray.dataset.splitting import stratify_for
+
 #: Tags the batch plan's random streams apart from the shuffle's and the random ops' (same seed, epoch and pass).
 _PLAN_TAG = 0x42415443
 #: The key of a pass's random streams: (shuffle seed, mode, ds_id, epoch, data pass).
@@ -130,9 +132,11 @@ class BatchDataset:
         table = _count_table(entropy, len(self), self.num_samples[0], tuple(self.probability))
         return [int(n) for n in table[index]], [int(n) for n in table[:index].sum(axis=0)]
 
-    def split(self, *fractions: float | int | Sequence[int], seed: int | None = None) -> Any:
-        """Split every dataset the same way (their own ``split``) and return BatchDataset(s) over the parts."""
-        parts = [dataset.split(*fractions, seed=seed) for dataset in self.datasets]
+    def split(self, *fractions: float | int | Sequence[int], seed: int | None = None,
+              stratify: str | None = None) -> Any:
+        """Split every dataset the same way (their own ``split``) and return BatchDataset(s) over the parts;
+        ``stratify`` goes to the datasets whose samples hold that key, as in FastEstimator."""
+        parts = [dataset.split(*fractions, seed=seed, **stratify_for(dataset, stratify)) for dataset in self.datasets]
         if len(fractions) == 1:
             return BatchDataset(parts, self.num_samples, self.probability)
         return [BatchDataset(group, self.num_samples, self.probability) for group in zip(*parts)]

@@ -39,6 +39,7 @@ class DirDataset(InMemoryDataset):
         if not paths:
             raise ValueError(_no_files(root, file_extension, skipped, type(self).__name__))
         super().__init__([{data_key: path} for path in paths])
+        self.root_dir = os.path.normpath(os.fspath(root_dir))  # FastEstimator's attribute
 
 
 class LabeledDirDataset(InMemoryDataset):

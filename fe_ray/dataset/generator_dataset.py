@@ -91,13 +91,14 @@ class GeneratorDataset:
             self._drawn += 1
         return sample
 
-    def split(self, *fractions: float | int | Sequence[int], seed: int | None = None
+    def split(self, *fractions: float | int | Sequence[int], seed: int | None = None, stratify: str | None = None
               ) -> GeneratorDataset | list[GeneratorDataset]:
         """Split off datasets drawing from the same generator, as FastEstimator's (with a warning).
 
         Only the sizes move: each part gets as many samples per epoch as the fraction, count or index list asks
         for, and this dataset keeps the rest; all of them keep pulling from the one generator, so the parts' samples
-        are not disjoint in any sense. ``seed`` is accepted for the common signature and does not matter.
+        are not disjoint in any sense. ``seed`` is accepted for the common signature and does not matter, nor does
+        ``stratify`` (a generator's classes are not known ahead; a warning says so, as in FastEstimator).
 
         Returns:
             The new dataset, or a list of them when several parts were asked for.
@@ -108,6 +109,9 @@ class GeneratorDataset:
         """
         warnings.warn("GeneratorDataset.split only divides samples_per_epoch: every part draws from the same "
                       "generator. Give each part its own generator instead if they must differ.", stacklevel=2)
+        if stratify is not None:
+            warnings.warn(f"GeneratorDataset.split ignores stratify={stratify!r}: a generator's classes are not "
+                          "known ahead.", stacklevel=2)
         parts, keep = plan_split(fractions, self.samples_per_epoch, seed, "GeneratorDataset")
         results = []
         for part in parts:

@@ -38,8 +38,8 @@ class ImmutableDataset:
         """Keep only the samples at ``indices`` (sorted), renumbered from 0."""
         raise NotImplementedError
 
-    def split(self: _Dataset, *fractions: float | int | Sequence[int], seed: int | None = None
-              ) -> _Dataset | list[_Dataset]:
+    def split(self: _Dataset, *fractions: float | int | Sequence[int], seed: int | None = None,
+              stratify: str | None = None) -> _Dataset | list[_Dataset]:
         """Move samples out of this dataset into new ones of the same class, as FastEstimator's ``dataset.split``.
 
         ``eval_data = train_data.split(0.2)`` moves a random 20% of the samples into ``eval_data``; this dataset
@@ -49,8 +49,10 @@ class ImmutableDataset:
 
         Args:
             *fractions: One part per argument.
-            seed: Seed of the random choice; None draws from numpy's global generator (which
-                ``fe.enable_deterministic`` seeds).
+            seed: Seed of the random choice (FastEstimator's: the same seed takes the same samples); None draws from
+                Python's global generator (which ``fe.enable_deterministic`` seeds).
+            stratify: A key holding each sample's class: each part then keeps the classes' proportions (at least
+                one sample of each class it can have), by FastEstimator's rules. Numbers only, not index lists.
 
         Returns:
             The new dataset, or a list of them when several parts were asked for.
@@ -60,10 +62,23 @@ class ImmutableDataset:
                 index out of range, numbers and index lists are mixed, or nothing would be left in this dataset.
             TypeError: If an argument is neither a number nor a list of indices.
         """
-        parts, keep = plan_split(fractions, len(self), seed, type(self).__name__)
+        labels = None if stratify is None else self._labels_of(stratify)
+        parts, keep = plan_split(fractions, len(self), seed, type(self).__name__, labels)
         results = [self._take(part) for part in parts]
         self._keep(keep)
         return results[0] if len(results) == 1 else results
+
+    def _labels_of(self, key: str) -> list[Any]:
+        """Every sample's value of ``key`` (the class a stratified split keeps in proportion).
+
+        Raises:
+            ValueError: If the samples have no such key, naming the keys they have.
+        """
+        first = self[0] if len(self) else {}
+        if key not in first:
+            raise ValueError(f"{type(self).__name__}.split(stratify={key!r}): the samples have no key {key!r}; their "
+                             f"keys are {sorted(first)}.")
+        return [self[index][key] for index in range(len(self))]
 
     def __repr__(self) -> str:
         return self.summary()

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fe_ray.dataset.combined_dataset import child_states, load_child_states
+from fe_ray.dataset.splitting import stratify_for
 
 
 class InterleaveDataset:
@@ -181,11 +182,12 @@ class InterleaveDataset:
         tag = self.tags[index]
         return tag if tag is not None else index
 
-    def split(self, *fractions: float | int | Sequence[int], seed: int | None = None) -> Any:
+    def split(self, *fractions: float | int | Sequence[int], seed: int | None = None,
+              stratify: str | None = None) -> Any:
         """Split every dataset the same way (their own ``split``) and return InterleaveDataset(s) over the parts.
 
-        The parts keep this dataset's pattern, names and batch sizes. (FastEstimator's split also takes
-        ``stratify``; fe_ray's datasets do not.)
+        The parts keep this dataset's pattern, names and batch sizes; ``stratify`` goes to the datasets whose
+        samples hold that key.
 
         Raises:
             TypeError: If a dataset has no ``split`` (e.g. an ExtendDataset).
@@ -195,7 +197,7 @@ class InterleaveDataset:
                 raise TypeError(f"InterleaveDataset.split needs every dataset to have a split method; dataset "
                                 f"{self._name(index)!r} ({type(dataset).__name__}) has none. Split the datasets "
                                 "before interleaving them.")
-        parts = [dataset.split(*fractions, seed=seed) for dataset in self.datasets]
+        parts = [dataset.split(*fractions, seed=seed, **stratify_for(dataset, stratify)) for dataset in self.datasets]
         groups = [parts] if len(fractions) == 1 else [list(group) for group in zip(*parts)]
         results = []
         for group in groups:

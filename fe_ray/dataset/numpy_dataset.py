@@ -10,6 +10,23 @@ import numpy as np
 from fe_ray.dataset.immutable_dataset import ImmutableDataset
 
 
+def _as_sample_array(value: Any) -> np.ndarray:
+    """``value`` as an array with the samples along its first axis; a ragged list becomes a 1-d object array whose
+    entries are the samples as given (``np.asarray`` refuses it, or would make a 2-d object array of sequences)."""
+    if isinstance(value, (list, tuple)):
+        try:
+            array = np.asarray(value)
+        except ValueError:  # "inhomogeneous shape": samples of different shapes
+            array = None
+        if array is None or (array.dtype == object and array.ndim > 1):
+            samples = np.empty(len(value), dtype=object)
+            for index, sample in enumerate(value):
+                samples[index] = sample
+            return samples
+        return array
+    return np.asarray(value)
+
+
 class NumpyDataset(ImmutableDataset):
     """A map-style dataset: sample ``i`` is ``{key: array[i] for key, array in data.items()}``.
 
@@ -19,7 +36,8 @@ class NumpyDataset(ImmutableDataset):
 
     Args:
         data: Mapping of key to array (anything ``np.asarray`` accepts); every array needs a leading sample axis of
-            the same length.
+            the same length. A list of samples of different shapes (images of several sizes, token sequences of
+            several lengths) is kept as a list of them, one object per sample, as FastEstimator keeps lists.
 
     Raises:
         TypeError: If ``data`` is not a mapping with string keys.
@@ -35,7 +53,7 @@ class NumpyDataset(ImmutableDataset):
         for key, value in data.items():
             if not isinstance(key, str):
                 raise TypeError(f"NumpyDataset keys must be strings, got {key!r} ({type(key).__name__}).")
-            array = np.asarray(value)
+            array = _as_sample_array(value)
             if array.ndim == 0:
                 raise ValueError(f"NumpyDataset key {key!r} holds a scalar; every value needs a leading sample axis.")
             arrays[key] = array
@@ -47,6 +65,12 @@ class NumpyDataset(ImmutableDataset):
 
     def __len__(self) -> int:
         return self._size
+
+    @property
+    def ragged(self) -> bool:
+        """Whether a key holds samples of different shapes (a list of them): batches are then collated sample by
+        sample (padded with the Pipeline's ``pad_value``), not gathered as one array."""
+        return any(array.dtype == object and array.ndim == 1 for array in self.data.values())
 
     def __getitem__(self, index: int | str) -> dict[str, Any] | np.ndarray:
         """Return sample ``index`` (negative indices count from the end) as a new dict of array views; a key
@@ -77,6 +101,11 @@ class NumpyDataset(ImmutableDataset):
         """
         indices = np.asarray(indices, dtype=np.int64)
         return {key: array[indices] for key, array in self.data.items()}
+
+    def _labels_of(self, key: str) -> list[Any]:
+        if key not in self.data:
+            raise ValueError(f"NumpyDataset.split(stratify={key!r}): no key {key!r}; the keys are {sorted(self.data)}.")
+        return list(self.data[key])
 
     def subset(self, indices: Sequence[int] | np.ndarray) -> NumpyDataset:
         """Return a new NumpyDataset holding the samples at ``indices`` (copied, in that order)."""

@@ -12,6 +12,7 @@ fallback does (``fe.enable_deterministic`` makes it repeat).
 from __future__ import annotations
 
 import os
+import warnings
 import zlib
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -167,8 +168,10 @@ class SiameseDirDataset(LabeledDirDataset):
                 self.data_key_left])
         return left, right
 
-    def split(self, *fractions: float | int | Sequence[int], seed: int | None = None) -> Any:
-        """Move whole classes into new SiameseDirDatasets; fractions, counts and index lists refer to classes.
+    def split(self, *fractions: float | int | Sequence[int], seed: int | None = None,
+              stratify: str | None = None) -> Any:
+        """Move whole classes into new SiameseDirDatasets; fractions, counts and index lists refer to classes
+        (``stratify`` does not apply to whole classes: it is ignored with a warning, as in FastEstimator).
 
         The classes are numbered in the order of their files (sorted by class folder name); see
         :meth:`fe_ray.dataset.in_memory_dataset.InMemoryDataset.split` for the rules of ``fractions`` and ``seed``.
@@ -180,6 +183,9 @@ class SiameseDirDataset(LabeledDirDataset):
             ValueError: As InMemoryDataset's split (counted in classes), or if a part or the rest would hold a
                 single class while non-matching pairs are asked for.
         """
+        if stratify is not None:
+            warnings.warn(f"SiameseDirDataset.split ignores stratify={stratify!r}: it moves whole classes.",
+                          stacklevel=2)
         parts, keep = plan_split(fractions, len(self._classes), seed, type(self).__name__)
         if self.percent_matching_data < 1 and min(len(group) for group in [*parts, keep]) < 2:
             raise ValueError(f"SiameseDirDataset.split{tuple(fractions)!r:.100} would leave a dataset with a single "

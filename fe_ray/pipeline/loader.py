@@ -158,7 +158,7 @@ class Loader:
         # Whole-batch fancy indexing is only equivalent to per-sample loading when no op has to see single samples
         # (ops on whole batches, after a Batch op, still run on it).
         self._fast = not ops and collate_fn is None and hasattr(dataset, "get_batch") and not self._batched \
-            and not self._keyed and self._interleave is None
+            and not self._keyed and self._interleave is None and not getattr(dataset, "ragged", False)
         # Per-sample entropy is only worth deriving when some op will draw from it.
         self._random = any(op.is_random for op in self.all_ops)
         every_op = (*self.all_ops, *self.all_batch_ops)

@@ -120,3 +120,13 @@ def test_a_batch_size_dict_may_give_none_to_a_batch_dataset_mode() -> None:
     assert pipeline.get_results(mode="eval")["x"].shape == (4, 2)
     with pytest.raises(ValueError, match="batch_size must be a positive int"):
         Pipeline(train_data=first, batch_size={"train": None})
+
+
+def test_split_stratifies_the_datasets_that_hold_the_key() -> None:
+    """As FastEstimator's BatchDataset: stratify goes to the datasets whose samples have the class key."""
+    labelled = NumpyDataset({"x": np.arange(20), "y": np.array([0] * 10 + [1] * 10)})
+    plain = NumpyDataset({"z": np.arange(100, 120)})
+    combined = BatchDataset([labelled, plain], num_samples=[1, 1])
+    part = combined.split(0.2, stratify="y", seed=0)
+    first, second = part.datasets
+    assert sorted(first["y"].tolist()) == [0, 0, 1, 1] and len(second) == 4

@@ -38,6 +38,7 @@ def test_dir_dataset_sorted_paths_and_filters(tmp_path: Path) -> None:
         str(root / "a.npy"), str(root / "b.npy"), str(root / "sub" / "c.npy")]
     assert DirDataset(root, recursive_search=False)["x"] == [str(root / "a.npy"), str(root / "b.npy")]
     assert DirDataset(str(root) + "/sub/..")["x"] == expected  # the root is normalized as FastEstimator does
+    assert DirDataset(str(root) + "/sub/..").root_dir == str(root)  # FastEstimator's attribute
 
 
 def test_labeled_dir_dataset_labels_and_order(tmp_path: Path) -> None:

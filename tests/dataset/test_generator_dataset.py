@@ -104,3 +104,14 @@ def test_split_divides_the_length_and_shares_the_generator() -> None:
     assert first.state_dict()["samples_drawn"] == 1
     with pytest.warns(UserWarning), pytest.raises(ValueError, match="take all 5 samples"):
         ds.split(5)
+
+
+def test_split_ignores_stratify_with_a_warning() -> None:
+    def endless():  # noqa: ANN202
+        while True:
+            yield {"x": np.zeros(2), "y": 0}
+
+    ds = fe.dataset.GeneratorDataset(endless(), samples_per_epoch=10)
+    with pytest.warns(UserWarning, match="ignores stratify='y'"):
+        part = ds.split(0.2, stratify="y")
+    assert len(part) == 2 and len(ds) == 8

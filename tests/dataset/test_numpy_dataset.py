@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import fe_ray as fe
 from fe_ray.dataset import NumpyDataset
 
 
@@ -114,3 +115,38 @@ def test_a_key_gives_its_column_and_bad_indices_are_named() -> None:
         ds["label"]
     with pytest.raises(TypeError, match="must be an int .* got float: 1.5"):
         ds[1.5]
+
+
+def test_a_ragged_list_is_kept_one_sample_each_and_batched_with_pad_value() -> None:
+    """FastEstimator keeps a list as a list: images of several sizes and token sequences of several lengths; numpy
+    refused them ("inhomogeneous shape")."""
+    images = [np.zeros((4, 4, 3)), np.ones((5, 6, 3))]
+    ds = NumpyDataset({"x": images, "y": [0, 1]})
+    assert ds.ragged and ds[1]["x"].shape == (5, 6, 3) and ds[0]["y"] == 0
+    assert NumpyDataset({"t": [[1, 2], [3, 4, 5]]})[1]["t"] == [3, 4, 5]
+    tokens = NumpyDataset({"t": [np.array([1, 2]), np.array([3, 4, 5]), np.array([6])], "y": [0, 1, 2]})
+    batch = fe.Pipeline(train_data=tokens, batch_size=3, pad_value=0).get_results()
+    assert batch["t"].tolist() == [[1, 2, 0], [3, 4, 5], [6, 0, 0]]
+    with pytest.raises(ValueError, match=r"Cannot batch key 't': samples have different shapes.*pad_value"):
+        fe.Pipeline(train_data=tokens, batch_size=3).get_results()
+    assert not NumpyDataset({"x": np.zeros((2, 3))}).ragged
+
+
+def test_a_seeded_split_takes_fastestimators_samples_and_stratify_keeps_the_classes() -> None:
+    """The same seed takes the same samples as FastEstimator's split (Python's random.Random(seed).sample), and
+    stratify (which fe_ray lacked) keeps each class's share, by FastEstimator's rules."""
+    import random
+
+    ds = NumpyDataset({"x": np.arange(20), "y": np.array([0] * 10 + [1] * 10)})
+    assert ds.split(0.25, seed=42)["x"].tolist() == random.Random(42).sample(range(20), 5)
+    ds = NumpyDataset({"x": np.arange(20), "y": np.array([0] * 10 + [1] * 10)})
+    part = ds.split(0.2, stratify="y", seed=0)
+    assert sorted(part["y"].tolist()) == [0, 0, 1, 1] and len(ds) == 16
+    assert part["x"].tolist() == [9, 12, 11, 6]  # FastEstimator 1.7's draw for this seed
+    skewed = NumpyDataset({"x": np.arange(30), "y": np.array([0] * 27 + [1] * 3)})
+    small, big = skewed.split(2, 10, stratify="y", seed=1)
+    assert sorted(small["y"].tolist()) == [0, 1] and sorted(big["y"].tolist()) == [0] * 9 + [1]
+    with pytest.raises(ValueError, match=r"stratify='z'\): no key 'z'"):
+        NumpyDataset({"x": np.arange(4)}).split(1, stratify="z")
+    with pytest.raises(ValueError, match="needs fractions or numbers of samples, not index lists"):
+        NumpyDataset({"x": np.arange(4), "y": np.arange(4)}).split([0, 1], stratify="y")

@@ -39,15 +39,20 @@ class Minmax(NumpyOp):
         self.epsilon = epsilon
         self.new_min = new_min
         self.new_max = new_max
+        # Lists in and out whatever the keys (FastEstimator's): OneOf / Sometimes combine it with such ops.
+        self.in_list, self.out_list = True, True
 
     def _scale(self, x: np.ndarray, axes: tuple[int, ...] | None) -> np.ndarray:
-        x = np.asarray(x, dtype=np.float32)
+        x = np.asarray(x)
+        # Integers in float64 (exact for any int32 pixel value), as FastEstimator's numpy promotion does; floats keep
+        # their precision (float32 images stay float32). The result is float32 either way.
+        x = x.astype(np.float32 if x.dtype in (np.float16, np.float32) else np.float64, copy=False)
         lo = x.min(axis=axes, keepdims=True)
         hi = x.max(axis=axes, keepdims=True)
-        scaled = (x - lo) / np.maximum(hi - lo, self.epsilon)
+        scaled = (x - lo) / np.maximum(hi - lo, x.dtype.type(self.epsilon))
         if (self.new_min, self.new_max) == (0.0, 1.0):
-            return scaled  # the default range needs no affine step (and keeps its exact float32 values)
-        return (scaled * np.float32(self.new_max - self.new_min) + np.float32(self.new_min)).astype(np.float32)
+            return scaled.astype(np.float32, copy=False)  # the default range needs no affine step
+        return (scaled * (self.new_max - self.new_min) + self.new_min).astype(np.float32)
 
     def forward(self, data: Any, state: dict[str, Any]) -> Any:
         if self.in_list:
@@ -68,6 +73,7 @@ class ExpandDims(NumpyOp):
                  axis: int = -1) -> None:
         super().__init__(inputs=inputs, outputs=outputs, mode=mode, ds_id=ds_id)
         self.axis = axis
+        self.in_list, self.out_list = True, True  # as FastEstimator's (see Minmax)
 
     def _expand(self, x: Any, batched: bool) -> np.ndarray:
         axis = self.axis + 1 if (batched and self.axis >= 0) else self.axis
@@ -102,6 +108,7 @@ class Onehot(NumpyOp):
             raise ValueError(f"Onehot label_smoothing must be in [0, 1), got {label_smoothing!r}.")
         self.num_classes = num_classes
         self.label_smoothing = label_smoothing
+        self.in_list, self.out_list = True, True  # as FastEstimator's (see Minmax)
 
     def _labels(self, y: Any) -> np.ndarray:
         labels = np.asarray(y)
@@ -117,7 +124,9 @@ class Onehot(NumpyOp):
     def _encode(self, labels: np.ndarray) -> np.ndarray:
         out = np.eye(self.num_classes, dtype=np.float32)[labels]
         if self.label_smoothing:
-            out = out * (1.0 - self.label_smoothing) + self.label_smoothing / self.num_classes
+            # The two values computed in float64 and rounded once: 0.9 for 2 classes and 0.2, as FastEstimator.
+            low = self.label_smoothing / self.num_classes
+            out = np.where(out != 0, 1.0 - self.label_smoothing + low, low).astype(np.float32)
         return out
 
     def _onehot(self, y: Any) -> np.ndarray:

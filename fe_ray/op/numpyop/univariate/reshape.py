@@ -71,7 +71,8 @@ class ChannelTranspose(UnivariateOp):
                  mode: None | str | Iterable[str] = None, ds_id: None | str | Iterable[str] = None,
                  axes: Sequence[int] = (2, 0, 1)) -> None:
         super().__init__(inputs=inputs, outputs=outputs, mode=mode, ds_id=ds_id)
-        self.axes = tuple(int(a) for a in axes)
+        # Negative axes count from the end, as np.transpose (FastEstimator's) takes them.
+        self.axes = tuple(int(a) % len(axes) if -len(axes) <= int(a) < 0 else int(a) for a in axes)
         if sorted(self.axes) != list(range(len(self.axes))):
             raise ValueError(f"ChannelTranspose axes must be a permutation of 0..{len(self.axes) - 1}, got {axes!r}.")
 
