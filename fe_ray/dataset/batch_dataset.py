@@ -23,6 +23,8 @@ from fe_ray.dataset.splitting import stratify_for
 
 #: Tags the batch plan's random streams apart from the shuffle's and the random ops' (same seed, epoch and pass).
 _PLAN_TAG = 0x42415443
+#: Tags the stream that orders the samples inside each batch (apart from the plan and the datasets' streams).
+_SHUFFLE_TAG = 0x53485546
 #: The key of a pass's random streams: (shuffle seed, mode, ds_id, epoch, data pass).
 PassKey = tuple[int, str, str, int, int]
 
@@ -121,8 +123,14 @@ class BatchDataset:
         drawn = [[ds[int(i)] for i in _stream(entropy, d, len(ds), offset, count)]
                  for d, (ds, offset, count) in enumerate(zip(self.datasets, offsets, counts))]
         if self.same_keys:
-            return [dict(sample) for samples in drawn for sample in samples]
-        return [{k: v for samples in parts for k, v in samples.items()} for parts in zip(*drawn)]
+            batch = [dict(sample) for samples in drawn for sample in samples]
+        else:
+            batch = [{k: v for samples in parts for k, v in samples.items()} for parts in zip(*drawn)]
+        # The batch's samples in a random order, as FastEstimator shuffles them: otherwise every batch holds its
+        # datasets' samples in blocks, and a replica's contiguous slice (or in-batch mixing) sees one dataset only.
+        # The order is a function of the pass and the batch's position, so a resumed run makes the same batch.
+        order = np.random.default_rng([*entropy, _SHUFFLE_TAG, index]).permutation(len(batch))
+        return [batch[i] for i in order]
 
     def _plan(self, entropy: tuple[int, ...], index: int) -> tuple[list[int], list[int]]:
         """Samples batch ``index`` takes from each dataset, and where in each dataset's stream they start."""
