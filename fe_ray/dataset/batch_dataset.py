@@ -67,6 +67,11 @@ class BatchDataset:
             raise ValueError(f"num_samples must be a positive int or a list of them, got {num_samples!r}.")
         self.num_samples = [int(n) for n in counts]
         self.probability = None if probability is None else [float(p) for p in probability]
+        for position, dataset in enumerate(self.datasets):
+            if isinstance(dataset[0], list):  # its items are batches (another BatchDataset)
+                raise ValueError(f"BatchDataset cannot draw from dataset {position} ({type(dataset).__name__}), "
+                                 "whose items are whole batches: list every dataset in one BatchDataset instead, "
+                                 "e.g. BatchDataset([a, b, c], num_samples=[...]).")
         keys = [set(dataset[0].keys()) for dataset in self.datasets]
         self.same_keys = all(key == keys[0] for key in keys)
         disjoint = sum(len(key) for key in keys) == len(set().union(*keys))

@@ -6,7 +6,7 @@ import math
 import numbers
 
 
-def cosine_decay(time: int, cycle_length: int, init_lr: float, min_lr: float = 1e-6, start: int = 1,
+def cosine_decay(time: int, cycle_length: float, init_lr: float, min_lr: float = 1e-6, start: float = 1,
                  cycle_multiplier: int = 1, warmup: bool = False) -> float:
     """Half-cosine decay from ``init_lr`` to ``min_lr`` over each cycle, restarting at ``init_lr`` (SGDR).
 
@@ -15,10 +15,10 @@ def cosine_decay(time: int, cycle_length: int, init_lr: float, min_lr: float = 1
 
     Args:
         time: The current step or epoch, counted from 1.
-        cycle_length: Steps (or epochs) of the first cycle.
+        cycle_length: Steps (or epochs) of the first cycle (a positive number; a float works, as in FastEstimator).
         init_lr: The learning rate at the start of every cycle.
         min_lr: The learning rate the end of every cycle approaches.
-        start: The step (or epoch) at which the first cycle begins; before it the rate is ``init_lr``.
+        start: The step (or epoch) at which the first cycle begins (0 or more); before it the rate is ``init_lr``.
         cycle_multiplier: Each cycle is this many times longer than the one before (1: all equally long).
         warmup: Before ``start``, rise linearly from 0 to ``init_lr`` instead of holding ``init_lr``.
 
@@ -26,16 +26,19 @@ def cosine_decay(time: int, cycle_length: int, init_lr: float, min_lr: float = 1
         The learning rate at ``time``.
 
     Raises:
-        ValueError: If ``cycle_length`` or ``start`` is not a positive int, or ``cycle_multiplier`` is below 1.
+        ValueError: If ``cycle_length`` is not a positive number, ``start`` is negative or not a number, or
+            ``cycle_multiplier`` is below 1.
     """
-    for name, value in (("cycle_length", cycle_length), ("start", start)):
-        if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"cosine_decay {name} must be a positive int, got {value!r}.")
+    if not isinstance(cycle_length, numbers.Real) or isinstance(cycle_length, bool) or not cycle_length > 0:
+        raise ValueError(f"cosine_decay cycle_length must be a positive number of steps or epochs, got "
+                         f"{cycle_length!r}.")
+    if not isinstance(start, numbers.Real) or isinstance(start, bool) or start < 0:
+        raise ValueError(f"cosine_decay start must be a step or epoch of 0 or more, got {start!r}.")
     if not cycle_multiplier >= 1:
         raise ValueError(f"cosine_decay cycle_multiplier must be at least 1 (1 keeps every cycle equally long), got "
                          f"{cycle_multiplier!r}.")
     if time < start:
-        return init_lr * time / start if warmup else init_lr
+        return init_lr * time / start if warmup else init_lr  # (start > time >= 0 here: no division by 0)
     position = time - start + 1  # 1 on the first step (or epoch) of the first cycle
     length, before = cycle_length, 0
     while position > before + length:  # walk to the cycle holding this position (few cycles in any real run)

@@ -153,7 +153,7 @@ def _same_config(first: list[Any], second: list[Any]) -> bool:
 
 
 def get_current_items(items: Iterable[Any], run_modes: str | Iterable[str] | None = None, epoch: int | None = None,
-                      ds_id: str | None = None) -> list[Any]:
+                      ds_id: str | Iterable[str] | None = None) -> list[Any]:
     """Resolve schedulers at ``epoch`` and keep the items that run in ``run_modes`` and ``ds_id``.
 
     Args:
@@ -161,7 +161,7 @@ def get_current_items(items: Iterable[Any], run_modes: str | Iterable[str] | Non
         run_modes: Keep only items whose ``mode`` allows this mode, or at least one of these modes (None or empty:
             keep all). Items without a ``mode`` (or with ``mode=None``) run in every mode.
         epoch: Resolve schedulers at this epoch (None: take every value of each scheduler).
-        ds_id: Keep only items whose ``ds_id`` allows this dataset id (None: keep all).
+        ds_id: Keep only items whose ``ds_id`` allows this dataset id, or one of these ids (None: keep all).
 
     Returns:
         The active items, in order.
@@ -214,12 +214,14 @@ def _as_mode_set(modes: str | Iterable[str] | None) -> set[str]:
                     f"got {modes!r}.")
 
 
-def _ds_id_allowed(spec: Any, ds_id: str) -> bool:
-    """Apply an op's ds_id whitelist (plain ids) or blacklist ("!id") to ``ds_id``."""
+def _ds_id_allowed(spec: Any, ds_id: str | Iterable[str]) -> bool:
+    """Apply an op's ds_id whitelist (plain ids) or blacklist ("!id") to ``ds_id`` (or to several ids: allowed when
+    the whitelist names one of them, or the blacklist none of them, as in FastEstimator)."""
     if not spec:
         return True
     spec = set(spec)
+    targets = {ds_id} if isinstance(ds_id, str) else set(ds_id)
     blacklist = {s[1:] for s in spec if s.startswith("!")}
     if blacklist:
-        return ds_id not in blacklist
-    return ds_id in spec
+        return not blacklist & targets
+    return bool(spec & targets)

@@ -132,3 +132,9 @@ def test_split_stratifies_the_datasets_that_hold_the_key() -> None:
     part = combined.split(0.2, stratify="y", seed=0)
     first, second = part.datasets
     assert sorted(first["y"].tolist()) == [0, 0, 1, 1] and len(second) == 4
+
+
+def test_a_batch_dataset_inside_another_names_the_fix() -> None:
+    inner = BatchDataset([labelled(0, 4, 0), labelled(10, 4, 1)], num_samples=[1, 1])
+    with pytest.raises(ValueError, match=r"cannot draw from dataset 0 \(BatchDataset\), whose items are whole batches"):
+        BatchDataset([inner, labelled(20, 4, 2)], num_samples=[1, 2])

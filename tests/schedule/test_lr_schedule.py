@@ -37,9 +37,17 @@ def test_cosine_decay_cycles_restart_and_warm_up() -> None:
     assert cosine_decay(2, 10, 0.1, start=5, warmup=True) == pytest.approx(0.1 * 2 / 5)  # or a linear warm-up
 
 
-@pytest.mark.parametrize("kwargs, match", [({"cycle_length": 0}, "cycle_length must be a positive int"),
-                                           ({"start": 0}, "start must be a positive int"),
+@pytest.mark.parametrize("kwargs, match", [({"cycle_length": 0}, "cycle_length must be a positive number"),
+                                           ({"cycle_length": "4"}, "cycle_length must be a positive number"),
+                                           ({"start": -1}, "start must be a step or epoch of 0 or more"),
                                            ({"cycle_multiplier": 0.5}, "cycle_multiplier must be at least 1")])
 def test_cosine_decay_rejects_bad_arguments(kwargs: dict, match: str) -> None:
     with pytest.raises(ValueError, match=match):
         cosine_decay(1, **{"cycle_length": 4, "init_lr": 0.1, **kwargs})
+
+
+def test_cosine_decay_takes_a_float_cycle_and_start_0_as_fastestimator() -> None:
+    assert cosine_decay(5, cycle_length=10.0, init_lr=1.0) == pytest.approx(cosine_decay(5, 10, 1.0))
+    # start=0: the first cycle's position is time + 1 (FastEstimator's formula)
+    assert cosine_decay(5, 10, 1.0, start=0) == pytest.approx(cosine_decay(6, 10, 1.0))
+

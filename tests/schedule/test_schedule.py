@@ -77,3 +77,12 @@ def test_unknown_mode_is_rejected() -> None:
         Op(mode="trian")
     with pytest.raises(ValueError, match="Cannot mix plain and negated"):
         Op(mode=["train", "!eval"])
+
+
+def test_get_current_items_takes_several_ds_ids_as_fastestimator() -> None:
+    """FastEstimator's ds_id may be an iterable: a whitelist naming one of them, or a blacklist naming none, keeps
+    the item (a list raised 'unhashable type')."""
+    only_a, not_b, every = Op(ds_id="a"), Op(ds_id="!b"), Op()
+    assert get_current_items([only_a, not_b, every], ds_id=["a", "b"]) == [only_a, every]
+    assert get_current_items([only_a, not_b, every], ds_id={"a", "c"}) == [only_a, not_b, every]
+    assert get_current_items([only_a, not_b, every], ds_id="b") == [every]
