@@ -9,8 +9,6 @@ weights_path=...)`` and ``load_state_dict`` take it as they take fe_ray's own fi
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 
 
@@ -20,7 +18,7 @@ def accept_same_order_layout(module: torch.nn.Module) -> None:
     module.register_load_state_dict_pre_hook(_rename_in_order)
 
 
-def _rename_in_order(module: torch.nn.Module, state_dict: dict[str, Any], prefix: str, *_: Any) -> None:
+def _rename_in_order(module: torch.nn.Module, state_dict: dict[str, object], prefix: str, *_: object) -> None:
     """The hook: rename ``state_dict``'s entries, in place, to the module's keys when only the names differ.
 
     Anything else (a dict of the module's own keys, another count, a shape that differs in order) is left for
