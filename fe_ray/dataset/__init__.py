@@ -12,7 +12,8 @@ from fe_ray.dataset.interleave_dataset import InterleaveDataset
 from fe_ray.dataset.numpy_dataset import NumpyDataset
 from fe_ray.dataset.pickle_dataset import PickleDataset
 from fe_ray.dataset.siamese_dir_dataset import SiameseDirDataset
+from fe_ray.dataset.summary import DatasetSummary, KeySummary
 
-__all__ = ["BatchDataset", "CSVDataset", "CombinedDataset", "DirDataset", "ExtendDataset", "GeneratorDataset",
-           "InMemoryDataset", "InterleaveDataset", "LabeledDirDataset", "NumpyDataset", "PickleDataset",
-           "SiameseDirDataset"]
+__all__ = ["BatchDataset", "CSVDataset", "CombinedDataset", "DatasetSummary", "DirDataset", "ExtendDataset",
+           "GeneratorDataset", "InMemoryDataset", "InterleaveDataset", "KeySummary", "LabeledDirDataset",
+           "NumpyDataset", "PickleDataset", "SiameseDirDataset"]

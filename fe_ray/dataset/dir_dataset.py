@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from fe_ray.dataset.in_memory_dataset import InMemoryDataset
+from fe_ray.dataset.summary import DatasetSummary
 
 
 class DirDataset(InMemoryDataset):
@@ -100,9 +101,12 @@ class LabeledDirDataset(InMemoryDataset):
         """The ``{class name: label}`` mapping in use."""
         return self.mapping
 
-    def summary(self) -> str:
-        """One line naming the size, each key's type and the number of classes."""
-        return f"{super().summary()[:-1]}; {len(self.mapping)} classes)"
+    def summary(self) -> DatasetSummary:
+        """One line naming the size, each key's type and the number of classes; the summary's fields name the class
+        key, the number of classes and the class mapping, as FastEstimator's."""
+        base = super().summary()
+        return DatasetSummary(f"{base[:-1]}; {len(self.mapping)} classes)", base.num_instances, base.keys,
+                              num_classes=len(self.mapping), class_key_mapping=self.mapping, class_key=self.label_key)
 
 
 def _check_key(key: Any, what: str, owner: str) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from fe_ray.dataset.immutable_dataset import ImmutableDataset
+from fe_ray.dataset.summary import DatasetSummary, key_summaries
 
 
 class InMemoryDataset(ImmutableDataset):
@@ -97,12 +98,14 @@ class InMemoryDataset(ImmutableDataset):
     def _keep(self, indices: np.ndarray) -> None:
         self.data = {new: self.data[int(old)] for new, old in enumerate(indices)}
 
-    def summary(self) -> str:
-        """One line naming the size and each key's type (of the first sample)."""
+    def summary(self) -> DatasetSummary:
+        """One line naming the size and each key's type (of the first sample), with FastEstimator's summary fields
+        (:class:`~fe_ray.dataset.summary.DatasetSummary`)."""
         if not self.data:
-            return f"{type(self).__name__}(0 samples)"
+            return DatasetSummary(f"{type(self).__name__}(0 samples)", 0)
         fields = ", ".join(f"{key}: {_describe(value)}" for key, value in self.data[0].items())
-        return f"{type(self).__name__}({len(self.data)} samples; {fields})"
+        keys = key_summaries(self.data[0], lambda key: [sample.get(key) for sample in self.data.values()])
+        return DatasetSummary(f"{type(self).__name__}({len(self.data)} samples; {fields})", len(self.data), keys)
 
 
 def _describe(value: Any) -> str:

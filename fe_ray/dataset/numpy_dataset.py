@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from fe_ray.dataset.immutable_dataset import ImmutableDataset
+from fe_ray.dataset.summary import DatasetSummary, key_summaries
 
 
 def _as_sample_array(value: Any) -> np.ndarray:
@@ -118,7 +119,9 @@ class NumpyDataset(ImmutableDataset):
         self.data = self.get_batch(indices)
         self._size = int(indices.size)
 
-    def summary(self) -> str:
-        """One line naming the size and each key's dtype and per-sample shape."""
+    def summary(self) -> DatasetSummary:
+        """One line naming the size and each key's dtype and per-sample shape, with FastEstimator's summary fields
+        (:class:`~fe_ray.dataset.summary.DatasetSummary`)."""
         fields = ", ".join(f"{key}: {array.dtype} {tuple(array.shape[1:])}" for key, array in self.data.items())
-        return f"NumpyDataset({self._size} samples; {fields})"
+        keys = key_summaries(self[0], self.data.__getitem__) if self._size else {}
+        return DatasetSummary(f"NumpyDataset({self._size} samples; {fields})", self._size, keys)

@@ -52,6 +52,9 @@ def test_labeled_dir_dataset_labels_and_order(tmp_path: Path) -> None:
     everything = LabeledDirDataset(root, data_key="img", label_key="label")
     assert len(everything) == 6 and everything[1] == {"img": str(root / "bird" / "x.png"), "label": 0}
     assert "6 samples" in everything.summary() and "3 classes" in everything.summary()
+    summary = everything.summary()  # FastEstimator's fields too
+    assert (summary.num_instances, summary.num_classes, summary.class_key) == (6, 3, "label")
+    assert summary.class_key_mapping == {"bird": 0, "cat": 1, "dog": 2} and summary.keys["label"].num_unique_values == 3
 
 
 def test_label_mapping_and_nested_classes(tmp_path: Path) -> None:

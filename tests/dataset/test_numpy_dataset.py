@@ -150,3 +150,18 @@ def test_a_seeded_split_takes_fastestimators_samples_and_stratify_keeps_the_clas
         NumpyDataset({"x": np.arange(4)}).split(1, stratify="z")
     with pytest.raises(ValueError, match="needs fractions or numbers of samples, not index lists"):
         NumpyDataset({"x": np.arange(4), "y": np.arange(4)}).split([0, 1], stratify="y")
+
+
+def test_summary_is_its_line_and_fastestimators_fields() -> None:
+    import pickle
+
+    from fe_ray.dataset import DatasetSummary
+
+    summary = NumpyDataset({"x": np.zeros((5, 2, 3), np.float32), "y": np.array([0, 1, 1, 2, 0])}).summary()
+    assert isinstance(summary, DatasetSummary) and summary == "NumpyDataset(5 samples; x: float32 (2, 3), y: int64 ())"
+    assert summary.num_instances == 5 and summary.num_classes is None
+    assert (summary.keys["x"].dtype, summary.keys["x"].shape, summary.keys["x"].num_unique_values) == \
+        ("float32", [2, 3], None)
+    assert (summary.keys["y"].shape, summary.keys["y"].num_unique_values) == ([], 3)
+    again = pickle.loads(pickle.dumps(summary))
+    assert again == summary and again.keys["y"].num_unique_values == 3
