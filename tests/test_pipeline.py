@@ -160,7 +160,7 @@ def test_scheduled_datasets_and_batch_sizes() -> None:
     assert pipeline.get_modes(1) == {"train", "eval"} and pipeline.get_modes(2) == {"train"}
     assert pipeline.get_modes() == {"train", "eval"}
     assert pipeline.get_ds_ids(2, "eval") == []
-    assert pipeline.get_epochs_with_data(4, "eval") == [1, 3]
+    assert pipeline.get_epochs_with_data(4, "eval") == {1, 3}  # a set, as FastEstimator's
     assert data in pipeline.get_scheduled_items("train")
     with pytest.raises(ValueError, match="no data at epoch 2"):
         pipeline("eval", 2)
@@ -551,3 +551,13 @@ def test_the_default_shuffle_follows_enable_deterministic(monkeypatch: pytest.Mo
     assert first.shuffle_seed == second.shuffle_seed == 5
     assert _epoch(first) == _epoch(second)
     assert Pipeline(_ds(8), batch_size=2, shuffle_seed=11).shuffle_seed == 11  # an explicit seed still wins
+
+
+def test_a_none_dataset_in_a_ds_id_dict_is_left_out_as_fastestimator_does() -> None:
+    from fe_ray.dataset import NumpyDataset
+
+    data = NumpyDataset({"x": np.arange(4)})
+    pipeline = Pipeline(train_data={"a": data, "b": None}, batch_size=2)
+    assert pipeline.get_ds_ids(1, "train") == ["a"]
+    with pytest.raises(ValueError, match="train_data holds no dataset: every value"):
+        Pipeline(train_data={"a": None}, batch_size=2)

@@ -191,9 +191,9 @@ class Pipeline:
         return [ds_id for ds_id, value in self.data.get(mode, {}).items()
                 if get_current_items([value], epoch=epoch)]
 
-    def get_epochs_with_data(self, total_epochs: int, mode: str) -> list[int]:
-        """The epochs in ``[1, total_epochs]`` in which ``mode`` has data."""
-        return [epoch for epoch in range(1, total_epochs + 1) if self.get_ds_ids(epoch, mode)]
+    def get_epochs_with_data(self, total_epochs: int, mode: str) -> set[int]:
+        """The epochs in ``[1, total_epochs]`` in which ``mode`` has data (a set, as FastEstimator's)."""
+        return {epoch for epoch in range(1, total_epochs + 1) if self.get_ds_ids(epoch, mode)}
 
     def get_scheduled_items(self, mode: str) -> list[Any]:
         """Everything of ``mode`` that may change with the epoch (ops, datasets, batch size), for warmup planning."""

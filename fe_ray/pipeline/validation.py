@@ -28,7 +28,10 @@ def normalize_data(given: Any, mode: str) -> dict[str, Any]:
         if all(isinstance(value, np.ndarray) for value in given.values()):
             raise TypeError(f"{mode}_data is a dict of arrays; wrap it in fe_ray.dataset.NumpyDataset({{...}}). A dict "
                             "given as data maps ds_ids to datasets.")
-        by_id = dict(given)
+        # A None entry is left out, as FastEstimator filters it (a dataset switched off for this run).
+        by_id = {ds_id: value for ds_id, value in given.items() if value is not None}
+        if not by_id:
+            raise ValueError(f"{mode}_data holds no dataset: every value of {dict(given)!r:.200} is None.")
         for ds_id in by_id:
             _check_ds_id(ds_id, mode)
     else:
