@@ -144,9 +144,14 @@ def test_steps_per_epoch_cuts_and_extends_with_a_reshuffled_pass() -> None:
     with pipeline("train", 1, steps_per_epoch=5) as loader:
         assert len(loader) == 5
         extended = _ids(loader)
-    assert extended[:3] == full
-    assert len(extended[3]) == 4 and len(extended[4]) == 4
-    assert extended[3:] != full[:2]  # the second pass has its own permutation
+    # FastEstimator's endless sampler: 20 samples in full batches, the third running on into the second pass
+    assert [len(batch) for batch in extended] == [4] * 5
+    stream = [sample for batch in extended for sample in batch]
+    first_pass = [sample for batch in full for sample in batch]
+    assert stream[:10] == first_pass and sorted(stream[10:]) == list(range(10))
+    assert stream[10:] != first_pass  # the second pass has its own permutation
+    with Pipeline(_ds(10), batch_size=4, shuffle_seed=0, drop_last=True)("train", 1, steps_per_epoch=4) as loader:
+        assert [len(batch) for batch in _ids(loader)] == [4] * 4  # drop_last does not apply beyond a pass
 
 
 # ------------------------------------------------------------------ schedulers

@@ -110,8 +110,12 @@ class Loader:
         self._batched = bool(getattr(dataset, "fe_batched", False))
         self._keyed = bool(getattr(dataset, "fe_keyed", False))
         self._interleave = dataset if getattr(dataset, "fe_interleaved", False) else None
-        # An ExtendDataset of samples: the epoch is a stream of spoof_length samples across passes.
-        self._stream = spoof is not None and not self._batched and self._interleave is None
+        # An ExtendDataset of samples, or an epoch of steps_per_epoch batches longer than one pass: the epoch is a
+        # stream of samples across passes, cut into full batches (FastEstimator's endless sampler: a batch runs on
+        # into the next pass, and drop_last does not apply), not passes that each end with a short batch.
+        beyond_a_pass = steps_per_epoch is not None and batch_size is not None and \
+            steps_per_epoch * batch_size > self.size
+        self._stream = (spoof is not None or beyond_a_pass) and not self._batched and self._interleave is None
         where = f"mode {mode!r}" + (f", ds_id {ds_id!r}" if ds_id else "")
         self._main = Stage(ops, self.batch_ops, batch_size, drop_last, pad_value, collate_fn)
         if self._interleave is not None:
