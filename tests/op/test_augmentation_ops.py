@@ -170,8 +170,8 @@ def test_argument_errors() -> None:
     for op_class in (MixUpBatch, CutMixBatch):
         with pytest.raises(ValueError, match="alpha must be a number greater than 0"):
             op_class(inputs="x", outputs=["y", "lam"], alpha=0)
-        with pytest.raises(ValueError, match="needs 3 output keys"):
-            op_class(inputs=["x", "y"], outputs=["x_mix", "lam"])
+        with pytest.raises(ValueError, match="needs 2 or 3 output keys"):
+            op_class(inputs=["x", "y"], outputs=["x_mix"])
         with pytest.raises(ValueError, match="unknown keys"):
             op_class(inputs="x", outputs=["y", "lam"]).load_state_dict({"seed": 3})
 
@@ -202,3 +202,24 @@ def test_ops_shipped_to_replicas_mid_training_continue_the_same_draws(framework:
     sequences = [[(out["lam"].ravel().tolist(), float(out["lam_cut"])) for out in run_steps(network, batch, steps=3)]
                  for network in [original, *replicas]]
     assert sequences[0] == sequences[1] == sequences[2]
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_fastestimator_17s_two_output_form_mixes_images_and_labels(framework: str) -> None:
+    """FastEstimator 1.7's MixUpBatch / CutMixBatch take (x, y) and give (mixed x, mixed y), with no lambda output;
+    CutMix weights the labels by the share of each image left uncovered. They were refused (one output too few)."""
+    import tensorflow as tf
+    import torch
+
+    images = torch.rand(4, 3, 8, 8) if framework == "torch" else tf.random.uniform((4, 8, 8, 3))
+    labels = torch.eye(3)[[0, 1, 2, 0]] if framework == "torch" else tf.one_hot([0, 1, 2, 0], 3)
+    for op_class in (MixUpBatch, CutMixBatch):
+        op = op_class(inputs=("x", "y"), outputs=("x", "y"))
+        op.build(framework)
+        mixed_x, mixed_y = op.forward([images, labels], {"mode": "train"})
+        assert tuple(mixed_x.shape) == tuple(images.shape)
+        rows = np.asarray(mixed_y)
+        np.testing.assert_allclose(rows.sum(axis=1), 1.0, rtol=1e-6)  # each row a mix of two one-hot labels
+        own = rows[np.arange(4), [0, 1, 2, 0]]
+        assert np.all(own >= 0.5 - 1e-6)  # each sample keeps at least half of itself (lam folded to >= 0.5)
+

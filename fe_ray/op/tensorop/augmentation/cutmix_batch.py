@@ -12,6 +12,7 @@ from fe_ray.op.tensorop.augmentation.mix_stream import (
     check_alpha,
     check_outputs,
     on_device_of,
+    writes_lambda,
 )
 
 
@@ -32,18 +33,25 @@ class CutMixBatch(RandomMixOp):
 
     Differences from FastEstimator: with Ray replicas each replica mixes within its own slice of the batch (image i
     with i - 1 of the slice), as FastEstimator's TF multi-GPU training does, every replica using the same box.
-    torch writes a new tensor (FastEstimator overwrites the input tensor in place). Several inputs (images and
-    their segmentation masks, all of the same height and width) may be given; they get the same box.
+    torch writes a new tensor (FastEstimator overwrites the input tensor in place).
+
+    Two forms:
+
+    * FastEstimator 1.7's, ``inputs=("x", "y"), outputs=("x", "y")`` (as many outputs as inputs): the first input
+      is the images; every other input is labels (e.g. one-hot), mixed as ``lam * y + (1 - lam) * roll(y, 1)``.
+    * With ``lam`` written last (one output more than inputs), for :class:`~fe_ray.op.tensorop.loss.MixLoss`:
+      every input is an image batch of the same height and width (images and their segmentation masks), all
+      pasted with the same box.
 
     Args:
-        inputs: Key(s) of the image batches to cut-mix.
-        outputs: One key per input for the mixed batches, then one for ``lam``.
+        inputs: Key(s) of the batches: images first.
+        outputs: One key per input for the mixed batches, then optionally one for ``lam``.
         mode: Mode(s) in which to run; None for all.
         ds_id: Dataset id(s) in which to run; None for all.
         alpha: The Beta distribution's parameter (1.0: ``lam`` uniform in [0.5, 1] before clipping).
 
     Raises:
-        ValueError: If ``alpha`` is not > 0, or there is not exactly one output more than inputs.
+        ValueError: If ``alpha`` is not > 0, or there are not as many outputs as inputs (or one more).
     """
 
     def __init__(self, inputs: str | Iterable[str], outputs: Iterable[str], mode: None | str | Iterable[str] = "train",
@@ -67,10 +75,24 @@ class CutMixBatch(RandomMixOp):
         centre_x, centre_y = self.mix.uniform(), self.mix.uniform()
         x1, x2, y1, y2, width, height = random_mix_patch(first, centre_x, centre_y, lam)
         inside = _box_mask(first, x1, x2, y1, y2, width, height)
-        mixed = [where(inside, roll(tensor, shift=1, axis=0), tensor) for tensor in data]
         image_area = cast(width * height, "float32") if get_framework(width) == "tf" else float(width * height)
-        kept = 1.0 - cast((x2 - x1) * (y2 - y1), "float32") / image_area
-        return mixed + [on_device_of(kept, first)]
+        kept = on_device_of(1.0 - cast((x2 - x1) * (y2 - y1), "float32") / image_area, first)
+        if writes_lambda(self):
+            return [where(inside, roll(tensor, shift=1, axis=0), tensor) for tensor in data] + [kept]
+        # FastEstimator 1.7's form: images, then labels weighted by the share of each image left uncovered.
+        labels = [_mixed_labels(tensor, kept, key) for key, tensor in zip(self.inputs[1:], data[1:])]
+        return [where(inside, roll(first, shift=1, axis=0), first), *labels]
+
+
+def _mixed_labels(labels: Any, kept: Any, key: str) -> Any:
+    """``kept * labels + (1 - kept) * roll(labels, 1)`` in the labels' floating dtype."""
+    dtype = labels.dtype
+    floating = dtype.is_floating_point if get_framework(labels) == "torch" else dtype.is_floating
+    if not floating:
+        raise TypeError(f"CutMixBatch mixes labels as floats, but key {key!r} holds {dtype}; one-hot encode them as "
+                        "floats first (e.g. Onehot in the Pipeline).")
+    weight = cast(kept, labels)
+    return weight * labels + (1.0 - weight) * roll(labels, shift=1, axis=0)
 
 
 def _box_mask(images: Any, x1: Any, x2: Any, y1: Any, y2: Any, width: Any, height: Any) -> Any:

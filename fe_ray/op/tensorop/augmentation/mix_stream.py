@@ -121,7 +121,13 @@ def check_alpha(alpha: Any, op: str) -> float:
 
 
 def check_outputs(op: TensorOp, name: str) -> None:
-    """A ValueError unless ``op`` has at least one input and one output per input plus one for lambda."""
-    if not op.inputs or len(op.outputs) != len(op.inputs) + 1:
-        raise ValueError(f"{name} writes one mixed tensor per input and then lambda: with inputs={op.inputs} it needs "
-                         f"{len(op.inputs) + 1} output keys, got outputs={op.outputs}.")
+    """A ValueError unless ``op`` has at least one input and one output per input, plus (optionally) one for lambda:
+    FastEstimator 1.7's form is ``inputs=("x", "y"), outputs=("x", "y")``, the mixed images and labels."""
+    if not op.inputs or len(op.outputs) not in (len(op.inputs), len(op.inputs) + 1):
+        raise ValueError(f"{name} writes one mixed tensor per input, then optionally lambda: with inputs={op.inputs} "
+                         f"it needs {len(op.inputs)} or {len(op.inputs) + 1} output keys, got outputs={op.outputs}.")
+
+
+def writes_lambda(op: TensorOp) -> bool:
+    """Whether the op's last output is lambda (one output more than inputs)."""
+    return len(op.outputs) == len(op.inputs) + 1

@@ -12,6 +12,7 @@ from fe_ray.op.tensorop.augmentation.mix_stream import (
     check_alpha,
     check_outputs,
     on_device_of,
+    writes_lambda,
 )
 
 
@@ -36,15 +37,17 @@ class MixUpBatch(RandomMixOp):
     encode them first).
 
     Args:
-        inputs: Key(s) of the tensors to mix (e.g. images and one-hot labels).
-        outputs: One key per input for the mixed tensors, then one for ``lam``.
+        inputs: Key(s) of the tensors to mix (e.g. images and one-hot labels: FastEstimator 1.7's
+            ``inputs=("x", "y"), outputs=("x", "y")``).
+        outputs: One key per input for the mixed tensors, then optionally one for ``lam`` (for :class:`MixLoss`).
         mode: Mode(s) in which to run; None for all.
         ds_id: Dataset id(s) in which to run; None for all.
         alpha: The Beta distribution's parameter (1.0: ``lam`` uniform in [0.5, 1]).
-        shared_beta: Draw one ``lam`` for the batch (True) or one per sample.
+        shared_beta: Draw one ``lam`` for the batch (True) or one per sample (False: FastEstimator 1.7's default;
+            fe_ray keeps True, its default before the two-output form).
 
     Raises:
-        ValueError: If ``alpha`` is not > 0, or there is not exactly one output more than inputs.
+        ValueError: If ``alpha`` is not > 0, or there are not as many outputs as inputs (or one more).
     """
 
     def __init__(self, inputs: str | Iterable[str], outputs: Iterable[str], mode: None | str | Iterable[str] = "train",
@@ -65,7 +68,7 @@ class MixUpBatch(RandomMixOp):
         for key, tensor in zip(self.inputs, data):
             weight = _cast_weight(_broadcastable(lam, tensor, self.shared_beta), tensor, key)
             mixed.append(weight * tensor + (1.0 - weight) * roll(tensor, shift=1, axis=0))
-        return mixed + [_broadcastable(lam, first, self.shared_beta)]
+        return mixed + [_broadcastable(lam, first, self.shared_beta)] if writes_lambda(self) else mixed
 
 
 def _batch_size(tensor: Any) -> Any:
