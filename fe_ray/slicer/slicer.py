@@ -148,9 +148,7 @@ class AxisSlicer(Slicer):
         if not isinstance(axis, int) or isinstance(axis, bool):
             raise TypeError(f"AxisSlicer axis must be an int (the axis to cut along, e.g. AxisSlicer(axis=-1, "
                             f"slice='x')), got {axis!r}; axis is FastEstimator's first argument.")
-        if isinstance(unslice, tuple) and not unslice:
-            unslice = slice  # FastEstimator's default: fuse back the keys that were cut
-        super().__init__(slice=slice, unslice=unslice, mode=mode, ds_id=ds_id)
+        super().__init__(slice=slice, unslice=unslice, mode=mode, ds_id=ds_id)  # () -> the slice keys
         self.axis = axis
 
     def _slice_batch(self, batch: Any) -> list[Any]:
