@@ -11,6 +11,7 @@ from fe_ray.op.tensorop.augmentation.mix_stream import (
     RandomMixOp,
     check_alpha,
     check_outputs,
+    float_weight,
     on_device_of,
     writes_lambda,
 )
@@ -86,12 +87,7 @@ class CutMixBatch(RandomMixOp):
 
 def _mixed_labels(labels: Any, kept: Any, key: str) -> Any:
     """``kept * labels + (1 - kept) * roll(labels, 1)`` in the labels' floating dtype."""
-    dtype = labels.dtype
-    floating = dtype.is_floating_point if get_framework(labels) == "torch" else dtype.is_floating
-    if not floating:
-        raise TypeError(f"CutMixBatch mixes labels as floats, but key {key!r} holds {dtype}; one-hot encode them as "
-                        "floats first (e.g. Onehot in the Pipeline).")
-    weight = cast(kept, labels)
+    weight = float_weight(kept, labels, key)
     return weight * labels + (1.0 - weight) * roll(labels, shift=1, axis=0)
 
 

@@ -131,3 +131,15 @@ def check_outputs(op: TensorOp, name: str) -> None:
 def writes_lambda(op: TensorOp) -> bool:
     """Whether the op's last output is lambda (one output more than inputs)."""
     return len(op.outputs) == len(op.inputs) + 1
+
+
+def float_weight(lam: Any, tensor: Any, key: str) -> Any:
+    """``lam`` in ``tensor``'s floating dtype (float16 in mixed precision); a TypeError for non-float data."""
+    from fe_ray.backend import cast, get_framework
+
+    dtype = tensor.dtype
+    floating = dtype.is_floating_point if get_framework(tensor) == "torch" else dtype.is_floating
+    if not floating:
+        raise TypeError(f"Mixing needs floating-point data, but key {key!r} holds {dtype}; one-hot encode labels "
+                        "as floats (e.g. in the Pipeline) or cast the key to float first.")
+    return lam if lam.dtype == dtype else cast(lam, tensor)  # a reference tensor: its dtype (and device)

@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from fe_ray.backend import get_framework, maximum, reshape, roll
+from fe_ray.backend import maximum, reshape, roll
 from fe_ray.op.tensorop.augmentation.mix_stream import (
     MixStream,
     RandomMixOp,
     check_alpha,
     check_outputs,
+    float_weight,
     on_device_of,
     writes_lambda,
 )
@@ -66,7 +67,7 @@ class MixUpBatch(RandomMixOp):
         lam = maximum(lam, 1.0 - lam)
         mixed = []
         for key, tensor in zip(self.inputs, data):
-            weight = _cast_weight(_broadcastable(lam, tensor, self.shared_beta), tensor, key)
+            weight = float_weight(_broadcastable(lam, tensor, self.shared_beta), tensor, key)
             mixed.append(weight * tensor + (1.0 - weight) * roll(tensor, shift=1, axis=0))
         return mixed + [_broadcastable(lam, first, self.shared_beta)] if writes_lambda(self) else mixed
 
@@ -86,15 +87,3 @@ def _broadcastable(lam: Any, tensor: Any, shared: bool) -> Any:
     if shared:
         return lam
     return reshape(lam, [-1] + [1] * (len(tensor.shape) - 1))
-
-
-def _cast_weight(lam: Any, tensor: Any, key: str) -> Any:
-    """``lam`` in ``tensor``'s floating dtype (float16 in mixed precision); a TypeError for non-float data."""
-    from fe_ray.backend import cast
-
-    dtype = tensor.dtype
-    floating = dtype.is_floating_point if get_framework(tensor) == "torch" else dtype.is_floating
-    if not floating:
-        raise TypeError(f"Mixing needs floating-point data, but key {key!r} holds {dtype}; one-hot encode labels "
-                        "as floats (e.g. in the Pipeline) or cast the key to float first.")
-    return lam if lam.dtype == dtype else cast(lam, tensor)  # a reference tensor: its dtype (and device)
