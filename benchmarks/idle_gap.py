@@ -27,8 +27,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from benchmarks import harness
-from benchmarks.models import MODELS, PROBE_MODELS, synthetic_data
-from benchmarks.throughput import DEFAULTS, QUICK
+from benchmarks.models import MODELS, PROBE_MODELS
+from benchmarks.throughput import one_process_setup
 
 
 def sleep_for(idle: socket.socket, seconds: float) -> None:
@@ -68,18 +68,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--gaps must be a comma list of whole microseconds, e.g. 300,1000; got {args.gaps!r}.")
     if not gaps_us or any(gap <= 0 for gap in gaps_us):
         parser.error(f"--gaps must list positive microseconds, e.g. 300,1000; got {args.gaps!r}.")
-    harness.set_process_malloc(args.glibc_defaults)
-    threads = args.threads or 1  # one intra-op thread, as a replica with one CPU; --threads for more
-    harness.set_thread_budget(threads)
-    device, note = harness.resolve_device(args.device)
-    if note:
-        print(note)
-    from benchmarks.baselines import PlainTorchTrainer, batches_of
+    device, threads, batch_size, repeats, batches = one_process_setup(args)
+    from benchmarks.baselines import PlainTorchTrainer
 
-    batch_size = (QUICK if args.quick else DEFAULTS)[args.model][0]
-    steps = args.steps or (20 if args.quick else 500)
-    repeats = args.repeats or (2 if args.quick else 5)
-    batches = batches_of(synthetic_data(args.model, steps * batch_size), batch_size)
     trainer = PlainTorchTrainer(args.model, device)
     trainer.run(batches[:10])  # first-call costs out of the figures
     idle, other_end = socket.socketpair()

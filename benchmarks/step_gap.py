@@ -23,8 +23,8 @@ from collections.abc import Callable
 from typing import Any
 
 from benchmarks import harness
-from benchmarks.models import MODELS, PROBE_MODELS, synthetic_data
-from benchmarks.throughput import DEFAULTS, QUICK
+from benchmarks.models import MODELS, PROBE_MODELS
+from benchmarks.throughput import one_process_setup
 
 #: The marks of the current repeat: (name, perf_counter_ns) in the order they happened.
 MARKS: list[tuple[str, int]] = []
@@ -106,20 +106,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", choices=(*MODELS, *PROBE_MODELS), default="lenet")
     parser.add_argument("--steps", type=int, default=0, help="steps per repeat (default 500, quick 20)")
     args = parser.parse_args(argv)
-    harness.set_process_malloc(args.glibc_defaults)
-    harness.set_thread_budget(args.threads or 1)
-    device, note = harness.resolve_device(args.device)
-    if note:
-        print(note)
+    device, _, batch_size, repeats, batches = one_process_setup(args)
     import torch
 
-    from benchmarks.baselines import batches_of
     from fe_ray.backend import torch_step
-
-    batch_size = (QUICK if args.quick else DEFAULTS)[args.model][0]
-    steps = args.steps or (20 if args.quick else 500)
-    repeats = args.repeats or (2 if args.quick else 5)
-    batches = batches_of(synthetic_data(args.model, steps * batch_size), batch_size)
 
     # Both loops' moments: the model's call, the backward pass's start (loss.backward() and autograd.grad both go
     # through this function of torch.autograd) and the end of the step's wait for the device. Restored at the end:

@@ -190,6 +190,29 @@ def run_model(model: str, args: Any, device: str, threads: int) -> dict[str, Any
     return report(cfg, args.framework, series, ready, variants, skipped)
 
 
+def one_process_setup(args: Any) -> tuple[str, int, int, int, list[dict[str, Any]]]:
+    """The common start of the one-process step probes (idle_gap, step_gap): this process's malloc settings and
+    thread budget (one intra-op thread unless ``--threads``), the device (its note printed), and the model's
+    synthetic batches.
+
+    Returns:
+        ``(device, threads, batch_size, repeats, batches)``: ``--steps`` batches (default 500, quick 20) and
+        ``--repeats`` (default 5, quick 2).
+    """
+    from benchmarks.baselines import batches_of
+
+    harness.set_process_malloc(args.glibc_defaults)
+    threads = args.threads or 1  # one intra-op thread, as a replica with one CPU; --threads for more
+    harness.set_thread_budget(threads)
+    device, note = harness.resolve_device(args.device)
+    if note:
+        print(note)
+    batch_size = (QUICK if args.quick else DEFAULTS)[args.model][0]
+    steps = args.steps or (20 if args.quick else 500)
+    repeats = args.repeats or (2 if args.quick else 5)
+    return device, threads, batch_size, repeats, batches_of(synthetic_data(args.model, steps * batch_size), batch_size)
+
+
 def steps_per_measure(variant: Variant, steps: int) -> int:
     """Training steps one ``measure()`` call runs: an Estimator's fit also runs its WARMUP_STEPS untimed batches."""
     return steps + WARMUP_STEPS if isinstance(variant, FeEstimator) else steps
