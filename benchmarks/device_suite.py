@@ -152,10 +152,11 @@ def plan(device: str = "cuda", quick: bool = False) -> list[Part]:
              "from), b0 (the Network alone), c_late (answers after the update)"),
         # The Network's extra time lands where the GPU has nothing queued (2026-11-28, second run: every in-process
         # loop's thread waits ~1.1 ms a step, yet b0's +373 us of CPU add +336 us): this times that stretch.
-        Part("step_gap", ("-m", "benchmarks.step_gap", "--model", "lenet", *(("--steps", "500") if not quick else ()),
-                          *bench), 30, False,
+        Part("step_gap", ("-m", "benchmarks.step_gap", "--model", "lenet",
+                          *(("--steps", "500", "--profile", "2000") if not quick else ("--profile", "5")), *bench),
+             40, False,
              "from each step's wait for the GPU to the next model call and backward pass: the plain loop (a_sync) "
-             "against fe_ray's Network (b0)"),
+             "against fe_ray's Network (b0); then b0's own Python per function under cProfile"),
         Part("example", ("examples/mnist_torch.py", "--epochs", "1", "--replicas", "1"), 45, True,
              "the MNIST example on one GPU replica, default resources"),
         Part("profile_replica", ("-m", "benchmarks.profile_step", "--variant", "c", "--replica", "--model", "lenet",

@@ -9,14 +9,22 @@ previous step's wait ended the model is called (``model``) and the backward pass
 the plain loop bringing its loss to the host every step (a_sync) and for ``Network.run_step`` (b0)::
 
     python -m benchmarks.step_gap [--model lenet|mlp|resnet] [--device cuda] [--steps 500] [--repeats 5]
+                                  [--profile 2000]
 
 It marks the moments by wrapping the model's ``forward``, torch's autograd entry point and fe_ray's outputs'
 copy to the host (a private function of the torch backend); the wrappers' own cost, a few microseconds, is
 paid by both loops alike. Medians of the per-step values, per repeat, then over the repeats.
+
+``--profile STEPS`` then runs b0 for that many more steps under ``cProfile`` and lists fe_ray's own functions by
+their time per step (their code only, not the torch calls they make), so a machine where the Network costs more
+than on the CPU VM shows which of its functions do. cProfile's hooks inflate every figure (about 1.6x on the VM):
+read them relative to each other.
 """
 
 from __future__ import annotations
 
+import cProfile
+import pstats
 import statistics
 import time
 from collections.abc import Callable
@@ -97,14 +105,41 @@ def _measure(args: Any, device: str, batches: list[dict[str, Any]], batch_size: 
     extra = {name: rows[1][i] - rows[0][i] for i, name in ((1, "model"), (2, "backward"))}
     print(f"fe_ray's b0 over the plain loop: +{extra['model']:.1f} us to the model call, "
           f"+{extra['backward']:.1f} us to the backward pass")
-    return {"benchmark": "step_gap", "environment": harness.environment(args.threads or 1, device),
-            "args": vars(args), "results": results, "b0_over_a_sync_us": extra}
+    payload = {"benchmark": "step_gap", "environment": harness.environment(args.threads or 1, device),
+               "args": vars(args), "results": results, "b0_over_a_sync_us": extra}
+    if args.profile:
+        profiler = cProfile.Profile()
+        with network(mode="train", epoch=1, desired_output_keys={"ce"}):
+            profiler.enable()
+            for step in range(args.profile):
+                network.run_step(batches[step % len(batches)])
+            profiler.disable()
+        payload["profile_b0_us_per_step"] = own_time(profiler, args.profile)
+        print(f"b0 under cProfile, {args.profile} steps: fe_ray's own code "
+              f"{sum(payload['profile_b0_us_per_step'].values()):.1f} us a step; its costliest functions:")
+        top = sorted(payload["profile_b0_us_per_step"].items(), key=lambda item: -item[1])[:20]
+        print(harness.format_table(top, ("function", "us/step")))
+    return payload
+
+
+def own_time(profiler: cProfile.Profile, steps: int, package: str = "fe_ray") -> dict[str, float]:
+    """Microseconds per step spent in the code of ``package``'s functions (cProfile's tottime: not counting the
+    functions they call), keyed ``module/path.py:line name``."""
+    marker = f"/{package}/"
+    own: dict[str, float] = {}
+    for (filename, line, name), row in pstats.Stats(profiler).stats.items():  # type: ignore[attr-defined]
+        if marker in filename:
+            key = f"{filename.rsplit(marker, 1)[1]}:{line} {name}"
+            own[key] = own.get(key, 0.0) + row[2] / steps * 1e6
+    return own
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = harness.base_parser(__doc__.splitlines()[0])
     parser.add_argument("--model", choices=(*MODELS, *PROBE_MODELS), default="lenet")
     parser.add_argument("--steps", type=int, default=0, help="steps per repeat (default 500, quick 20)")
+    parser.add_argument("--profile", type=int, default=0, metavar="STEPS",
+                        help="then profile b0 for STEPS steps and list fe_ray's own time per function")
     args = parser.parse_args(argv)
     device, _, batch_size, repeats, batches = one_process_setup(args)
     import torch

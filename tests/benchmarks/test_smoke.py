@@ -441,7 +441,7 @@ def test_step_gap_quick_times_both_loops_and_puts_torch_back(tmp_path, monkeypat
 
     before = torch.autograd._engine_run_backward, torch_step._to_host
     monkeypatch.setattr(harness, "RESULTS_DIR", tmp_path)
-    assert step_gap.main(["--quick", "--model", "mlp", "--device", "cpu"]) == 0
+    assert step_gap.main(["--quick", "--model", "mlp", "--device", "cpu", "--profile", "3"]) == 0
     assert (torch.autograd._engine_run_backward, torch_step._to_host) == before
     payload = json.loads((tmp_path / "step_gap_quick.json").read_text())
     for loop in ("a_sync", "b0"):
@@ -449,6 +449,10 @@ def test_step_gap_quick_times_both_loops_and_puts_torch_back(tmp_path, monkeypat
         # The model is called after the wait and the backward pass starts after the model call.
         assert all(0 < m < b for m, b in zip(payload["results"][loop]["model"], payload["results"][loop]["backward"]))
     assert set(payload["b0_over_a_sync_us"]) == {"model", "backward"}
+    # The profile lists the Network's own functions (the step executor among them), and none of torch's.
+    profile = payload["profile_b0_us_per_step"]
+    assert any(key.startswith("backend/torch_step.py:") and key.endswith(" run_step") for key in profile), profile
+    assert all(value >= 0 for value in profile.values()) and not any("torch/" in key for key in profile)
 
 
 def test_step_gap_pairs_each_wait_with_the_first_model_call_and_backward_after_it() -> None:
