@@ -47,7 +47,8 @@ def test_fe_module_paths_and_defaults() -> None:
     assert fe.op.tensorop.augmentation.MixUpBatch is MixUpBatch
     assert fe.op.tensorop.augmentation.CutMixBatch is CutMixBatch
     mixup = MixUpBatch(inputs="x", outputs=["x_mix", "lam"])
-    assert (mixup.mode, mixup.alpha, mixup.shared_beta, mixup.ds_id) == ({"train"}, 1.0, True, None)
+    # FastEstimator 1.7's default: one lambda per sample.
+    assert (mixup.mode, mixup.alpha, mixup.shared_beta, mixup.ds_id) == ({"train"}, 1.0, False, None)
     cutmix = CutMixBatch(inputs="x", outputs=["x_mix", "lam"])
     assert (cutmix.mode, cutmix.alpha) == ({"train"}, 1.0)
 
@@ -71,7 +72,8 @@ def test_beta_and_uniform_draws_follow_their_distributions(framework: str, alpha
 def test_mixup_shared_lambda_blends_each_sample_with_its_neighbour(framework: str, eager: bool) -> None:
     x = images(framework)
     y = np.eye(4, dtype=np.float32)  # one-hot labels, mixed with the same lambda
-    network = network_of(framework, [MixUpBatch(inputs=["x", "y"], outputs=["x_mix", "y_mix", "lam"])])
+    network = network_of(framework, [MixUpBatch(inputs=["x", "y"], outputs=["x_mix", "y_mix", "lam"],
+                                                shared_beta=True)])
     results = run_steps(network, {"x": x, "y": y}, steps=4, eager=eager)
     for out in results:
         lam = out["lam"]
@@ -138,7 +140,8 @@ def test_cutmix_pastes_the_neighbours_patch_as_drawn(framework: str, eager: bool
 # ------------------------------------------------------------------------------------------ reproducibility / state
 def lambda_sequence(network: Any, framework: str, steps: int) -> list[float]:
     batch = {"x": images(framework)}
-    return [float(out["lam"]) for out in run_steps(network, batch, steps)]
+    # The first sample's lambda: MixUpBatch draws one per sample by default, CutMixBatch one per batch.
+    return [float(np.ravel(out["lam"])[0]) for out in run_steps(network, batch, steps)]
 
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)

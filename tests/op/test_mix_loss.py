@@ -62,7 +62,7 @@ def test_mixup_training_step_matches_hand_computation(framework: str, eager: boo
     SGD step follows the gradient of that weighted mean."""
     lr = 0.05
     model = linear(framework, lr=lr)
-    ops = [MixUpBatch(inputs="x", outputs=["x_mix", "lam"], alpha=0.7),
+    ops = [MixUpBatch(inputs="x", outputs=["x_mix", "lam"], alpha=0.7, shared_beta=True),
            ModelOp(model=model, inputs="x_mix", outputs="pred"),
            MixLoss(loss=MeanSquaredError(inputs=("pred", "y"), outputs="mse", mode="train"), lam="lam"),
            UpdateOp(model=model, loss_name="mse")]

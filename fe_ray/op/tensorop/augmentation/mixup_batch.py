@@ -44,15 +44,14 @@ class MixUpBatch(RandomMixOp):
         mode: Mode(s) in which to run; None for all.
         ds_id: Dataset id(s) in which to run; None for all.
         alpha: The Beta distribution's parameter (1.0: ``lam`` uniform in [0.5, 1]).
-        shared_beta: Draw one ``lam`` for the batch (True) or one per sample (False: FastEstimator 1.7's default;
-            fe_ray keeps True, its default before the two-output form).
+        shared_beta: Draw one ``lam`` for the batch (True) or one per sample (False, FastEstimator 1.7's default).
 
     Raises:
         ValueError: If ``alpha`` is not > 0, or there are not as many outputs as inputs (or one more).
     """
 
     def __init__(self, inputs: str | Iterable[str], outputs: Iterable[str], mode: None | str | Iterable[str] = "train",
-                 ds_id: None | str | Iterable[str] = None, alpha: float = 1.0, shared_beta: bool = True) -> None:
+                 ds_id: None | str | Iterable[str] = None, alpha: float = 1.0, shared_beta: bool = False) -> None:
         super().__init__(inputs=inputs, outputs=outputs, mode=mode, ds_id=ds_id)
         self.alpha = check_alpha(alpha, "MixUpBatch")
         check_outputs(self, "MixUpBatch")
