@@ -437,6 +437,30 @@ def test_num_process_is_ignored_with_a_warning_where_an_op_keeps_state() -> None
     assert threads == {threading.current_thread().name}
     assert got == expected and threaded.ops[0].seen == 12
 
+def test_no_batch_size_hands_out_single_samples_as_fastestimator_does() -> None:
+    """No batch size anywhere: each sample comes alone, without a batch axis (FastEstimator's default); shuffled in
+    train, resumable, and per epoch where a Scheduler gives None."""
+    pipeline = Pipeline(train_data=_ds(5), eval_data=_ds(3), ops=[Minmax(inputs="x", outputs="x_01")],
+                        shuffle_seed=0)
+    assert pipeline.get_batch_size("train", 1) is None
+    one = pipeline.get_results(mode="eval")
+    assert one["x"].shape == (1,) and one["y"].shape == () and int(one["y"]) == 0 and one["x_01"].shape == (1,)
+    with pipeline("eval", 1) as loader:
+        assert len(loader) == 3 and _ids(loader) == [0, 1, 2]
+    with pipeline("train", 1) as loader:
+        iterator = iter(loader)
+        first = [int(next(iterator)["y"]) for _ in range(2)]
+    assert pipeline.state_dict()["positions"]["train"][""] == {"epoch": 1, "batches": 2}
+    with pipeline("train", 1) as loader:  # resumes after the two samples handed out
+        rest = [int(sample["y"]) for sample in loader]
+    assert sorted(first + rest) == [0, 1, 2, 3, 4] and first + rest != [0, 1, 2, 3, 4]
+    scheduled = Pipeline(eval_data=_ds(4), batch_size=EpochScheduler({1: 2, 2: None}))
+    with scheduled("eval", 1) as loader:
+        assert _ids(loader) == [[0, 1], [2, 3]]
+    with scheduled("eval", 2) as loader:
+        assert _ids(loader) == [0, 1, 2, 3]
+
+
 def test_position_lifecycle() -> None:
     pipeline = Pipeline(_ds(6), _ds(6), batch_size=2, shuffle_seed=0)
     with pipeline("train", 1) as loader:
@@ -482,7 +506,6 @@ def test_unknown_mode_and_missing_data() -> None:
 
 
 @pytest.mark.parametrize("kwargs, error, match", [
-    ({"train_data": _ds(4)}, ValueError, "no batch_size"),
     ({"train_data": _ds(4), "eval_data": _ds(4), "batch_size": {"train": 2}}, ValueError, r"no entry for mode.*eval"),
     ({"train_data": _ds(4), "batch_size": 0}, ValueError, "positive int"),
     ({"train_data": _ds(4), "batch_size": {"training": 2}}, ValueError, "Unknown mode 'training'"),

@@ -117,15 +117,11 @@ class InterleaveDataset:
     def resolve_batch_sizes(self, default: int | None) -> list[int]:
         """The batch size of each dataset: those set with :meth:`set_batch_sizes`, else ``default`` for all.
 
-        Raises:
-            ValueError: If no sizes were set and ``default`` is None.
+        A ``default`` of None (a Pipeline without a batch size) gives batches of one sample, as in FastEstimator.
         """
         if self._sizes_set:
             return list(self.batch_sizes)
-        if default is None:
-            raise ValueError("InterleaveDataset has no batch sizes: pass Pipeline(batch_size=...) or call "
-                             "dataset.set_batch_sizes([...]) with one size per dataset.")
-        return [int(default)] * len(self.datasets)
+        return [int(default or 1)] * len(self.datasets)
 
     def stream_lengths(self) -> list[int]:
         """Samples each dataset offers per epoch: an ExtendDataset's ``spoof_length``, else its length."""

@@ -103,13 +103,17 @@ class Loader:
         self.dataset = dataset
         self.ops = ops
         self.batch_ops = list(batch_ops or [])
+        self._batched = bool(getattr(dataset, "fe_batched", False))
+        self._interleave = dataset if getattr(dataset, "fe_interleaved", False) else None
+        #: Samples handed out one at a time without a batch axis (no batch size anywhere), as FastEstimator does.
+        self.unbatched = batch_size is None and not self._batched and self._interleave is None
+        if self.unbatched:
+            batch_size = 1  # planned as batches of one sample, which collation leaves unstacked
         self.batch_size = batch_size
         self.mode, self.epoch, self.ds_id = mode, epoch, ds_id
         self.shuffle, self.seed, self.drop_last = shuffle, seed, drop_last
         self.size = len(dataset)
-        self._batched = bool(getattr(dataset, "fe_batched", False))
         self._keyed = bool(getattr(dataset, "fe_keyed", False))
-        self._interleave = dataset if getattr(dataset, "fe_interleaved", False) else None
         # An ExtendDataset of samples, or an epoch of steps_per_epoch batches longer than one pass: the epoch is a
         # stream of samples across passes, cut into full batches (FastEstimator's endless sampler: a batch runs on
         # into the next pass, and drop_last does not apply), not passes that each end with a short batch.
@@ -132,9 +136,6 @@ class Loader:
             self.batches_per_pass = self._interleave.num_batches(self._sizes)
         elif self._batched:
             self.batches_per_pass = self.size
-        elif batch_size is None:
-            raise ValueError(f"No batch_size for {where}; only a dataset of whole batches (BatchDataset) or an "
-                             "InterleaveDataset with set_batch_sizes needs none.")
         elif self._stream:
             samples = int(spoof) if steps_per_epoch is None else steps_per_epoch * batch_size  # type: ignore[arg-type]
             if drop_last and steps_per_epoch is None:
@@ -162,7 +163,8 @@ class Loader:
         # Whole-batch fancy indexing is only equivalent to per-sample loading when no op has to see single samples
         # (ops on whole batches, after a Batch op, still run on it).
         self._fast = not ops and collate_fn is None and hasattr(dataset, "get_batch") and not self._batched \
-            and not self._keyed and self._interleave is None and not getattr(dataset, "ragged", False)
+            and not self._keyed and self._interleave is None and not getattr(dataset, "ragged", False) \
+            and not self.unbatched
         # Per-sample entropy is only worth deriving when some op will draw from it.
         self._random = any(op.is_random for op in self.all_ops)
         every_op = (*self.all_ops, *self.all_batch_ops)
@@ -326,10 +328,20 @@ class Loader:
             return functools.partial(self._make_from_refs, *self._refs(index), index)
         return functools.partial(self.make_batch, self.batch_indices(index), index // self.batches_per_pass, index)
 
-    @staticmethod
-    def collate_samples(samples: list[dict[str, Any]], stage: Stage) -> dict[str, np.ndarray]:
+    def collate_samples(self, samples: list[dict[str, Any]], stage: Stage) -> dict[str, np.ndarray]:
         """Make one batch of ``samples`` with the stage's ``collate_fn``, else by stacking (padded by its
-        ``pad_value``).
+        ``pad_value``); unbatched, the one sample with its values as arrays.
+
+        Raises:
+            TypeError: If the ``collate_fn`` returns something other than a dict.
+        """
+        if self.unbatched and stage.collate_fn is None:
+            return {key: np.asarray(value) for key, value in samples[0].items()}
+        return self.stack_samples(samples, stage)
+
+    @staticmethod
+    def stack_samples(samples: list[dict[str, Any]], stage: Stage) -> dict[str, np.ndarray]:
+        """:meth:`collate_samples` of a batched loader.
 
         Raises:
             TypeError: If the ``collate_fn`` returns something other than a dict.

@@ -53,8 +53,10 @@ class Pipeline:
             over it (cut short by ``steps_per_epoch``; see :mod:`fe_ray.pipeline.framework_data`).
         eval_data: Evaluation data, same forms.
         test_data: Test data, same forms.
-        batch_size: Samples per batch: an int, a Scheduler of ints, or a ``{mode: int or Scheduler}`` dict; may be
-            None for modes where a ``Batch(batch_size=...)`` op runs. A BatchDataset, and an InterleaveDataset given
+        batch_size: Samples per batch: an int, a Scheduler of ints, or a ``{mode: int or Scheduler}`` dict. None
+            (or a Scheduler's None) hands out the samples one at a time, without a batch axis, as FastEstimator
+            does (e.g. to look at one sample with :meth:`get_results`); a ``Batch(batch_size=...)`` op that runs
+            sets the size where it runs. A BatchDataset, and an InterleaveDataset given
             per-dataset sizes with ``set_batch_sizes``, size their own batches (an InterleaveDataset without them
             uses this size for each of its datasets).
         ops: NumpyOps (or Schedulers of them), run in order on each sample; ``mode`` and ``ds_id`` of an op select
@@ -159,11 +161,12 @@ class Pipeline:
                                             "pad_value": self.pad_value, "collate_fn": self.collate_fn})
 
     # ------------------------------------------------------------------ configuration queries
-    def get_batch_size(self, mode: str, epoch: int) -> int:
-        """The batch size of ``mode`` at ``epoch``.
+    def get_batch_size(self, mode: str, epoch: int) -> int | None:
+        """The batch size of ``mode`` at ``epoch``; None where there is none (samples are handed out one at a time,
+        without a batch axis, as in FastEstimator).
 
         Raises:
-            ValueError: If no batch size is configured for ``mode`` or a Scheduler gives None at ``epoch``.
+            ValueError: If the ``{mode: batch_size}`` dict does not name ``mode``.
         """
         value: Any = self.batch_size
         if isinstance(value, Mapping):
@@ -173,10 +176,7 @@ class Pipeline:
             value = value[mode]
         if isinstance(value, Scheduler):
             value = value.get_current_value(epoch)
-        if value is None:
-            raise ValueError(f"No batch_size for mode {mode!r} at epoch {epoch}; give the Pipeline one, or a "
-                             "Batch(batch_size=...) op that runs there.")
-        return int(value)
+        return None if value is None else int(value)
 
     def get_modes(self, epoch: int | None = None) -> set[str]:
         """Modes with data (at ``epoch`` if given, else at any epoch)."""
@@ -378,7 +378,7 @@ class Pipeline:
         state = {"mode": mode, "epoch": epoch, "ds_id": ds_id}
         forward_numpyop(split.sample_ops, sample, state)
         if split.batch is not None and split.batch.collate_fn is not None:
-            batch = Loader.collate_samples([sample], make_stage(split, 1, False, None, split.batch.collate_fn))
+            batch = Loader.stack_samples([sample], make_stage(split, 1, False, None, split.batch.collate_fn))
         else:
             batch = {key: np.expand_dims(np.asarray(value), 0) for key, value in sample.items()}
         forward_numpyop(split.batch_ops, batch, state, batched=True)

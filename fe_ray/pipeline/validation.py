@@ -67,19 +67,16 @@ def check_dataset(dataset: Any, where: str) -> None:
 
 
 def check_batch_sizes(batch_size: Any, data: Mapping[str, Mapping[str, Any]], ops: list[Any]) -> None:
-    """Check a Pipeline's ``batch_size`` against its data: every mode with data needs one, unless all its datasets
-    size their own batches or a Batch op with a ``batch_size`` may run in it (whether one covers every epoch and
-    ds_id is checked when the loader opens).
+    """Check a Pipeline's ``batch_size`` against its data. None is valid: samples are then handed out one at a
+    time, without a batch axis, as in FastEstimator. A ``{mode: batch_size}`` dict must name every mode with data,
+    unless all that mode's datasets size their own batches or a Batch op with a ``batch_size`` may run in it.
 
     Raises:
-        ValueError: If a mode lacks a batch size, the dict names an unknown mode, or a size is not positive.
+        ValueError: If the dict misses a mode or names an unknown one, or a size is not positive.
     """
     sized = sized_modes(ops)
     needs = [mode for mode, by_id in data.items()
              if mode not in sized and not all(self_batching(value) for value in by_id.values())]
-    if batch_size is None and needs:
-        raise ValueError(f"Pipeline has data for modes {sorted(data)} but no batch_size for {needs}; pass an int, a "
-                         "Scheduler of ints, a {mode: batch_size} dict, or a Batch(batch_size=...) op in ops.")
     if isinstance(batch_size, Mapping):
         for mode in batch_size:
             check_mode(mode)

@@ -104,8 +104,6 @@ def test_bad_arguments_are_named() -> None:
         BatchDataset([a, b], num_samples=4, probability=[0.5, 0.6])
     with pytest.raises(ValueError, match="all the same keys or no key in common"):
         BatchDataset([a, NumpyDataset({"x": np.arange(3), "z": np.arange(3)})], num_samples=[1, 1])
-    with pytest.raises(ValueError, match="no batch_size"):
-        Pipeline(train_data=a, eval_data=BatchDataset([a, b], num_samples=[1, 1]))
     assert fe.dataset.BatchDataset is BatchDataset
     halves = BatchDataset([labelled(0, 10, 0), labelled(10, 10, 1)], num_samples=[1, 1]).split(0.5, seed=0)
     assert isinstance(halves, BatchDataset) and [len(ds) for ds in halves.datasets] == [5, 5]

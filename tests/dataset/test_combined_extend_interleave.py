@@ -224,8 +224,9 @@ def test_interleave_indexing_split_and_errors() -> None:
     with pytest.raises(ValueError, match="too few samples"):
         with Pipeline(train_data=InterleaveDataset([numbered(0, 4), numbered(0, 9)]), batch_size=5)("train", 1):
             pass
-    with pytest.raises(ValueError, match="batch_size"):
-        Pipeline(train_data=InterleaveDataset([numbered(0, 4), numbered(0, 9)]))
+    # Without any batch size each dataset gives batches of one sample, as in FastEstimator.
+    with Pipeline(train_data=InterleaveDataset([numbered(0, 2), numbered(10, 2)]))("train", 1, shuffle=False) as loader:
+        assert [batch["x"].tolist() for batch in loader] == [[0], [10], [1], [11]]
 
 
 @pytest.mark.parametrize("num_process", [0, 2])
