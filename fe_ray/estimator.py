@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import warnings
 from collections.abc import Iterable, Sequence
 from contextlib import closing
 from typing import Any
@@ -126,16 +127,16 @@ class Estimator(EstimatorWarmup):
     def test(self, summary: str | None = None, eager: bool = False) -> Summary:
         """Run the test data through the network and the test-mode traces.
 
+        Without test data the test-mode traces run without any batch (as in FastEstimator), with a warning.
+
         Returns:
             The Summary, now including the test history.
-
-        Raises:
-            ValueError: If the pipeline has no test data.
         """
         modes = self.pipeline.get_modes()
         if "test" not in modes:
-            raise ValueError(f"Estimator.test() runs the Pipeline's test data, but the Pipeline has data only for "
-                             f"modes {sorted(modes)}; pass fe.Pipeline(test_data=...) to test.")
+            warnings.warn(f"Estimator.test() runs the Pipeline's test data, but the Pipeline has data only for modes "
+                          f"{sorted(modes)}: the traces run without any batch. Pass fe.Pipeline(test_data=...) "
+                          "to test.", UserWarning, stacklevel=2)
         self.system.reset_for_test(summary)
         self._prepare_traces(("test",))
         self._start(("test",), eager)

@@ -37,7 +37,7 @@ class ToyPipeline:
         return set(self.data)
 
     def get_ds_ids(self, epoch: int, mode: str) -> list[str]:
-        return list(self.data[mode])
+        return list(self.data.get(mode, {}))  # none for a mode without data, as fe.Pipeline
 
     @contextlib.contextmanager
     def __call__(self, mode: str, epoch: int, ds_id: str = "", shuffle: bool | None = None,

@@ -372,11 +372,37 @@ def test_traces_see_the_batch_as_framework_tensors(framework: str, module: str) 
     assert type(out["x"]).__module__.split(".")[0] == module  # transform's inputs too, as FastEstimator's
 
 
-def test_test_without_test_data_names_the_modes_and_the_fix() -> None:
+class _Events(Trace):
+    """Records the events it sees, with the mode."""
+
+    def __init__(self, events: list[str]) -> None:
+        super().__init__(mode=None)
+        self.events = events
+
+    def on_begin(self, data: Any) -> None:
+        self.events.append(f"begin {self.system.mode}")
+
+    def on_batch_end(self, data: Any) -> None:
+        self.events.append(f"batch {self.system.mode}")
+
+    def on_epoch_end(self, data: Any) -> None:
+        self.events.append(f"epoch_end {self.system.mode}")
+
+    def on_end(self, data: Any) -> None:
+        self.events.append(f"end {self.system.mode}")
+
+
+def test_test_without_test_data_warns_and_runs_the_traces_without_batches() -> None:
+    """As FastEstimator: no error; the test-mode traces begin and end (with an empty epoch), and a warning names the
+    modes with data and the fix."""
     pipeline, network, _ = _setup()  # train and eval data only
-    estimator = fe.Estimator(pipeline, network, epochs=1, traces=Accuracy("y", "y_pred"), log_steps=None)
-    with pytest.raises(ValueError, match=r"\['eval', 'train'\].*Pipeline\(test_data=\.\.\.\)"):
-        estimator.test()
+    events: list[str] = []
+    estimator = fe.Estimator(pipeline, network, epochs=1, traces=[Accuracy("y", "y_pred"), _Events(events)],
+                             log_steps=None)
+    with pytest.warns(UserWarning, match=r"\['eval', 'train'\].*Pipeline\(test_data=\.\.\.\)"):
+        summary = estimator.test(summary="no_test")
+    assert events == ["begin test", "epoch_end test", "end test"]
+    assert summary.name == "no_test"
 
 
 def test_a_pipeline_or_network_of_the_wrong_kind_is_a_type_error() -> None:
