@@ -45,12 +45,21 @@ def load_wrapped_state(ops: Sequence[Op], state: dict[str, Any], meta: str, vali
         op.load_state_dict(op_state)
 
 
-def chain_keys(ops: Sequence[Op]) -> tuple[list[str], list[str]]:
-    """The keys a chain of ops (Fuse) reads before any of them writes them, and every key they write, in order."""
+def chain_keys(ops: Sequence[Op], is_delete: Callable[[Op], bool] = lambda op: False) -> tuple[list[str], list[str]]:
+    """The keys a chain of ops (Fuse) reads before any of them writes them, and every key they write, in order.
+
+    A Delete (``is_delete``) of a key an earlier op wrote takes it off the outputs, as in FastEstimator: the chain
+    keeps it to itself. A Delete of a key the chain reads only removes it inside the chain.
+    """
     inputs: list[str] = []
     outputs: list[str] = []
     for op in ops:
-        inputs += [key for key in op.inputs if key not in inputs and key not in outputs]
+        deletes = is_delete(op)
+        for key in op.inputs:
+            if deletes and key in outputs:
+                outputs.remove(key)
+            elif key not in inputs and key not in outputs:
+                inputs.append(key)
         outputs += [key for key in op.outputs if key not in outputs]
     return inputs, outputs
 

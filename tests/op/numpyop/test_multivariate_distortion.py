@@ -237,7 +237,7 @@ def test_grid_shuffle_permutes_whole_tiles() -> None:
 
 # ------------------------------------------------------------------ argument errors
 @pytest.mark.parametrize("make, match", [
-    (lambda: Affine(rotate=(30, 10), image_in="x"), r"Affine rotate must be .* got \(30, 10\)"),
+    (lambda: Affine(rotate=(30, "10"), image_in="x"), r"Affine rotate must be .* got \(30, '10'\)"),
     (lambda: Affine(scale=0, image_in="x"), "Affine scale must be positive .* got 0"),
     (lambda: Affine(shear="5", image_in="x"), "Affine shear must be .* got '5'"),
     (lambda: Affine(translate=(1, 2.5), image_in="x"), r"must be all ints, got \(1, 2.5\)"),
@@ -250,7 +250,7 @@ def test_grid_shuffle_permutes_whole_tiles() -> None:
     (lambda: ElasticTransform(alpha="a", image_in="x"), "ElasticTransform alpha must be a number, got 'a'"),
     (lambda: ElasticTransform(interpolation=2, image_in="x"), "interpolation must be 0 .* got 2"),
     (lambda: GridDistortion(num_steps=0, image_in="x"), "GridDistortion num_steps must be a positive int, got 0"),
-    (lambda: GridDistortion(distort_limit=(0.3, 0.1), image_in="x"), r"distort_limit .* got \(0.3, 0.1\)"),
+    (lambda: GridDistortion(distort_limit=(0.3, 0.1, 0.2), image_in="x"), r"distort_limit .* got \(0.3, 0.1, 0.2\)"),
     (lambda: OpticalDistortion(border_mode=7, image_in="x"), "OpticalDistortion border_mode must be one of .* 7"),
     (lambda: OpticalDistortion(shift_limit="1", image_in="x"), "OpticalDistortion shift_limit .* got '1'"),
     (lambda: RandomGridShuffle(grid=3, image_in="x"), "RandomGridShuffle grid must be a pair .* got 3"),

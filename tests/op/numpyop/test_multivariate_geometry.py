@@ -11,14 +11,18 @@ import numpy as np
 import pytest
 
 from fe_ray.op.numpyop.multivariate import (
+    Affine,
     Crop,
     Flip,
+    GridDistortion,
     LongestMaxSize,
     RandomResizedCrop,
     RandomRotate90,
     RandomScale,
     RandomSizedCrop,
     Resize,
+    Rotate,
+    ShiftScaleRotate,
     SmallestMaxSize,
     Transpose,
 )
@@ -235,13 +239,43 @@ def test_non_random_ops_are_not_marked_random() -> None:
     (lambda: SmallestMaxSize(max_size=-1, image_in="x"), "SmallestMaxSize max_size must be a positive int"),
     (lambda: LongestMaxSize(image_in="x", bbox_in="b"), "bounding boxes and keypoints are not supported"),
     (lambda: RandomScale(1.0, image_in="x"), r"scale factors \[0, 2\], but they must be positive"),
-    (lambda: RandomScale((0.2, 0.1), image_in="x"), r"RandomScale scale_limit must be a number a .*low <= high"),
-    (lambda: RandomSizedCrop((3, 2), 4, 4, image_in="x"), r"min_max_height must be a pair \(low, high\) of positive"),
+    (lambda: RandomScale((0.2, None), image_in="x"), r"RandomScale scale_limit must be a number a .*pair of numbers"),
+    (lambda: RandomSizedCrop((3, 2), 4, 4, image_in="x"), r"min_max_height must be a pair of positive ints"),
     (lambda: RandomSizedCrop((1, 2), 4, 4, w2h_ratio=0, image_in="x"), "w2h_ratio must be a positive number"),
-    (lambda: RandomResizedCrop(4, 4, scale=(0.5, 0.1), image_in="x"), "RandomResizedCrop scale must be a pair"),
+    (lambda: RandomResizedCrop(4, 4, scale=(0.5, -0.1), image_in="x"), "RandomResizedCrop scale must be a pair"),
     (lambda: RandomResizedCrop(4, 4, ratio=(0, 1), image_in="x"), "RandomResizedCrop ratio must be a pair"),
     (lambda: Flip(), "needs at least one of image_in, mask_in or masks_in"),
 ])
 def test_argument_errors(build: Any, match: str) -> None:
     with pytest.raises(ValueError, match=match):
         build()
+
+
+def test_ranges_given_high_first_are_the_same_ranges() -> None:
+    """albumentations' to_tuple (through which FastEstimator's ops take their ranges) sorts a pair, and its uniform
+    draws take either order: a range given high-first is the same range."""
+    assert RandomScale((0.2, -0.2), image_in="x").scale_limit == RandomScale((-0.2, 0.2), image_in="x").scale_limit
+    assert Rotate(limit=(30, -30), image_in="x").limit == (-30.0, 30.0)
+    ssr = ShiftScaleRotate(shift_limit=(0.1, -0.1), rotate_limit=(10, 5), image_in="x")
+    assert (ssr.shift_limit, ssr.rotate_limit) == ((-0.1, 0.1), (5.0, 10.0))
+    assert Affine(rotate=(30, -30), image_in="x").rotate == (-30.0, 30.0)
+    crop = RandomResizedCrop(5, 5, scale=(1.0, 0.5), ratio=(4 / 3, 3 / 4), image_in="x")
+    assert crop.scale == (0.5, 1.0) and crop.ratio == (3 / 4, 4 / 3)
+    assert GridDistortion(distort_limit=(0.3, 0.1), image_in="x").distort_limit == (0.1, 0.3)
+
+
+def test_max_size_lists_draw_one_size_per_sample_from_the_generator() -> None:
+    """albumentations draws one of a list of sizes per sample (FastEstimator passes the list on); the op is then
+    random and its draw comes from the sample's generator."""
+    image = np.zeros((8, 4), np.float32)
+    op = LongestMaxSize(max_size=[4, 6, 10], image_in="x")
+    assert op.is_random and not LongestMaxSize(max_size=4, image_in="x").is_random
+    sizes = {op.forward([image], {"rng": np.random.default_rng(seed)})[0].shape for seed in range(30)}
+    assert sizes == {(4, 2), (6, 3), (10, 5)}
+    same = [SmallestMaxSize([3, 5], image_in="x").forward([image], {"rng": np.random.default_rng(7)})[0].shape
+            for _ in range(2)]
+    assert same[0] == same[1] and same[0][1] in (3, 5)
+    with pytest.raises(ValueError, match="non-empty list"):
+        SmallestMaxSize([], image_in="x")
+    with pytest.raises(ValueError, match="max_size must be a positive int"):
+        LongestMaxSize([4, 0], image_in="x")

@@ -78,12 +78,26 @@ def test_fuse_inside_sometimes_and_as_a_pop() -> None:
     assert data["x"].tolist() == [6, 9, 12]
 
 
+def test_fuse_with_delete_keeps_the_deleted_intermediate_to_itself() -> None:
+    """FastEstimator's rule: a Delete of a key an earlier fused op wrote takes it off the Fuse's outputs; a Delete of
+    a key the Fuse reads only removes it inside the Fuse."""
+    fused = Fuse([_lambda(lambda a: a + 1, "a", "tmp"), _lambda(lambda t: t * 2, "tmp", "b"), Delete("tmp")])
+    assert (fused.inputs, fused.outputs) == (["a"], ["b"])
+    data = {"a": np.array(1)}
+    forward_numpyop([fused], data, {})
+    assert sorted(data) == ["a", "b"] and int(data["b"]) == 4
+    reads = Fuse([Delete("c"), _lambda(lambda a: a, "a", "d")])
+    assert (reads.inputs, reads.outputs) == (["c", "a"], ["d"])
+    data = {"a": np.array(5), "c": np.array(0)}
+    forward_numpyop([reads], data, {})
+    assert sorted(data) == ["a", "c", "d"]
+
+
 @pytest.mark.parametrize("ops, error, match", [
     ([], ValueError, "at least one NumpyOp"),
     ([_lambda(abs, "x", "x", mode="train"), _lambda(abs, "x", "x")], ValueError, "must share mode"),
     ([_lambda(abs, "x", "x", ds_id="a"), _lambda(abs, "x", "x")], ValueError, "must share ds_id"),
     ([TensorLambdaOp(abs, inputs="x", outputs="x")], TypeError, "Fuse wraps NumpyOps"),
-    ([Delete("x")], TypeError, "Fuse cannot wrap Delete"),
     ([Batch(batch_size=2)], ValueError, "Fuse cannot wrap a Batch op"),
 ])
 def test_fuse_errors(ops: list[Any], error: type[Exception], match: str) -> None:

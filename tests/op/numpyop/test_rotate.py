@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from fe_ray.op.numpyop.multivariate import Rotate
-from fe_ray.op.numpyop.multivariate.rotate import rotation_sources, warp
+from fe_ray.op.numpyop.multivariate.rotate import rotation_sources, sample
 
 GRID = np.arange(16, dtype=np.float32).reshape(4, 4)
 
@@ -39,16 +39,32 @@ def test_masks_are_sampled_nearest_and_keep_their_labels() -> None:
     assert not np.all(np.isin(new_image, np.arange(6)))  # the image is interpolated between pixel values
 
 
+def test_masks_round_the_exact_source_positions_bilinear_reads_them_at_a_32nd_pixel() -> None:
+    """As OpenCV's warpAffine: nearest sampling resolves positions at 1/1024 pixel (close to exact), bilinear at
+    1/32; quantising the nearest positions to 1/32 moves boundary pixels of a rotated mask."""
+    exact = rotation_sources(64, 64, 30.0)
+    assert not np.allclose(exact[0] * 32, np.round(exact[0] * 32))  # not quantised
+    rows, cols = np.mgrid[0:64, 0:64]
+    disc = ((rows - 31.3) ** 2 + (cols - 30.8) ** 2 < 300).astype(np.uint8)
+    image = np.linspace(0, 1, 64 * 64, dtype=np.float32).reshape(64, 64)
+    new_image, new_mask = Rotate(limit=(30, 30), border_mode=0, image_in="x", mask_in="m").forward([image, disc], {})
+    nearest = np.rint(exact[0]).astype(int), np.rint(exact[1]).astype(int)
+    inside = (nearest[0] >= 0) & (nearest[0] < 64) & (nearest[1] >= 0) & (nearest[1] < 64)
+    np.testing.assert_array_equal(new_mask[inside], disc[nearest[0][inside], nearest[1][inside]])
+    quantised = tuple(np.round(axis * 32) / 32 for axis in exact)
+    np.testing.assert_array_equal(new_image, sample(image, quantised, 1, 0, None))
+
+
 def test_the_angle_comes_from_the_generator() -> None:
     op = Rotate(limit=(10, 20), border_mode=1, image_in="x")
     out, = op.forward([GRID], {"rng": np.random.default_rng(5)})
     angle = np.random.default_rng(5).uniform(10, 20)
-    np.testing.assert_array_equal(out, warp(GRID, rotation_sources(4, 4, angle), 1, 1, None))
+    np.testing.assert_array_equal(out, sample(GRID, rotation_sources(4, 4, angle), 1, 1, None))
     other, = op.forward([GRID], {"rng": np.random.default_rng(6)})
     assert not np.array_equal(out, other)
 
 
-@pytest.mark.parametrize("kwargs, match", [({"limit": (20, 10)}, r"pair \(low, high\) with low <= high"),
+@pytest.mark.parametrize("kwargs, match", [({"limit": (20, 10, 5)}, r"Rotate limit must be a number a .*pair"),
                                            ({"limit": "45"}, "Rotate limit must be a number"),
                                            ({"interpolation": 2}, "not implement OpenCV's cubic"),
                                            ({"border_mode": -1}, "Rotate border_mode must be one of")])

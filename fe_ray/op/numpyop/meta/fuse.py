@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fe_ray.op.meta_common import chain_keys
 from fe_ray.op.numpyop.meta.meta import OpChain, check_shared, check_wrapped, set_rua_levels
-from fe_ray.op.numpyop.numpyop import NumpyOp
+from fe_ray.op.numpyop.numpyop import Delete, NumpyOp
 from fe_ray.util import to_list
 
 
@@ -12,8 +12,9 @@ class Fuse(OpChain):
     """Run ``ops`` in order as a single op, e.g. to wrap several ops in one :class:`Sometimes`, :class:`OneOf` or
     :class:`Repeat`.
 
-    The fused op reads the keys the ops read before any of them writes them, and writes every key they write. The
-    ops must share mode and ds_id (which become the fused op's); schedule the Fuse rather than the ops inside it.
+    The fused op reads the keys the ops read before any of them writes them, and writes every key they write but a
+    :class:`Delete` among them drops (an intermediate the Fuse keeps to itself, as in FastEstimator). The ops must
+    share mode and ds_id (which become the fused op's); schedule the Fuse rather than the ops inside it.
 
     Random when any op inside is: in a Pipeline the ops then draw, one after another, from the sample's generator
     for the Fuse (exact across resumes and worker threads, see :mod:`fe_ray.op.numpyop.randomness`). As a Network
@@ -23,16 +24,16 @@ class Fuse(OpChain):
         ops: The NumpyOp(s) to run.
 
     Raises:
-        TypeError: If an entry is not a NumpyOp, or is a Delete.
+        TypeError: If an entry is not a NumpyOp.
         ValueError: If no op is given or the ops differ in mode or ds_id.
     """
 
     def __init__(self, ops: NumpyOp | list[NumpyOp]) -> None:
-        op_list = [check_wrapped(op, "Fuse") for op in to_list(ops)]
+        op_list = [check_wrapped(op, "Fuse", allow_delete=True) for op in to_list(ops)]
         if not op_list:
             raise ValueError("Fuse needs at least one NumpyOp, e.g. Fuse([HorizontalFlip(...), Rotate(...)]).")
         check_shared(op_list, ("mode", "ds_id"), "Fuse")
-        inputs, outputs = chain_keys(op_list)
+        inputs, outputs = chain_keys(op_list, lambda op: isinstance(op, Delete))
         super().__init__(inputs=inputs, outputs=outputs)
         self.in_list = self.out_list = True
         self.mode, self.ds_id = op_list[0].mode, op_list[0].ds_id  # already parsed by the wrapped ops

@@ -11,18 +11,19 @@ from fe_ray.op.meta_common import load_wrapped_state, wrapped_state
 from fe_ray.op.numpyop.numpyop import Batch, Delete, NumpyOp, forward_numpyop
 
 
-def check_wrapped(op: Any, meta: str) -> NumpyOp:
+def check_wrapped(op: Any, meta: str, allow_delete: bool = False) -> NumpyOp:
     """Return ``op`` if a meta op can run it, else raise TypeError (or ValueError for a Batch op, as FastEstimator's
-    Sometimes does) saying what it accepts."""
+    Sometimes does) saying what it accepts. ``allow_delete``: the meta op runs a Delete (Fuse: it drops an
+    intermediate key of the chain)."""
     if isinstance(op, Batch):
         raise ValueError(f"{meta} cannot wrap a Batch op: batching is not an augmentation to run sometimes or by "
                          "choice, and the Pipeline only finds Batch ops in its own ops list. Put Batch(...) in "
                          "Pipeline(ops=[...]) directly (a Scheduler of Batch ops changes it by epoch).")
     if not isinstance(op, NumpyOp):
         raise TypeError(f"{meta} wraps NumpyOps, got {type(op).__name__}; TensorOps belong in Network(ops=...).")
-    if isinstance(op, Delete):
+    if isinstance(op, Delete) and not allow_delete:
         raise TypeError(f"{meta} cannot wrap Delete (the Pipeline removes its keys itself, never calling forward); "
-                        "delete the keys with an unconditional Delete op instead.")
+                        "delete the keys with an unconditional Delete op (or one inside a Fuse) instead.")
     return op
 
 

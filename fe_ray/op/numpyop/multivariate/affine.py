@@ -7,13 +7,10 @@ from typing import Any
 
 import numpy as np
 
-from fe_ray.op.numpyop.multivariate.border import BORDER_CONSTANT, BORDER_REPLICATE, FillValue
-from fe_ray.op.numpyop.multivariate.interpolation import INTER_LINEAR, INTER_NEAREST, Coords, warp
+from fe_ray.op.numpyop.multivariate.border import BORDER_CONSTANT, BORDER_REPLICATE
+from fe_ray.op.numpyop.multivariate.interpolation import INTER_LINEAR, INTER_NEAREST, Coords, sample
 from fe_ray.op.numpyop.multivariate.multivariate import MultiVariateOp
 from fe_ray.op.numpyop.randomness import get_rng
-
-# OpenCV interpolates bilinearly at 1/32-pixel coordinates (INTER_BITS = 5); the other warping ops do the same.
-SUBPIXELS = 32
 
 # FastEstimator passes {'constant': 0, 'reflect': 1} to albumentations as an OpenCV border flag, and flag 1 is
 # cv2.BORDER_REPLICATE: its 'reflect' repeats the edge pixel. fe_ray keeps that behaviour.
@@ -23,13 +20,6 @@ _ROTATE_METHODS = ("largest_box", "ellipse")
 
 Number = int | float
 Range = None | Number | tuple[Number, Number] | list[Number]
-
-
-def sample(data: np.ndarray, coords: Coords, interpolation: int, border_mode: int, value: FillValue) -> np.ndarray:
-    """``warp`` as OpenCV samples: bilinear reads 1/32-pixel coordinates, nearest rounds the exact ones."""
-    if interpolation == INTER_LINEAR:
-        coords = (np.round(coords[0] * SUBPIXELS) / SUBPIXELS, np.round(coords[1] * SUBPIXELS) / SUBPIXELS)
-    return warp(data, coords, interpolation, border_mode, value)
 
 
 def affine_sources(matrix: np.ndarray, height: int, width: int) -> Coords:
@@ -55,11 +45,10 @@ def _fixed_or_range(value: Any, name: str, default: float) -> tuple[float, float
         return default, default
     if _number(value):
         return float(value), float(value)
-    if isinstance(value, (list, tuple)) and len(value) == 2 and all(_number(v) for v in value) and \
-            value[0] <= value[1]:
-        return float(value[0]), float(value[1])
-    raise ValueError(f"Affine {name} must be None, a number (used as is) or a pair (low, high) with low <= high to "
-                     f"draw from, got {value!r}.")
+    if isinstance(value, (list, tuple)) and len(value) == 2 and all(_number(v) for v in value):
+        return float(min(value)), float(max(value))  # either order: a uniform draw between the two, as in FE
+    raise ValueError(f"Affine {name} must be None, a number (used as is) or a pair of numbers to draw between, got "
+                     f"{value!r}.")
 
 
 def _affine(scale: tuple[float, float] = (1.0, 1.0), rotation: float = 0.0, shear: float = 0.0,

@@ -11,9 +11,14 @@ from typing import Any
 
 import numpy as np
 
-from fe_ray.op.numpyop.multivariate.affine import sample
 from fe_ray.op.numpyop.multivariate.border import BORDER_REFLECT_101, FillValue, check_border_mode
-from fe_ray.op.numpyop.multivariate.interpolation import INTER_LINEAR, INTER_NEAREST, Coords, check_interpolation
+from fe_ray.op.numpyop.multivariate.interpolation import (
+    INTER_LINEAR,
+    INTER_NEAREST,
+    Coords,
+    check_interpolation,
+    sample,
+)
 from fe_ray.op.numpyop.multivariate.multivariate import MultiVariateOp, check_range, check_size
 from fe_ray.op.numpyop.randomness import get_rng
 

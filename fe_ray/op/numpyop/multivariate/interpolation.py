@@ -1,7 +1,8 @@
 """OpenCV's interpolation flags, and the two of them fe_ray implements in numpy: nearest and bilinear.
 
 Two samplers share them: :func:`warp` reads an image at arbitrary source coordinates (rotations, affine maps) with
-an OpenCV border, and :func:`resize_array` reproduces ``cv2.resize``'s pixel mapping. Both keep the input's dtype.
+an OpenCV border (:func:`sample` at OpenCV's precision of those coordinates), and :func:`resize_array` reproduces
+``cv2.resize``'s pixel mapping. Both keep the input's dtype.
 """
 
 from __future__ import annotations
@@ -66,6 +67,18 @@ def warp(data: np.ndarray, coords: Coords, interpolation: int, border_mode: int,
                 weight = (wy * wx).reshape(src_y.shape + expand)
                 out += weight * _gather(data, y0i + dy, x0i + dx, border_mode, fill)
     return cast_like(out, data.dtype)
+
+
+# OpenCV's warps resolve bilinear source coordinates to 1/32 pixel (INTER_BITS = 5), nearest ones to 1/1024
+# (AB_BITS = 10, close enough to exact): doing the same keeps results close to its own.
+SUBPIXELS = 32
+
+
+def sample(data: np.ndarray, coords: Coords, interpolation: int, border_mode: int, value: FillValue) -> np.ndarray:
+    """:func:`warp` as OpenCV's warps sample: bilinear reads 1/32-pixel coordinates, nearest rounds the exact ones."""
+    if interpolation == INTER_LINEAR:
+        coords = (np.round(coords[0] * SUBPIXELS) / SUBPIXELS, np.round(coords[1] * SUBPIXELS) / SUBPIXELS)
+    return warp(data, coords, interpolation, border_mode, value)
 
 
 def nearest_indices(size_in: int, size_out: int) -> np.ndarray:

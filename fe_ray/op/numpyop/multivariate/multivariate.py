@@ -28,7 +28,7 @@ def check_range(limit: Any, name: str, op: str, bias: float = 0.0) -> tuple[floa
     added to both ends (1 turns a scale limit ``0.1`` into the factors ``(0.9, 1.1)``).
 
     Raises:
-        ValueError: Unless ``limit`` is a number or a pair of numbers with ``low <= high``.
+        ValueError: Unless ``limit`` is a number or a pair of numbers (in either order).
     """
     def number(value: Any) -> bool:
         return isinstance(value, (int, float, np.number)) and not isinstance(value, bool)
@@ -37,10 +37,11 @@ def check_range(limit: Any, name: str, op: str, bias: float = 0.0) -> tuple[floa
     if number(limit):
         bounds = -float(limit), float(limit)
     elif isinstance(limit, (list, tuple)) and len(limit) == 2 and all(number(v) for v in limit):
-        bounds = float(limit[0]), float(limit[1])
-    if bounds is None or not bounds[0] <= bounds[1]:
-        raise ValueError(f"{op} {name} must be a number a (for the range [-a, a]) or a pair (low, high) with low <= "
-                         f"high, got {limit!r}.")
+        # Either order, as albumentations' to_tuple (which FastEstimator's ops go through) sorts the pair.
+        bounds = float(min(limit)), float(max(limit))
+    if bounds is None:
+        raise ValueError(f"{op} {name} must be a number a (for the range [-a, a]) or a pair of numbers (the range's "
+                         f"ends), got {limit!r}.")
     return bounds[0] + bias, bounds[1] + bias
 
 

@@ -84,7 +84,7 @@ class _SideRescale(_Rescale):
 
     pick: Any = max  # the side that becomes max_size: max (the longer) or min (the shorter)
 
-    def __init__(self, max_size: int = 1024, interpolation: int = INTER_LINEAR,
+    def __init__(self, max_size: int | Sequence[int] = 1024, interpolation: int = INTER_LINEAR,
                  mode: None | str | Iterable[str] = None, ds_id: None | str | Iterable[str] = None,
                  image_in: str | None = None, mask_in: str | None = None, masks_in: str | None = None,
                  bbox_in: str | None = None, keypoints_in: str | None = None, image_out: str | None = None,
@@ -92,10 +92,21 @@ class _SideRescale(_Rescale):
                  keypoints_out: str | None = None, bbox_params: Any = None, keypoint_params: Any = None) -> None:
         super().__init__(interpolation, mode, ds_id, image_in, mask_in, masks_in, bbox_in, keypoints_in, image_out,
                          mask_out, masks_out, bbox_out, keypoints_out, bbox_params, keypoint_params)
-        self.max_size = check_size(max_size, "max_size", type(self).__name__)
+        name = type(self).__name__
+        if isinstance(max_size, (list, tuple)):
+            # albumentations (under FastEstimator's op) draws one of the sizes for each sample.
+            if not max_size:
+                raise ValueError(f"{name} max_size must be a positive int or a non-empty list of them, got [].")
+            self.max_size: int | list[int] = [check_size(size, "max_size", name) for size in max_size]
+        else:
+            self.max_size = check_size(max_size, "max_size", name)
+        self.is_random = isinstance(self.max_size, list)  # type: ignore[misc]
 
     def get_params(self, height: int, width: int, state: dict[str, Any]) -> Size:
-        return _scaled_size(height, width, self.max_size / type(self).pick(height, width))
+        size = self.max_size
+        if isinstance(size, list):
+            size = size[int(get_rng(state).integers(len(size)))]
+        return _scaled_size(height, width, size / type(self).pick(height, width))
 
 
 class LongestMaxSize(_SideRescale):
@@ -105,14 +116,16 @@ class LongestMaxSize(_SideRescale):
     OpenCV would fail). Masks are resized with nearest neighbour.
 
     Args:
-        max_size: The length of the longer side of the output.
+        max_size: The length of the longer side of the output, or a list of lengths to draw one from for each sample
+            (the op is then random: see :mod:`fe_ray.op.numpyop.randomness`).
         interpolation: The image's interpolation: 0 ``cv2.INTER_NEAREST`` or 1 ``cv2.INTER_LINEAR`` (the default).
         mode, ds_id, image_in, mask_in, masks_in, image_out, mask_out, masks_out: See
             :class:`~fe_ray.op.numpyop.multivariate.multivariate.MultiVariateOp` (bounding boxes and keypoints are
             not supported).
 
     Raises:
-        ValueError: If ``max_size`` is not a positive int, or ``interpolation`` is not 0 or 1.
+        ValueError: If ``max_size`` is not a positive int or a non-empty list of them, or ``interpolation`` is not 0
+            or 1.
     """
 
     pick = max
@@ -125,14 +138,16 @@ class SmallestMaxSize(_SideRescale):
     nearest neighbour.
 
     Args:
-        max_size: The length of the shorter side of the output.
+        max_size: The length of the shorter side of the output, or a list of lengths to draw one from for each
+            sample (the op is then random: see :mod:`fe_ray.op.numpyop.randomness`).
         interpolation: The image's interpolation: 0 ``cv2.INTER_NEAREST`` or 1 ``cv2.INTER_LINEAR`` (the default).
         mode, ds_id, image_in, mask_in, masks_in, image_out, mask_out, masks_out: See
             :class:`~fe_ray.op.numpyop.multivariate.multivariate.MultiVariateOp` (bounding boxes and keypoints are
             not supported).
 
     Raises:
-        ValueError: If ``max_size`` is not a positive int, or ``interpolation`` is not 0 or 1.
+        ValueError: If ``max_size`` is not a positive int or a non-empty list of them, or ``interpolation`` is not 0
+            or 1.
     """
 
     pick = min

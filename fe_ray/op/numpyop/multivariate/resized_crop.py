@@ -51,13 +51,15 @@ class _ResizedCrop(MultiVariateOp):
 
 
 def _positive_pair(value: Any, name: str, op: str, integer: bool = False) -> tuple[Any, Any]:
+    """A pair of positive numbers: ints in order (low, high), as FastEstimator's ``randint`` needs; floats in either
+    order (a uniform draw between them, as in FastEstimator), returned sorted."""
     kinds = (int, np.integer) if integer else (int, float, np.number)
     pair = list(value) if isinstance(value, (list, tuple)) else []
     if len(pair) != 2 or any(not isinstance(v, kinds) or isinstance(v, bool) or not v > 0 for v in pair) or \
-            pair[0] > pair[1]:
-        kind = "ints" if integer else "numbers"
-        raise ValueError(f"{op} {name} must be a pair (low, high) of positive {kind} with low <= high, got {value!r}.")
-    return (int(pair[0]), int(pair[1])) if integer else (float(pair[0]), float(pair[1]))
+            (integer and pair[0] > pair[1]):
+        kind = "ints (low, high) with low <= high" if integer else "numbers"
+        raise ValueError(f"{op} {name} must be a pair of positive {kind}, got {value!r}.")
+    return (int(pair[0]), int(pair[1])) if integer else (float(min(pair)), float(max(pair)))
 
 
 class RandomSizedCrop(_ResizedCrop):

@@ -13,15 +13,13 @@ from fe_ray.op.numpyop.multivariate.interpolation import (
     INTER_NEAREST,
     Coords,
     check_interpolation,
+    sample,
     warp,
 )
 from fe_ray.op.numpyop.multivariate.multivariate import MultiVariateOp, check_range
 from fe_ray.op.numpyop.randomness import get_rng
 
-# OpenCV resolves warp coordinates to 1/32 pixel (INTER_BITS = 5); doing the same keeps results close to its own.
-_SUBPIXELS = 32
-
-__all__ = ["Coords", "INTER_LINEAR", "INTER_NEAREST", "Rotate", "rotation_sources", "warp"]
+__all__ = ["Coords", "INTER_LINEAR", "INTER_NEAREST", "Rotate", "rotation_sources", "sample", "warp"]
 
 
 def rotation_sources(height: int, width: int, angle: float, scale: float = 1.0,
@@ -41,7 +39,7 @@ def rotation_sources(height: int, width: int, angle: float, scale: float = 1.0,
     # The inverse of OpenCV's rotation matrix [[cos, sin], [-sin, cos]] (x right, y down) is its transpose.
     src_x = cos * dx - sin * dy + (width - 1) / 2.0
     src_y = sin * dx + cos * dy + (height - 1) / 2.0
-    return np.round(src_y * _SUBPIXELS) / _SUBPIXELS, np.round(src_x * _SUBPIXELS) / _SUBPIXELS
+    return src_y, src_x  # exact: the sampler rounds them as OpenCV does for its interpolation
 
 
 class Rotate(MultiVariateOp):
@@ -91,8 +89,8 @@ class Rotate(MultiVariateOp):
         return rotation_sources(height, width, angle)
 
     def apply(self, image: np.ndarray, params: Coords) -> np.ndarray:
-        return warp(image, params, self.interpolation, self.border_mode, self.value)
+        return sample(image, params, self.interpolation, self.border_mode, self.value)
 
     def apply_to_mask(self, mask: np.ndarray, params: Coords) -> np.ndarray:
-        return warp(mask, params, INTER_NEAREST, self.border_mode, self.mask_value)
+        return sample(mask, params, INTER_NEAREST, self.border_mode, self.mask_value)
 

@@ -13,7 +13,7 @@ from fe_ray.op.numpyop.multivariate.interpolation import (
     INTER_NEAREST,
     Coords,
     check_interpolation,
-    warp,
+    sample,
 )
 from fe_ray.op.numpyop.multivariate.multivariate import MultiVariateOp, check_range
 from fe_ray.op.numpyop.multivariate.resize import check_positive_factors
@@ -84,7 +84,7 @@ class ShiftScaleRotate(MultiVariateOp):
         return rotation_sources(height, width, angle, scale=scale, shift=(dx * width, dy * height))
 
     def apply(self, image: np.ndarray, params: Coords) -> np.ndarray:
-        return warp(image, params, self.interpolation, self.border_mode, self.value)
+        return sample(image, params, self.interpolation, self.border_mode, self.value)
 
     def apply_to_mask(self, mask: np.ndarray, params: Coords) -> np.ndarray:
-        return warp(mask, params, INTER_NEAREST, self.border_mode, self.mask_value)
+        return sample(mask, params, INTER_NEAREST, self.border_mode, self.mask_value)
