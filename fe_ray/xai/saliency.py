@@ -16,6 +16,7 @@ from fe_ray.backend import (
     get_framework,
     percentile,
     random_normal_like,
+    random_uniform_like,
     reduce_max,
     reduce_min,
     reduce_sum,
@@ -118,10 +119,11 @@ class SaliencyNet:
         return response
 
     def _get_integrated_masks(self, batch: dict[str, Any], nsamples: int = 25) -> dict[str, Any]:
-        """Raw integrated gradients: the gradients along the straight path from a flat baseline (each input's
-        mid-range value) to the input, summed over ``nsamples`` points and multiplied by (input - baseline)."""
+        """Raw integrated gradients: the gradients along the straight path from a random baseline (uniform noise
+        over each input's value range, as FastEstimator draws it after https://distill.pub/2020/attribution-baselines/)
+        to the input, summed over ``nsamples`` points and multiplied by (input - baseline)."""
         inputs = [batch[key] for key in self.model_inputs]
-        baselines = [zeros_like(x) + (reduce_max(x) + reduce_min(x)) / 2 for x in inputs]
+        baselines = [_uniform_baseline(x) for x in inputs]
         diffs = [x - base for x, base in zip(inputs, baselines)]
         response: dict[str, Any] = {}
         for alpha in np.linspace(0.0, 1.0, nsamples):
@@ -145,7 +147,8 @@ class SaliencyNet:
             batch: A batch holding the model inputs.
             stdev_spread: Noise standard deviation as a fraction of each input's value range (max - min).
             nsamples: How many gradients to average.
-            nintegration: If set, each noisy copy's gradient is an integrated gradient of this many points.
+            nintegration: If set, each sample after the first is an integrated gradient of this many points of the
+                clean input (its random baseline is the sample's noise), as in FastEstimator.
             magnitude: Average squared gradients instead of the gradients.
 
         Raises:
@@ -165,7 +168,13 @@ class SaliencyNet:
             noisy = {key: batch[key] for key in self.gather_keys}
             for key, x, std in zip(self.model_inputs, inputs, stdevs):
                 noisy[key] = x + random_normal_like(x, std=std)
-            grads = self._get_mask(noisy) if not nintegration else self._get_integrated_masks(noisy, nintegration)
+            if nintegration:
+                # The clean input, as FastEstimator integrates it: the integration's random baselines are its noise
+                # (the noisy copy above still draws, so a seed gives the same masks as there).
+                clean = {**noisy, **{key: x for key, x in zip(self.model_inputs, inputs)}}
+                grads = self._get_integrated_masks(clean, nintegration)
+            else:
+                grads = self._get_mask(noisy)
             for key in self.outputs:
                 response[key] = response[key] + (grads[key] * grads[key] if magnitude else grads[key])
         for key in self.outputs:
@@ -190,3 +199,11 @@ class SaliencyNet:
         for key in self.outputs:
             response[key] = self._convert_for_visualization(response[key])
         return response
+
+
+def _uniform_baseline(x: Any) -> Any:
+    """Uniform noise shaped like ``x`` over ``x``'s value range (``x``'s constant value where it has no range)."""
+    low, high = float(np.asarray(to_number(reduce_min(x)))), float(np.asarray(to_number(reduce_max(x))))
+    if high <= low:
+        return zeros_like(x) + low
+    return random_uniform_like(x, minval=low, maxval=high)

@@ -80,13 +80,42 @@ def test_masks_are_the_scaled_weights_of_the_predicted_or_requested_class(framew
 
 
 @pytest.mark.parametrize("framework", ["torch", "tf"])
-def test_integrated_masks_weigh_the_gradient_by_the_distance_from_the_baseline(framework: str) -> None:
+def test_integrated_masks_weigh_the_gradient_by_the_distance_from_a_uniform_random_baseline(
+        framework: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """FastEstimator's baseline: uniform noise over the batch's value range, drawn anew for every call."""
+    from fe_ray.xai import saliency
+
+    drawn: list[tuple[np.ndarray, float, float]] = []
+
+    def recording(x: Any, minval: float, maxval: float) -> Any:
+        baseline = original(x, minval=minval, maxval=maxval)
+        drawn.append((np.asarray(baseline), minval, maxval))
+        return baseline
+
+    original = saliency.random_uniform_like
+    monkeypatch.setattr(saliency, "random_uniform_like", recording)
     net, to_input, to_map = _net(framework)
     predicted = np.argmax(IMAGES.reshape(len(IMAGES), -1) @ WEIGHTS.T, axis=1)
-    baseline = (IMAGES.max() + IMAGES.min()) / 2  # one value over the whole batch, as FastEstimator takes it
-    expected = _visualize(WEIGHTS[predicted].reshape(-1, H, W) * (IMAGES - baseline))
-    result = net.get_integrated_masks({"x": to_input(IMAGES)}, nsamples=4)
-    np.testing.assert_allclose(to_map(result["saliency"]), expected, atol=1e-4)
+    first = to_map(net.get_integrated_masks({"x": to_input(IMAGES)}, nsamples=4)["saliency"])
+    baseline, low, high = drawn[0]
+    assert (low, high) == pytest.approx((IMAGES.min(), IMAGES.max()))
+    assert baseline.shape == to_input(IMAGES).shape and low <= baseline.min() and baseline.max() <= high
+    expected = _visualize(WEIGHTS[predicted].reshape(-1, H, W) * (IMAGES - to_map(baseline)))
+    np.testing.assert_allclose(first, expected, atol=1e-4)
+    second = to_map(net.get_integrated_masks({"x": to_input(IMAGES)}, nsamples=4)["saliency"])
+    assert len(drawn) == 2 and not np.allclose(first, second)  # a new baseline each call
+
+
+def test_smoothed_integrated_masks_integrate_the_clean_input() -> None:
+    """With nintegration each sample integrates the clean input (FastEstimator's rule): the noise's spread changes
+    nothing when the generator is seeded alike, since the noisy copies still draw."""
+    net, to_input, to_map = _net("torch")
+    masks = []
+    for spread in (0.0, 0.5):
+        np.random.seed(11)
+        masks.append(to_map(net.get_smoothed_masks({"x": to_input(IMAGES)}, stdev_spread=spread, nsamples=3,
+                                                   nintegration=3)["saliency"]))
+    np.testing.assert_allclose(masks[0], masks[1], atol=1e-6)
 
 
 @pytest.mark.parametrize("framework", ["torch", "tf"])
