@@ -4,9 +4,11 @@ FastEstimator's ``fastestimator train`` / ``fastestimator test`` convention, for
 
     fe-ray train examples/mnist_torch.py --epochs 2 --replicas 2
     fe-ray test my_script.py --hyperparameters hp.json --batch-size 64
+    fe-ray run my_script.py --warmup False   # fastestimator_run(...), else fit (train data) and test (test data)
 
-``fe-ray logs LOG_DIR`` plots the metrics of the log files in a folder, as ``fastestimator logs`` does (see
-:func:`fe_ray.summary.logs.parse_log_dir`): ``--extension``, ``--recursive``, ``--ignore`` / ``--include``,
+``fe-ray logs LOG_DIR`` plots the metrics of the log files in a folder (or of one log file), as ``fastestimator
+logs`` does (see :func:`fe_ray.summary.logs.parse_log_dir`): ``--extension``, ``--recursive``, ``--ignore`` /
+``--include``,
 ``--smooth``, ``--pretty_names``, ``--group_by REGEX`` (``_n`` groups ``<name>_<number><extension>`` files) and
 ``--save [DIR]`` (else the figure is shown: a temporary PNG outside notebooks). ``fe-ray plot SEARCH.json`` draws a
 saved search, as ``fastestimator plot`` does (see :mod:`fe_ray.search.visualize`): ``--draw cartesian|heatmap|
@@ -14,9 +16,13 @@ parallel``, ``--title``, ``--ignore``, ``--color_by``, ``-G/--group``, ``--save 
 
 The script is imported (its ``if __name__ == "__main__":`` block does not run) and its ``get_estimator`` is called
 with the hyperparameters: those of ``--hyperparameters FILE`` (a JSON object), overridden by every further
-``--name value`` pair (``--batch-size`` and ``--batch_size`` both name ``batch_size``; values are Python literals
-where they parse as one, ``2``, ``1e-3``, ``None``, ``True``, ``[1, 2]``, and strings otherwise). Then ``fit`` or
-``test`` runs and the exit status is 0. Bad input (no such script, no ``get_estimator``, a hyperparameter it does
+``--name value`` pair (``--batch-size`` and ``--batch_size`` both name ``batch_size``; values are read as
+FastEstimator reads them: Python literals, ``2``, ``1e-3``, ``None``, ``True``, ``[1, 2]``, else JSON, ``false``,
+``{"a": null}``, else strings; the words up to the next flag are joined, so an unquoted ``[64, 128]`` is a list).
+Then ``fit`` or ``test`` runs (``run``: ``fastestimator_run(**hyperparameters)`` if the script defines it, else
+``fit`` where the Pipeline has train data and ``test`` where it has test data), and the exit status is 0.
+``--warmup True|False`` and ``--eager True|False`` are FastEstimator's options (a bare ``--eager`` is True,
+``--no-warmup`` is ``--warmup False``). Bad input (no such script, no ``get_estimator``, a hyperparameter it does
 not take) ends with a message naming it and exit status 2 (:class:`UsageError`); errors of the script's own code
 (importing it, ``get_estimator``) and of training propagate with their type and traceback.
 """
@@ -42,35 +48,57 @@ class UsageError(ValueError):
     error, exit status 2, where an error of the script's own code keeps its type and traceback."""
 
 
-def parse_hyperparameters(pairs: Sequence[str]) -> dict[str, Any]:
-    """``["--epochs", "2", "--name=x"]`` -> ``{"epochs": 2, "name": "x"}``.
+def parse_hyperparameters(items: Sequence[str]) -> dict[str, Any]:
+    """``["--epochs", "2", "--name=x", "--sizes", "[64,", "128]", "--flag"]`` -> ``{"epochs": 2, "name": "x",
+    "sizes": [64, 128], "flag": ""}``, by FastEstimator's rules: the words after a flag, up to the next flag, are
+    joined without spaces (so an unquoted list arrives whole) and read by :func:`parse_value`; a flag without
+    words is ``""``.
 
     Raises:
-        UsageError: An item is not a ``--name value`` pair, naming it.
+        UsageError: A value comes before any flag, or a flag is no name, naming it.
     """
-    items: list[str] = []
-    for item in pairs:  # --name=value is --name value
-        items.extend(item.split("=", 1) if item.startswith("--") and "=" in item else [item])
     out: dict[str, Any] = {}
-    for index in range(0, len(items), 2):
-        flag = items[index]
-        name = flag[2:].replace("-", "_")
-        if not flag.startswith("--") or not name.isidentifier():
-            where = f" (before {items[index + 1]!r})" if index + 1 < len(items) else ""
-            raise UsageError(f"expected a hyperparameter flag such as '--epochs', got {flag!r}{where}; "
-                             "hyperparameters come as '--name value' pairs, and fe-ray's own --eager and --no-warmup "
-                             "take no value.")
-        if index + 1 == len(items):
-            raise UsageError(f"hyperparameters come as '--name value' pairs; {flag!r} has no value.")
-        out[name] = _literal(items[index + 1])
+    name: str | None = None
+    words: list[str] = []
+    for item in items:
+        if item.startswith("--"):
+            if name is not None:
+                out[name] = parse_value("".join(words))
+            flag, _, value = item.partition("=")  # --name=value is --name value
+            name, words = flag[2:].replace("-", "_"), [value] if value else []
+            if not name.isidentifier():
+                raise UsageError(f"{flag!r} names no hyperparameter; hyperparameters come as '--name value' (names "
+                                 "made of letters, digits and underscores).")
+        elif name is None:
+            raise UsageError(f"expected a hyperparameter flag such as '--epochs', got {item!r}; hyperparameters come "
+                             "as '--name value'.")
+        else:
+            words.append(item)
+    if name is not None:
+        out[name] = parse_value("".join(words))
     return out
 
 
-def _literal(text: str) -> Any:
+def parse_value(text: str) -> Any:
+    """A hyperparameter's value, as FastEstimator reads it: a Python literal (``2``, ``1e-3``, ``None``,
+    ``[1, 2]``), else JSON (``false``, ``{"a": null}``), else the string itself ("" for no value)."""
+    if not text:
+        return ""
     try:
         return ast.literal_eval(text)
     except (ValueError, SyntaxError, MemoryError, RecursionError):
+        pass
+    try:
+        return json.loads(text)
+    except ValueError:
         return text  # a plain string such as a path or a name
+
+
+def _bool_literal(text: str) -> bool:
+    """``True`` / ``False`` for the --warmup / --eager options, as FastEstimator's command takes them."""
+    if text not in ("True", "False"):
+        raise argparse.ArgumentTypeError(f"invalid choice: {text!r} (choose from True, False)")
+    return text == "True"
 
 
 def load_entry_point(path: str) -> ModuleType:
@@ -113,13 +141,7 @@ def build_estimator(module: ModuleType, hyperparameters: dict[str, Any]) -> Any:
     if not callable(get_estimator):
         raise UsageError(f"{module.__file__} defines no get_estimator(); the fe-ray command calls it to build the "
                          "Estimator to run. Define get_estimator(**hyperparameters) returning an fe_ray Estimator.")
-    signature = inspect.signature(get_estimator)
-    try:
-        signature.bind(**hyperparameters)
-    except TypeError as err:
-        accepted = ", ".join(signature.parameters)
-        raise UsageError(f"get_estimator() in {module.__file__} does not take these hyperparameters ({err}); it "
-                         f"takes: {accepted}.") from None
+    _check_arguments(get_estimator, hyperparameters, module)
     estimator = get_estimator(**hyperparameters)
     if not (callable(getattr(estimator, "fit", None)) and callable(getattr(estimator, "test", None))):
         raise UsageError(f"get_estimator() in {module.__file__} returned {type(estimator).__name__}, not an "
@@ -127,22 +149,42 @@ def build_estimator(module: ModuleType, hyperparameters: dict[str, Any]) -> Any:
     return estimator
 
 
+def _check_arguments(fn: Any, hyperparameters: dict[str, Any], module: ModuleType) -> None:
+    """Raise UsageError unless ``fn`` (the script's entry point) takes ``hyperparameters``, listing what it takes."""
+    signature = inspect.signature(fn)
+    try:
+        signature.bind(**hyperparameters)
+    except TypeError as err:
+        accepted = ", ".join(signature.parameters)
+        raise UsageError(f"{fn.__name__}() in {module.__file__} does not take these hyperparameters ({err}); it "
+                         f"takes: {accepted}.") from None
+
+
 def _parser() -> argparse.ArgumentParser:
     # No abbreviations: a hyperparameter such as --sum must not be taken for --summary.
     parser = argparse.ArgumentParser(prog="fe-ray", description=__doc__.splitlines()[0], allow_abbrev=False)
     commands = parser.add_subparsers(dest="command", required=True)
-    for name, what in (("train", "fit"), ("test", "test")):
-        sub = commands.add_parser(name, help=f"call get_estimator(...) of a script and run Estimator.{what}()",
-                                  allow_abbrev=False,
-                                  description=f"Call get_estimator(**hyperparameters) of ENTRY_POINT and run "
-                                              f"Estimator.{what}(). Further --name value pairs are hyperparameters.")
+    helps = {"train": ("call get_estimator(...) of a script and run Estimator.fit()",
+                       "Call get_estimator(**hyperparameters) of ENTRY_POINT and run Estimator.fit()."),
+             "test": ("call get_estimator(...) of a script and run Estimator.test()",
+                      "Call get_estimator(**hyperparameters) of ENTRY_POINT and run Estimator.test()."),
+             "run": ("call fastestimator_run(...) of a script, else fit and test its get_estimator(...)",
+                     "Call fastestimator_run(**hyperparameters) of ENTRY_POINT if it defines one; otherwise call "
+                     "get_estimator(**hyperparameters) and run Estimator.fit() if the Pipeline has train data, then "
+                     "Estimator.test() if it has test data.")}
+    for name, (short, long) in helps.items():
+        sub = commands.add_parser(name, help=short, allow_abbrev=False,
+                                  description=f"{long} Further --name value pairs are hyperparameters.")
         sub.add_argument("entry_point", help="the Python script defining get_estimator()")
         sub.add_argument("--hyperparameters", "-hp", metavar="FILE", help="JSON object of hyperparameters")
         sub.add_argument("--summary", default=None, help="experiment name of the returned Summary")
-        sub.add_argument("--eager", action="store_true", help="run the steps eagerly (TF: no tf.function)")
-        if name == "train":
-            sub.add_argument("--no-warmup", dest="warmup", action="store_false",
-                             help="skip the warm-up pass over every mode before training")
+        # FastEstimator's `--eager True|False`; a bare --eager means True.
+        sub.add_argument("--eager", type=_bool_literal, nargs="?", const=True, default=False, metavar="{True,False}",
+                         help="run the steps eagerly (TF: no tf.function); default False")
+        if name != "test":
+            sub.add_argument("--warmup", type=_bool_literal, default=True, metavar="{True,False}",
+                             help="run the warm-up pass over every mode before training; default True")
+            sub.add_argument("--no-warmup", dest="warmup", action="store_false", help="the same as --warmup False")
     _add_logs_parser(commands)
     _add_plot_parser(commands)
     return parser
@@ -153,7 +195,7 @@ def _add_logs_parser(commands: Any) -> None:
     logs = commands.add_parser("logs", help="plot the metrics of the log files in a folder", allow_abbrev=False,
                                description="Plot the metrics of one or more log files (the lines fe_ray's Logger "
                                            "prints) side by side, one panel per metric.")
-    logs.add_argument("log_dir", help="the folder holding the log files")
+    logs.add_argument("log_dir", help="the folder holding the log files, or one log file")
     logs.add_argument("--extension", default=".txt", help="the log files' extension (default: .txt)")
     logs.add_argument("--recursive", action="store_true", help="also read the log files of subfolders")
     which = logs.add_mutually_exclusive_group()
@@ -210,14 +252,10 @@ def _run_plot(args: argparse.Namespace) -> None:
 def _run_logs(args: argparse.Namespace) -> None:
     from fe_ray.summary.logs import parse_log_dir
 
-    if os.path.isfile(args.log_dir):
-        raise UsageError(f"{args.log_dir!r} is a file; fe-ray logs reads every {args.extension} file of a folder: pass "
-                         f"its folder ({os.path.dirname(os.path.abspath(args.log_dir))!r}), with --extension for "
-                         "files of another ending.")
-    if not os.path.isdir(args.log_dir):
-        raise UsageError(f"log folder {args.log_dir!r} does not exist; pass the folder holding the {args.extension} "
-                         "log files.")
-    if not _has_files(args.log_dir, args.extension, args.recursive):
+    if not os.path.exists(args.log_dir):
+        raise UsageError(f"log folder or file {args.log_dir!r} does not exist; pass the folder holding the "
+                         f"{args.extension} log files, or one log file.")
+    if os.path.isdir(args.log_dir) and not _has_files(args.log_dir, args.extension, args.recursive):
         where = "in it or its subfolders" if args.recursive else "in it (--recursive also searches its subfolders)"
         raise UsageError(f"log folder {args.log_dir!r} holds no files ending with {args.extension!r} {where}; pass "
                          "the ending of your log files with --extension (e.g. --extension .log).")
@@ -278,19 +316,31 @@ def run(argv: Sequence[str] | None = None) -> Any:
             command.error(f"{err}{hint}")
         return None
     try:
-        if args.command == "test" and "--no-warmup" in rest:
-            raise UsageError("--no-warmup is an option of fe-ray train (the warm-up runs before training); fe-ray "
-                             "test runs none: leave it out.")
+        if args.command == "test" and ("--no-warmup" in rest or any(item.startswith("--warmup") for item in rest)):
+            raise UsageError("--warmup / --no-warmup are options of fe-ray train and run (the warm-up runs before "
+                             "training); fe-ray test runs none: leave it out.")
         hyperparameters: dict[str, Any] = {}
         if args.hyperparameters:
             hyperparameters = _read_json(args.hyperparameters)
         hyperparameters.update(parse_hyperparameters(rest))
-        estimator = build_estimator(load_entry_point(args.entry_point), hyperparameters)
+        module = load_entry_point(args.entry_point)
+        if args.command == "run" and callable(getattr(module, "fastestimator_run", None)):
+            _check_arguments(module.fastestimator_run, hyperparameters, module)
+            return module.fastestimator_run(**hyperparameters)
+        estimator = build_estimator(module, hyperparameters)
     except UsageError as err:  # not a ValueError of the script's own code (get_estimator's), which keeps its traceback
         command.error(str(err))
     if args.command == "train":
         return estimator.fit(summary=args.summary, warmup=args.warmup, eager=args.eager)
-    return estimator.test(summary=args.summary, eager=args.eager)
+    if args.command == "test":
+        return estimator.test(summary=args.summary, eager=args.eager)
+    modes = estimator.pipeline.get_modes()
+    summary = None
+    if "train" in modes:
+        summary = estimator.fit(summary=args.summary, warmup=args.warmup, eager=args.eager)
+    if "test" in modes:
+        summary = estimator.test(summary=args.summary, eager=args.eager)
+    return summary
 
 
 def _read_json(path: str) -> dict[str, Any]:

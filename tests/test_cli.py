@@ -80,9 +80,17 @@ def test_hyperparameters_parse_as_literals_or_strings() -> None:
                       "seed": None}
 
 
-@pytest.mark.parametrize("pairs, message", [(["--epochs"], "'--epochs' has no value"),
-                                            (["epochs", "2"], "expected a hyperparameter flag"),
-                                            (["--2x", "1"], "expected a hyperparameter flag")])
+def test_hyperparameters_parse_as_fastestimator_reads_them() -> None:
+    """JSON where a Python literal fails (a lower-case boolean must not become the truthy string 'false'), the
+    words up to the next flag joined (an unquoted list), and a flag without a value is ''."""
+    parsed = cli.parse_hyperparameters(["--use_flag", "false", "--cfg", '{"a": true, "b": null}', "--sizes", "[64,",
+                                        "128]", "--empty", "--path=a/b.txt"])
+    assert parsed == {"use_flag": False, "cfg": {"a": True, "b": None}, "sizes": [64, 128], "empty": "",
+                      "path": "a/b.txt"}
+
+
+@pytest.mark.parametrize("pairs, message", [(["epochs", "2"], "expected a hyperparameter flag .*got 'epochs'"),
+                                            (["--2x", "1"], "'--2x' names no hyperparameter")])
 def test_bad_hyperparameter_pairs_are_named(pairs: list[str], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         cli.parse_hyperparameters(pairs)
@@ -107,15 +115,46 @@ def test_test_runs_the_test_mode(script: Path) -> None:
     assert "train" not in summary.history
 
 
+def test_fastestimator_warmup_and_eager_options_reach_fit_and_test(script: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """FastEstimator's `--warmup False --eager True` forms (and a bare --eager) reach Estimator.fit / test."""
+    import fe_ray as fe
+
+    calls: list[tuple[str, dict]] = []
+    monkeypatch.setattr(fe.Estimator, "fit", lambda self, **kwargs: calls.append(("fit", kwargs)))
+    monkeypatch.setattr(fe.Estimator, "test", lambda self, **kwargs: calls.append(("test", kwargs)))
+    cli.run(["train", str(script), "--warmup", "False", "--eager", "True", "--epochs", "3"])
+    assert sys.modules["cli_entry_script"].SEEN["epochs"] == 3  # hyperparameters after the options still count
+    cli.run(["train", str(script), "--eager"])
+    cli.run(["test", str(script), "--eager", "True"])
+    assert calls == [("fit", {"summary": None, "warmup": False, "eager": True}),
+                     ("fit", {"summary": None, "warmup": True, "eager": True}),
+                     ("test", {"summary": None, "eager": True})]
+
+
+def test_run_fits_and_tests_or_calls_fastestimator_run(script: Path) -> None:
+    """`run`: get_estimator's fit (train data) then test (test data); a script's fastestimator_run instead, when it
+    defines one, with the hyperparameters."""
+    summary = cli.run(["run", str(script), "--warmup", "False", "--summary", "both"])
+    assert summary.name == "both" and sorted(summary.history) == ["test", "train"]
+    assert list(summary.history["test"]["samples"].values()) == [16]
+    sys.modules.pop("cli_entry_script", None)
+    script.write_text(SCRIPT + "\n\ndef fastestimator_run(epochs=1, tag=''):\n    SEEN['run'] = (epochs, tag)\n"
+                      "    return 'ran'\n")
+    assert cli.run(["run", str(script), "--epochs", "2", "--tag", "x"]) == "ran"
+    assert sys.modules["cli_entry_script"].SEEN == {"run": (2, "x")}  # get_estimator was not called
+    with pytest.raises(SystemExit) as exit_info:
+        cli.run(["run", str(script), "--lr", "0.1"])
+    assert exit_info.value.code == 2
+
+
 @pytest.mark.parametrize("argv, message", [
     (["train", "no_such_script.py"], "no such script 'no_such_script.py'"),
     (["train", "{missing}"], "no such script"),
     (["train", "{script}", "--epoch", "2"], r"does not take these hyperparameters .*takes: epochs, batch_size, lr, "
                                             "name"),
-    (["train", "{script}", "--epochs"], "has no value"),
-    # A value given to a flag that takes none is a stray value, not a flag "without a value".
-    (["train", "{script}", "--eager", "true"], r"expected a hyperparameter flag .*got 'true'.*--eager and "
-                                               "--no-warmup take no value"),
+    (["train", "{script}", "--eager", "true"], r"--eager: invalid choice: 'true' \(choose from True, False\)"),
+    (["train", "{script}", "--warmup", "no"], r"--warmup: invalid choice: 'no'"),
     (["train", "{script}", "-hp", "{missing}"], "cannot read hyperparameters"),
 ])
 def test_bad_input_exits_2_naming_it(script: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
@@ -204,7 +243,13 @@ def test_logs_command_plots_a_folder_of_logs(tmp_path: Path, capsys: pytest.Capt
     with pytest.raises(SystemExit) as exit_info:
         cli.run(["logs", str(tmp_path / "missing")])
     assert exit_info.value.code == 2
-    assert f"log folder {str(tmp_path / 'missing')!r} does not exist" in capsys.readouterr().err
+    assert f"log folder or file {str(tmp_path / 'missing')!r} does not exist" in capsys.readouterr().err
+    # One log file, as FastEstimator takes it: its own extension, the figure saved next to it by default.
+    single = tmp_path / "single"
+    single.mkdir()
+    (single / "only.log").write_text((tmp_path / "run_1.txt").read_text())
+    assert cli.run(["logs", str(single / "only.log"), "--save"]) is None
+    assert (single / "parse_logs.png").exists()
 
 
 def test_plot_command_draws_a_saved_search(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -238,13 +283,12 @@ def test_command_errors_name_the_fix_with_the_commands_usage(tmp_path: Path,
     log.write_text("FastEstimator-Train: step: 1; ce: 1.0;\n")
     (tmp_path / "empty").mkdir()
     cases = [
-        (["logs", str(log)], rf"{str(log)!r} is a file; fe-ray logs reads every \.txt file of a folder: pass its "
-                             rf"folder \({str(tmp_path)!r}\)"),
         (["logs", str(tmp_path / "empty")], r"holds no files ending with '\.txt' in it \(--recursive also searches "
                                             r"its subfolders\); pass the ending of your log files with --extension"),
         (["train", str(tmp_path / "nothere.py")], r"no such script .*nothere\.py"),
         (["train", str(log)], r"run_1\.txt' is not a Python file"),
-        (["test", str(tmp_path / "nothere.py"), "--no-warmup"], r"--no-warmup is an option of fe-ray train"),
+        (["test", str(tmp_path / "nothere.py"), "--no-warmup"], r"--warmup / --no-warmup are options of fe-ray train"),
+        (["test", str(tmp_path / "nothere.py"), "--warmup", "False"], r"--warmup / --no-warmup are options of fe-ray"),
         (["plot", str(tmp_path / "nothere.json")], r"no saved search file at .*nothere\.json'; pass the <name>\.json"),
     ]
     for argv, message in cases:

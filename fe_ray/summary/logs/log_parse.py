@@ -196,10 +196,11 @@ def parse_log_dir(dir_path: str,
                   pretty_names: bool = False,
                   group_by: str | None = None,
                   share_legend: bool = True) -> None:
-    """Parse every log file in a folder and plot their metrics side by side (see :func:`parse_log_files`).
+    """Parse every log file in a folder (or one log file) and plot their metrics side by side (see
+    :func:`parse_log_files`).
 
     Args:
-        dir_path: The folder holding the log files.
+        dir_path: The folder holding the log files, or the path of one log file (whose own extension is then used).
         log_extension: Only files ending with it are read (None: all files); it is also stripped from the names.
         recursive_search: Also read the log files of subfolders.
         smooth_factor: The sigma of the gaussian smoothing of the curves (0: none).
@@ -215,12 +216,18 @@ def parse_log_dir(dir_path: str,
 
     Raises:
         FileNotFoundError: If ``dir_path`` does not exist.
-        ValueError: If ``dir_path`` is a file or holds no matching file, or ``group_by`` is invalid or unmatched.
+        ValueError: If ``dir_path`` is a folder holding no matching file, or ``group_by`` is invalid or unmatched.
     """
     from fe_ray.dataset.dir_dataset import DirDataset
 
-    loader = DirDataset(root_dir=dir_path, file_extension=log_extension, recursive_search=recursive_search)
-    file_paths = [row["x"] for row in loader.data.values()]
+    if os.path.isfile(dir_path):  # one log file, as FastEstimator takes it
+        file_paths = [os.fspath(dir_path)]
+        log_extension = os.path.splitext(dir_path)[1]
+        if save and save_path is None:
+            save_path = os.path.join(os.path.dirname(os.path.abspath(dir_path)), "")
+    else:
+        loader = DirDataset(root_dir=dir_path, file_extension=log_extension, recursive_search=recursive_search)
+        file_paths = [row["x"] for row in loader.data.values()]
     if save and save_path is None:
         save_path = os.fspath(dir_path)
     parse_log_files(file_paths, log_extension, smooth_factor, save, save_path, ignore_metrics, include_metrics,
