@@ -19,7 +19,7 @@ from fe_ray.summary.system import System
 from fe_ray.trace.essential import EvalEssential, TestEssential, TrainEssential
 from fe_ray.trace.logger import Logger
 from fe_ray.trace.trace import Data, PerDSTrace, Trace, may_change_batches, sort_traces
-from fe_ray.util import filter_nones, to_list, to_set
+from fe_ray.util import drop_nones, to_list, to_set
 from fe_ray.util.fe_state import is_fe_ray_class
 
 logger = logging.getLogger(__name__)
@@ -77,7 +77,7 @@ class Estimator(EstimatorWarmup):
                              f"{log_steps!r}.")
         self.pipeline = pipeline
         self.network = network
-        self.traces: list[Any] = filter_nones(to_list(traces))
+        self.traces: list[Any] = drop_nones(to_list(traces))
         for pos, trace in enumerate(get_current_items(self.traces)):
             if not isinstance(trace, Trace):
                 raise ValueError(f"traces[{pos}] is a {type(trace).__name__}, not a Trace; pass fe_ray.trace Traces "

@@ -19,7 +19,7 @@ from fe_ray.op.numpyop.numpyop import Batch, NumpyOp, check_numpy_ops, forward_n
 from fe_ray.op.tensorop.tensorop import TensorOp
 from fe_ray.schedule import Scheduler, get_current_items
 from fe_ray.slicer import Slicer, forward_slicers, reverse_slicers, sanity_assert_slicers
-from fe_ray.util import check_ds_id, check_epoch, check_mode, filter_nones, to_list
+from fe_ray.util import check_ds_id, check_epoch, check_mode, drop_nones, to_list
 
 
 class BaseNetwork:
@@ -44,9 +44,9 @@ class BaseNetwork:
                  *, pops: OpsArg = None) -> None:
         self.target_type = target_type
         self.device = device
-        self.ops: list[Any] = filter_nones(to_list(ops))
-        self.postprocessing: list[Any] = filter_nones(to_list(_either_pops(postprocessing, pops)))
-        self.slicers: list[Any] = filter_nones(to_list(slicers))
+        self.ops: list[Any] = drop_nones(to_list(ops))
+        self.postprocessing: list[Any] = drop_nones(to_list(_either_pops(postprocessing, pops)))
+        self.slicers: list[Any] = drop_nones(to_list(slicers))
         self._verify_inputs()
         for op in get_current_items(self.ops):
             op.build(framework=target_type, device=device)

@@ -10,7 +10,7 @@ from fe_ray.backend import get_framework
 from fe_ray.op.numpyop.numpyop import Delete as NumpyDelete
 from fe_ray.op.tensorop.tensorop import Delete as TensorDelete
 from fe_ray.schedule import get_current_items
-from fe_ray.util import filter_nones, to_list
+from fe_ray.util import drop_nones, to_list
 
 OpsArg = Any  # TensorOp | Scheduler[TensorOp] | Sequence of them (kept loose for FastEstimator compatibility)
 
@@ -43,7 +43,7 @@ def detect_framework(ops: OpsArg) -> str:
         ValueError: If models of both frameworks are mixed, a model is of an unknown type, or two models share a
             name (case-insensitively).
     """
-    models = collect_models(filter_nones(to_list(ops)))
+    models = collect_models(drop_nones(to_list(ops)))
     by_framework: dict[str, list[str]] = {}
     for model in models:
         by_framework.setdefault(get_framework(model), []).append(getattr(model, "model_name", type(model).__name__))

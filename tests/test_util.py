@@ -74,7 +74,49 @@ def test_to_list_and_to_set_follow_fastestimator_examples() -> None:
     assert fe.util.to_set(None) == set() and fe.util.to_set([None]) == {None} and fe.util.to_set(7) == {7}
     assert fe.util.to_set([7, 8]) == {7, 8} and fe.util.to_set((7,)) == {7}
     assert fe.util.to_set({"a": 1, "b": 2}.keys()) == {"a", "b"}
-    assert fe.util.filter_nones([1, None, 0, None, "a"]) == [1, 0, "a"]
+
+
+def test_fastestimator_helpers_filter_nones_ifelse_and_argument_names(tmp_path: Path) -> None:
+    """FastEstimator's fe.util semantics: filter_nones drops a dict's None values and a collection's falsy entries
+    (keeping a tuple or set a tuple or set), IfElse, FE's argument names, nested io names, a corrupt .gz file."""
+    import gzip
+
+    assert fe.util.filter_nones([1, None, 0, None, "a", ""]) == [1, "a"]
+    assert fe.util.filter_nones({"a": 1, "b": None, "c": 0}) == {"a": 1, "c": 0}
+    assert fe.util.filter_nones((1, None, 0)) == (1,) and fe.util.filter_nones({None, 2}) == {2}
+    assert fe.util.drop_nones([1, None, 0]) == [1, 0]  # fe_ray's own lists keep 0
+    assert fe.util.IfElse(True, "y", "n") == "y" and fe.util.IfElse(False, "y") is None
+    assert fe.util.get_batch_size(data={"x": np.zeros((3, 2))}) == 3
+    assert fe.util.check_ds_id(ds_ids={"a", "b"}) == {"a", "b"}
+    assert fe.util.check_io_names(["a", ["b", "c"]]) == ["a", ["b", "c"]]
+    with pytest.raises(ValueError, match="forbidden"):
+        fe.util.check_io_names(["a", ["b:c"]])
+    data = fe.util.Data(batch_data={"a": 1})
+    assert data["a"] == 1
+    corrupt = tmp_path / "bad.gz"
+    packed = bytearray(gzip.compress(bytes(range(256)) * 64))
+    packed[20] ^= 0xFF  # a flipped byte in the deflate stream: zlib.error when read
+    corrupt.write_bytes(bytes(packed))
+    assert fe.util.is_valid_file(str(corrupt)) is False
+
+
+def test_suppressor_hides_output_on_stop_iteration_and_log_splicer_getvalue(capfd: pytest.CaptureFixture[str],
+                                                                             tmp_path: Path) -> None:
+    import io
+
+    with pytest.raises(StopIteration):
+        with fe.util.Suppressor(show_if_exception=True):
+            print("hidden-msg", flush=True)
+            raise StopIteration
+    assert "hidden-msg" not in capfd.readouterr().out  # the end of an iteration is no error to show it for
+    saved, sys.stdout = sys.stdout, io.StringIO()
+    try:
+        with fe.util.LogSplicer(tmp_path / "log.txt") as splicer:
+            print("hello")
+            value = splicer.getvalue()
+    finally:
+        sys.stdout = saved
+    assert value == "hello\n" and (tmp_path / "log.txt").read_text() == "hello\n"
 
 
 def test_param_to_range() -> None:

@@ -6,7 +6,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any, Generic, TypeVar
 
-from fe_ray.util import filter_nones, to_list
+from fe_ray.util import drop_nones, to_list
 
 T = TypeVar("T")
 
@@ -176,7 +176,7 @@ def get_current_items(items: Iterable[Any], run_modes: str | Iterable[str] | Non
             values = item.get_all_values() if epoch is None else [item.get_current_value(epoch)]
         else:
             values = [item]
-        for value in filter_nones(values):
+        for value in drop_nones(values):
             if wanted and not _runs_in(getattr(value, "mode", None), wanted):
                 continue
             if ds_id is not None and hasattr(value, "ds_id") and not _ds_id_allowed(value.ds_id, ds_id):

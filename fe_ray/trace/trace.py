@@ -28,14 +28,14 @@ class Data(ChainMap):
     * ``maps[2]``, per-instance values from :meth:`write_per_instance_log`, for detailed loggers.
 
     Args:
-        batch: The dict for ``maps[1]`` (used as is, not copied).
+        batch_data: The dict for ``maps[1]`` (used as is, not copied); FastEstimator's argument name.
         on_log: Called as ``on_log(key, value)`` for each logged value, tensors converted to numpy (the Estimator
             passes ``System.write_summary``).
     """
 
-    def __init__(self, batch: MutableMapping[str, Any] | None = None,
+    def __init__(self, batch_data: MutableMapping[str, Any] | None = None, *,
                  on_log: Callable[[str, Any], None] | None = None) -> None:
-        super().__init__({}, batch if batch is not None else {}, {})
+        super().__init__({}, batch_data if batch_data is not None else {}, {})
         self.per_instance_enabled = True  # a trace may turn it off to keep per-instance values out
         self._on_log = on_log
 

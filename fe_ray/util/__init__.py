@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from fe_ray.util.base import (
     MODES,
+    IfElse,
     NonContext,
     accepts_positional,
     check_count,
@@ -31,6 +32,7 @@ from fe_ray.util.base import (
     check_epoch,
     check_io_names,
     check_mode,
+    drop_nones,
     filter_nones,
     get_batch_size,
     lower_priority,
@@ -65,14 +67,15 @@ __getattr__, __dir__ = lazy_attributes(__name__, {"Data": "fe_ray.trace.trace:Da
 
 __all__ = [
     # FastEstimator 1.7's fe.util
-    "FEID", "Data", "DefaultKeyDict", "Flag", "LogSplicer", "NonContext", "Suppressor", "Timer", "check_ds_id",
-    "BatchDisplay", "GridDisplay", "ImageDisplay",
+    "FEID", "Data", "DefaultKeyDict", "Flag", "IfElse", "LogSplicer", "NonContext", "Suppressor", "Timer",
+    "check_ds_id", "BatchDisplay", "GridDisplay", "ImageDisplay",
     "check_io_names", "cpu_count", "detach_tensors", "draw", "filter_nones", "get_batch_size", "get_device",
     "get_num_devices", "get_num_gpus", "get_shape", "get_type", "in_notebook", "is_number", "list_files",
     "move_tensors_to_device", "pad_batch", "pad_data", "param_to_range", "parse_modes", "parse_string_to_python",
     "prettify_metric_name", "strip_prefix", "strip_suffix", "to_list", "to_number", "to_set", "get_colors",
     "is_valid_file", "traceable", "warn",
     # fe_ray's additions and internal helpers
-    "MODES", "accepts_positional", "check_count", "check_epoch", "check_mode", "get_gpu_info", "lower_priority",
+    "MODES", "accepts_positional", "check_count", "check_epoch", "check_mode", "drop_nones", "get_gpu_info",
+    "lower_priority",
     "map_nested", "parse_ds_ids",
 ]

@@ -46,9 +46,26 @@ def map_nested(fn: Callable[[Any], Any], data: Any) -> Any:
     return fn(data)
 
 
-def filter_nones(items: Iterable[T | None]) -> list[T]:
-    """Drop ``None`` entries from ``items``."""
+def drop_nones(items: Iterable[T | None]) -> list[T]:
+    """``items`` without its ``None`` entries, as a list (falsy values such as 0 stay: fe_ray's internal rule)."""
     return [item for item in items if item is not None]
+
+
+def filter_nones(items: Any) -> Any:
+    """FastEstimator's ``fe.util.filter_nones``: a dict without the keys whose value is None; any other collection
+    without its falsy entries (None, 0, '', ...), as a set or tuple where it was one, else as a list."""
+    if isinstance(items, dict):
+        return {key: value for key, value in items.items() if value is not None}
+    kept = [item for item in items if item]
+    if isinstance(items, (set, frozenset)):
+        return set(kept)
+    return tuple(kept) if isinstance(items, tuple) else kept
+
+
+def IfElse(cond: Any, y: Any, n: Any = None) -> Any:  # noqa: N802 - FastEstimator's name
+    """``y`` if ``cond`` else ``n``: FastEstimator's helper for configurable op lists, e.g.
+    ``ops=[..., IfElse(extra_augs, RandomJitter(...))]`` (a None op is skipped)."""
+    return y if cond else n
 
 
 def accepts_positional(fn: Callable[..., Any], count: int) -> bool | None:
@@ -137,17 +154,18 @@ _FORBIDDEN_KEY_CHARS = frozenset(":;")
 
 
 @overload
-def check_ds_id(ds_id: str) -> str: ...
+def check_ds_id(ds_ids: str) -> str: ...
 
 
 @overload
-def check_ds_id(ds_id: set[str]) -> set[str]: ...
+def check_ds_id(ds_ids: set[str]) -> set[str]: ...
 
 
-def check_ds_id(ds_id: Any) -> str | set[str]:
+def check_ds_id(ds_ids: Any) -> str | set[str]:
     """Check a dataset id, or a set of ds_id filters.
 
     * A str (what a running Network gets): returned as is; ``''`` stands for a mode's only dataset.
+      (``ds_ids`` is FastEstimator's name for the argument.)
     * A set / list / tuple of ids (FastEstimator's ``fe.util.check_ds_id``): every id a non-empty str without
       ``':'``, ``';'`` or ``'|'`` (they separate names in keys such as ``"acc|ds1"``), all plain (a whitelist) or
       all ``'!'``-negated (a blacklist); returned as a set.
@@ -157,6 +175,7 @@ def check_ds_id(ds_id: Any) -> str | set[str]:
         ValueError: If an id in a set is empty or holds a forbidden character, or plain and negated ids are mixed
             (FastEstimator raises AssertionError for these).
     """
+    ds_id = ds_ids  # FastEstimator's parameter name; one id or several
     if isinstance(ds_id, str):
         return ds_id
     if not isinstance(ds_id, (set, frozenset, list, tuple)):
@@ -174,10 +193,11 @@ def check_ds_id(ds_id: Any) -> str | set[str]:
     return ids
 
 
-def check_io_names(names: list[str]) -> list[str]:
+def check_io_names(names: list[Any]) -> list[Any]:
     """Check the input / output keys of an op or trace and return them unchanged.
 
-    A key must be a non-empty str without ``':'`` or ``';'``, with at most one ``'|'`` (``"key|ds_id"``).
+    A key must be a non-empty str without ``':'`` or ``';'``, with at most one ``'|'`` (``"key|ds_id"``); lists of
+    keys inside the list are checked the same way, as in FastEstimator.
 
     Raises:
         TypeError: If a name is not a str.
@@ -185,6 +205,9 @@ def check_io_names(names: list[str]) -> list[str]:
             AssertionError).
     """
     for name in names:
+        if isinstance(name, list):
+            check_io_names(name)
+            continue
         if not isinstance(name, str):
             raise TypeError(f"inputs/outputs names must be str, got {type(name).__name__} {name!r}.")
         if not name:
@@ -198,15 +221,15 @@ def check_io_names(names: list[str]) -> list[str]:
     return names
 
 
-def get_batch_size(batch: Mapping[str, Any]) -> int:
-    """Return the size of the leading (batch) axis shared by the array values of ``batch``.
+def get_batch_size(data: Mapping[str, Any]) -> int:
+    """Return the size of the leading (batch) axis shared by the array values of ``data`` (a batch dict).
 
     Raises:
         ValueError: If the arrays disagree on their batch size (a ragged batch) or none has a batch axis.
     """
-    sizes = {key: int(value.shape[0]) for key, value in batch.items() if _has_batch_axis(value)}
+    sizes = {key: int(value.shape[0]) for key, value in data.items() if _has_batch_axis(value)}
     if not sizes:
-        raise ValueError(f"Cannot infer a batch size: none of the keys {sorted(batch)} holds an array with a "
+        raise ValueError(f"Cannot infer a batch size: none of the keys {sorted(data)} holds an array with a "
                          "batch axis.")
     distinct = set(sizes.values())
     if len(distinct) > 1:

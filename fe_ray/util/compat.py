@@ -8,6 +8,7 @@ import gzip
 import os
 import tarfile
 import zipfile
+import zlib
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -101,7 +102,7 @@ def is_valid_file(file_path: str) -> bool:
             with gzip.open(file_path, "rb") as file:
                 while file.read(1 << 20):
                     pass
-    except (OSError, EOFError, zipfile.BadZipFile, tarfile.TarError) as err:
+    except (OSError, EOFError, zipfile.BadZipFile, tarfile.TarError, zlib.error) as err:  # zlib: corrupt data
         print(err)
         return False
     return True

@@ -54,7 +54,9 @@ class Suppressor:
         os.dup2(self._saved_fds[1], 2)
         sys.stdout, sys.stderr = self._py_streams
         try:
-            if exc_type is not None and self.show_if_exception:
+            # The end of an iteration is no error to show the hidden output for (FastEstimator's rule).
+            if exc_type is not None and self.show_if_exception and \
+                    not issubclass(exc_type, (StopIteration, StopAsyncIteration)):
                 self._sink.seek(0)
                 captured = self._sink.read()
                 if captured:
@@ -114,6 +116,10 @@ class LogSplicer:
         self.stdout.flush()
         if self.log_file is not None:
             self.log_file.flush()
+
+    def getvalue(self) -> Any:
+        """What the stream the splicer writes through holds, where it keeps its text (e.g. a ``StringIO``)."""
+        return self.stdout.getvalue()
 
 
 class Timer(ContextDecorator):
