@@ -160,8 +160,11 @@ def to_number(data: Any) -> Any:
 
 
 def reduce_mean(tensor: Any, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Any:
-    """Mean over ``axis`` (all elements when None), in the tensor's own framework; ``keepdims`` keeps the reduced
-    axes with size 1."""
+    """Mean over ``axis`` (all elements when None, none for an empty list), in the tensor's own framework;
+    ``keepdims`` keeps the reduced axes with size 1. Axes may be numpy integers."""
+    from fe_ray.backend.tensor_ops import _axes
+
+    axis = _axes(axis)
     backend = get_backend(tensor)
     if axis is None and not keepdims:
         return backend.reduce_mean(tensor)
@@ -186,17 +189,21 @@ def get_gradient(target: Any, sources: Any, higher_order: bool = False, tape: An
                  retain_graph: bool = True) -> Any:
     """Gradients of ``target`` w.r.t. ``sources``, in FastEstimator's argument order.
 
+    As in FastEstimator, a source ``target`` does not depend on gets None (fe_ray's ops use the backends'
+    ``get_gradient``, which fills in zeros where they need a full list).
+
     Args:
         target: The tensor to differentiate (a scalar loss).
-        sources: A list of weights / tensors (a list of gradients is returned, zeros for those ``target`` does not
-            depend on), or a single one (its gradient is returned).
+        sources: A list or tuple of weights / tensors (the gradients come back in a list, or in a tuple for a
+            tuple, as FastEstimator's), or a single one (its gradient is returned).
         higher_order: Keep the gradient computation differentiable, to take gradients of the gradients (e.g. a
             gradient penalty).
         tape: TF only: the GradientTape that recorded ``target``.
         retain_graph: torch only: keep the autograd graph for further gradients of ``target``.
     """
-    return get_backend(target).get_gradient(target, sources, tape=tape, retain_graph=retain_graph,
-                                            higher_order=higher_order)
+    gradients = get_backend(target).get_gradient(target, sources, tape=tape, retain_graph=retain_graph,
+                                                 higher_order=higher_order, keep_none=True)
+    return tuple(gradients) if isinstance(sources, tuple) else gradients
 
 
 def _loss_backend(y_pred: Any, name: str) -> ModuleType:

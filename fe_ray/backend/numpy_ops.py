@@ -16,6 +16,15 @@ def is_tensor(value: Any) -> bool:
     return isinstance(value, (np.ndarray, np.generic))
 
 
+def known_dtype(name: str) -> bool:
+    """Whether numpy understands this dtype name ('uint16', 'complex64'...)."""
+    try:
+        np.dtype(name)
+    except TypeError:
+        return False
+    return True
+
+
 def argmax(tensor: np.ndarray, axis: int) -> np.ndarray:
     """Index of the largest element along ``axis``."""
     return np.argmax(tensor, axis=axis)
@@ -36,7 +45,7 @@ def reduce_min(tensor: np.ndarray, axis: int | tuple[int, ...] | None, keepdims:
     return np.min(tensor, axis=axis, keepdims=keepdims)
 
 
-def squeeze(tensor: np.ndarray, axis: int | None) -> np.ndarray:
+def squeeze(tensor: np.ndarray, axis: int | tuple[int, ...] | None) -> np.ndarray:
     """Drop ``axis`` (or every axis of length 1 when None)."""
     return np.squeeze(tensor, axis=axis)
 
@@ -117,8 +126,9 @@ def sign(tensor: np.ndarray) -> np.ndarray:
     return np.sign(tensor)
 
 
-def tensor_pow(tensor: np.ndarray, power: int | float) -> np.ndarray:
-    """Element-wise ``tensor ** power`` (numpy's promotion: integer input with a float power gives float64)."""
+def tensor_pow(tensor: np.ndarray, power: int | float | np.ndarray) -> np.ndarray:
+    """Element-wise ``tensor ** power`` (numpy's promotion: integer input with a float power gives float64); an
+    array of powers broadcasts against ``tensor``."""
     return np.power(tensor, power)
 
 

@@ -74,25 +74,37 @@ def to_type(data: Any) -> Any:
     return np.asarray(data).dtype
 
 
-def get_shape(tensor: Tensor) -> tuple[int | None, ...]:
-    """Return the shape of ``tensor`` as a tuple: ``(3, 2, 2)`` for a 3 x 2 x 2 tensor (``None`` for sizes a
-    traced TF graph does not know).
+def get_shape(tensor: Tensor) -> tuple[Any, ...]:
+    """Return the shape of ``tensor`` as a tuple: ``(3, 2, 2)`` for a 3 x 2 x 2 tensor.
+
+    Inside a traced TF graph a size the graph does not know yet (an unknown batch size, say) is a scalar int32
+    tensor holding the running size, as FastEstimator's ``tf.shape`` gives it, so the result can build a
+    ``reshape``; known sizes stay Python ints.
 
     Args:
         tensor: A torch / TF tensor or numpy array.
 
     Raises:
         TypeError: If ``tensor`` is of an unsupported type.
+        ValueError: If even the rank of a traced TF tensor is unknown.
     """
     _ops(tensor, "get_shape")
-    return _leaf_shape(tensor)
+    return _sizes(tensor, _leaf_shape(tensor))
 
 
-def get_image_dims(tensor: Tensor) -> tuple[int, int, int]:
+def _sizes(tensor: Any, shape: tuple[int | None, ...]) -> tuple[Any, ...]:
+    """``shape`` (that of ``tensor``) with the unknown sizes of a traced TF graph read from the running graph."""
+    if None in shape:  # only a traced TF tensor has unknown sizes, so TF is loaded
+        return _module("tf").fill_unknown_sizes(tensor, shape)
+    return shape
+
+
+def get_image_dims(tensor: Tensor) -> tuple[Any, Any, Any]:
     """Return ``(channels, height, width)`` of an image or a batch of images.
 
     torch tensors are read channels first (``(C, H, W)`` / ``(N, C, H, W)``); TF tensors and numpy arrays
-    channels last (``(H, W, C)`` / ``(N, H, W, C)``), as each framework lays images out.
+    channels last (``(H, W, C)`` / ``(N, H, W, C)``), as each framework lays images out. A size a traced TF graph
+    does not know yet is a scalar tensor (see :func:`get_shape`).
 
     Args:
         tensor: A 3-d or 4-d torch / TF tensor or numpy array.
@@ -108,13 +120,17 @@ def get_image_dims(tensor: Tensor) -> tuple[int, int, int]:
     if len(shape) not in (3, 4):
         raise ValueError(f"get_image_dims: needs an image with 3 axes or a batch with 4, got shape {list(shape)}; "
                          f"add or remove axes (e.g. fe_ray.backend.expand_dims for a missing channel axis).")
+    shape = _sizes(tensor, shape)
     if get_framework(tensor) == "torch":
         return shape[-3], shape[-2], shape[-1]
     return shape[-1], shape[-3], shape[-2]
 
 
-def check_nan(val: Any) -> bool:
+def check_nan(val: Any) -> Any:
     """Return True if ``val`` holds any NaN or infinite value (inf counts too, as in FastEstimator).
+
+    Inside a traced TF graph, where the values are not known yet, a TF tensor gives a scalar bool tensor instead
+    (as FastEstimator's does), to use in the graph (``tf.cond``, say).
 
     Args:
         val: A number, a torch / TF tensor or numpy array, or a (nested) list / tuple / dict of them.
@@ -124,9 +140,9 @@ def check_nan(val: Any) -> bool:
         TypeError: If a leaf is neither a number nor a tensor nor an array (a string, say).
     """
     if isinstance(val, dict):
-        return any(check_nan(value) for value in val.values())
+        return _any_found([check_nan(value) for value in val.values()])
     if isinstance(val, (list, tuple, set)) and not _is_numeric_sequence(val):
-        return any(check_nan(value) for value in val)
+        return _any_found([check_nan(value) for value in val])
     from fe_ray.backend import get_framework
 
     ops = _module(get_framework(val))
@@ -137,6 +153,14 @@ def check_nan(val: Any) -> bool:
                             f"tensors or arrays (or containers of them).")
         return _module("np").has_nan_or_inf(array)
     return ops.has_nan_or_inf(val)
+
+
+def _any_found(results: list[Any]) -> Any:
+    """Whether any of the leaves' answers is True: a bool, or a bool tensor if a traced TF graph gave one."""
+    if all(isinstance(found, bool) for found in results):
+        return any(results)
+    tf = sys.modules["tensorflow"]  # only a traced TF tensor answers with a tensor, so TF is loaded
+    return tf.reduce_any(tf.stack([tf.convert_to_tensor(found) for found in results]))
 
 
 def _is_numeric_sequence(values: Any) -> bool:

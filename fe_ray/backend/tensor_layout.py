@@ -8,33 +8,63 @@ raise ValueError naming the valid choices.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Sequence
 from typing import Any
 
-from fe_ray.backend.tensor_ops import Tensor, _ops, _shape
+import numpy as np
+
+from fe_ray.backend.tensor_ops import _OPS_MODULES, Tensor, _ops, _shape
 
 
-def roll(tensor: Tensor, shift: int | Sequence[int], axis: int | Sequence[int]) -> Tensor:
+def roll(tensor: Tensor, shift: int | Sequence[int] | Tensor, axis: int | Sequence[int] | Tensor) -> Tensor:
     """Return ``tensor`` with its elements shifted ``shift`` places along ``axis``, those pushed off one end
     re-entering at the other: ``[[1, 2, 3], [5, 6, 7]]`` rolled by 2 along axis 1 gives ``[[2, 3, 1], [6, 7, 5]]``.
 
     Args:
         tensor: A torch / TF tensor or numpy array.
-        shift: How many places to move the elements (negative: towards the start). A list gives one shift per
-            axis of ``axis``.
-        axis: The axis to roll along, or a list of them (as long as ``shift``).
+        shift: How many places to move the elements (negative: towards the start): an int (numpy integers too), a
+            list / tuple of them (one shift per axis of ``axis``), or an integer tensor or array holding them. In a
+            traced TF graph a TF tensor whose value is not known yet goes to ``tf.roll`` as it is.
+        axis: The axis to roll along, or a list / tuple of them (as long as ``shift``), given the same ways.
 
     Raises:
-        TypeError: If ``tensor`` is of an unsupported type.
-        ValueError: If ``shift`` and ``axis`` are not both ints or both lists of the same length.
+        TypeError: If ``tensor`` is of an unsupported type, or ``shift`` / ``axis`` hold no integers.
+        ValueError: If ``shift`` and ``axis`` give different numbers of entries.
     """
     ops = _ops(tensor, "roll")
-    if isinstance(shift, int) and isinstance(axis, int):
-        return ops.roll(tensor, shift, axis)
-    if isinstance(shift, int) or isinstance(axis, int) or len(shift) != len(axis):
+    if ops.__name__ == _OPS_MODULES["tf"] and (ops.is_traced(shift) or ops.is_traced(axis)):
+        return ops.roll(tensor, shift, axis)  # values a traced graph does not know yet: tf.roll reads them later
+    shifts, axes = _integers(shift, "shift"), _integers(axis, "axis")
+    if isinstance(shifts, int) and isinstance(axes, int):
+        return ops.roll(tensor, shifts, axes)
+    shifts, axes = (shifts,) if isinstance(shifts, int) else shifts, (axes,) if isinstance(axes, int) else axes
+    if len(shifts) != len(axes):
         raise ValueError(f"roll: shift {shift!r} and axis {axis!r} do not pair up; give two ints, or two lists of "
                          f"the same length (one shift per axis).")
-    return ops.roll(tensor, tuple(int(s) for s in shift), tuple(int(a) for a in axis))
+    return ops.roll(tensor, shifts, axes)
+
+
+def _integers(value: Any, name: str) -> int | tuple[int, ...]:
+    """``value`` (an int, a list / tuple of them, or an eager tensor / array) as an int or a tuple of ints.
+
+    Raises:
+        TypeError: If ``value`` holds anything but integers.
+    """
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return int(value)
+    from fe_ray.backend import to_number
+
+    try:
+        items = [to_number(item) for item in value] if isinstance(value, (list, tuple)) else to_number(value)
+        array = np.asarray(items)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"roll: {name} must be an int, a list of ints or an integer tensor, got {value!r}.") from err
+    if array.dtype.kind not in "iu":
+        raise TypeError(f"roll: {name} must be an int, a list of ints or an integer tensor, got {value!r}.")
+    if array.ndim == 0 and not isinstance(value, (list, tuple)):
+        return int(array)
+    return tuple(int(item) for item in array.reshape(-1))
 
 
 def gather(tensor: Tensor, indices: Any) -> Tensor:
@@ -95,7 +125,7 @@ def flip(tensor: Tensor, axis: int | Sequence[int]) -> Tensor:
         ValueError: If an axis does not exist.
     """
     ops, shape = _ops(tensor, "flip"), _shape(tensor)
-    axes = (axis,) if isinstance(axis, int) else tuple(int(a) for a in axis)
+    axes = (int(axis),) if isinstance(axis, numbers.Integral) else tuple(int(a) for a in axis)
     if shape is not None and any(not -len(shape) <= a < len(shape) for a in axes):
         raise ValueError(f"flip: axis {axis!r} does not exist in a tensor of shape {list(shape)}; valid choices are "
                          f"{list(range(-len(shape), len(shape)))}.")

@@ -23,7 +23,7 @@ def sign(tensor: Tensor) -> Tensor:
     return _ops(tensor, "sign").sign(tensor)
 
 
-def tensor_pow(tensor: Tensor, power: int | float) -> Tensor:
+def tensor_pow(tensor: Tensor, power: int | float | Tensor) -> Tensor:
     """Return each element raised to ``power``: ``[1., 4., 0.5]`` to the power 2 gives ``[1., 16., 0.25]``.
 
     Integer input with a fractional power becomes floating point (float32 for torch and TF, float64 for numpy);
@@ -31,15 +31,23 @@ def tensor_pow(tensor: Tensor, power: int | float) -> Tensor:
 
     Args:
         tensor: A torch / TF tensor or numpy array.
-        power: The exponent, one number for every element.
+        power: The exponent: one number for every element (numpy scalars too), or a tensor of ``tensor``'s
+            framework or a numpy array of exponents broadcasting against it, as FastEstimator hands it to
+            ``torch.pow`` / ``tf.pow`` / ``np.power``.
 
     Raises:
-        TypeError: If ``tensor`` is of an unsupported type, or ``power`` is not a number.
+        TypeError: If ``tensor`` is of an unsupported type, or ``power`` is neither a number nor such a tensor.
     """
+    import numpy as np
+
+    from fe_ray.backend.tensor_ops import _module
+
     ops = _ops(tensor, "tensor_pow")
-    if isinstance(power, bool) or not isinstance(power, (int, float)):
+    number = isinstance(power, numbers.Real) and not isinstance(power, bool)
+    if not (number or isinstance(power, np.ndarray) or (ops is not _module("np") and ops.is_tensor(power))):
         raise TypeError(f"tensor_pow: power must be an int or float, got {type(power).__name__} {power!r}; pass "
-                        f"a plain number such as 2 or 0.5.")
+                        f"a plain number such as 2 or 0.5, a numpy array, or a tensor of the same framework as "
+                        f"tensor.")
     return ops.tensor_pow(tensor, power)
 
 
@@ -91,7 +99,8 @@ def percentile(tensor: Tensor, percentiles: int | float | Sequence[int | float],
         raise ValueError("percentile: the tensor's rank is unknown (a traced TF tensor); give it a static rank with "
                          "tf.ensure_shape first.")
     rank = len(shape)
-    requested = tuple(range(rank)) if axis is None else (axis,) if isinstance(axis, int) else tuple(axis)
+    axes = _axes(axis)
+    requested = tuple(range(rank)) if axes is None else (axes,) if isinstance(axes, int) else axes
     if any(not -rank <= a < rank for a in requested):
         raise ValueError(f"percentile: axis {axis!r} does not exist in a tensor of shape {list(shape)}; valid choices "
                          f"are {list(range(-rank, rank))} or None.")

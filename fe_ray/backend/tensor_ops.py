@@ -10,6 +10,7 @@ or numpy array; invalid arguments (an unknown dtype name, say) raise ValueError 
 
 from __future__ import annotations
 
+import numbers
 import sys
 from collections.abc import Callable, Sequence
 from types import ModuleType
@@ -56,7 +57,16 @@ def _same_ops(first: Any, second: Any, func: str, names: tuple[str, str]) -> Mod
 
 
 def _axes(axis: Axis) -> int | tuple[int, ...] | None:
-    return axis if axis is None or isinstance(axis, int) else tuple(int(a) for a in axis)
+    """``axis`` as None, an int or a tuple of ints; numpy integers count as ints (as the frameworks take them).
+
+    Raises:
+        TypeError: If ``axis`` is a bool (True would silently mean axis 1).
+    """
+    if isinstance(axis, bool):
+        raise TypeError(f"axis must be an int, a sequence of ints or None, got bool {axis!r}.")
+    if axis is None or isinstance(axis, numbers.Integral):
+        return None if axis is None else int(axis)
+    return tuple(int(a) for a in axis)
 
 
 def _shape(tensor: Any) -> tuple[int | None, ...] | None:
@@ -67,12 +77,21 @@ def _shape(tensor: Any) -> tuple[int | None, ...] | None:
         return None
 
 
-def _dtype_name(dtype: Any, func: str) -> str:
-    """The canonical name of a dtype string; a ValueError naming the valid choices otherwise."""
+def _dtype_name(dtype: Any, func: str, ops: ModuleType | None = None) -> str:
+    """The canonical name of a dtype string; a ValueError naming the valid choices otherwise.
+
+    Args:
+        dtype: The dtype name to look up.
+        func: The calling helper's name, for the error message.
+        ops: The ops module of the framework the dtype is for. A name outside :data:`DTYPES` and
+            :data:`DTYPE_ALIASES` ('uint16', 'bfloat16', 'complex64'...) is accepted when that framework knows it,
+            as FastEstimator hands such names to the framework.
+    """
     name = DTYPE_ALIASES.get(dtype, dtype) if isinstance(dtype, str) else None
-    if name not in DTYPES:
-        raise ValueError(f"{func}: unknown dtype {dtype!r}; valid choices are {list(DTYPES) + list(DTYPE_ALIASES)}.")
-    return name
+    if name in DTYPES or (name is not None and ops is not None and ops.known_dtype(name)):
+        return name
+    raise ValueError(f"{func}: unknown dtype {dtype!r}; valid choices are {list(DTYPES) + list(DTYPE_ALIASES)}, or "
+                     f"another dtype name the tensor's framework knows (e.g. 'bfloat16' where it has one).")
 
 
 def _leaf_ops(leaf: Any) -> ModuleType:
@@ -136,24 +155,28 @@ def reduce_min(tensor: Tensor, axis: Axis = None, keepdims: bool = False) -> Ten
     return _ops(tensor, "reduce_min").reduce_min(tensor, _axes(axis), keepdims)
 
 
-def squeeze(tensor: Tensor, axis: int | None = None) -> Tensor:
+def squeeze(tensor: Tensor, axis: int | Sequence[int] | None = None) -> Tensor:
     """Return ``tensor`` without an axis of length 1, or all of them when ``axis`` is None: (2, 1, 3) -> (2, 3).
 
     Args:
         tensor: A torch / TF tensor or numpy array.
-        axis: The axis to remove; it must have length 1.
+        axis: The axis, or a sequence of axes, to remove. For TF and numpy each must have length 1; torch leaves an
+            axis of another length in place, as ``torch.squeeze`` (and so FastEstimator) does.
 
     Raises:
         TypeError: If ``tensor`` is of an unsupported type.
-        ValueError: If ``axis`` does not exist or its length is not 1 (torch included, which would ignore it).
+        ValueError: If an axis does not exist, or (TF, numpy) its length is not 1.
     """
-    ops, shape = _ops(tensor, "squeeze"), _shape(tensor)
-    if axis is not None and shape is not None and (not -len(shape) <= axis < len(shape)
-                                                   or shape[axis] not in (1, None)):
-        choices = [i for i, size in enumerate(shape) if size in (1, None)]
-        raise ValueError(f"squeeze: axis {axis} cannot be squeezed from shape {list(shape)}; valid choices are "
-                         f"{choices} (the axes of length 1) or None.")
-    return ops.squeeze(tensor, axis)
+    ops, shape, axes = _ops(tensor, "squeeze"), _shape(tensor), _axes(axis)
+    if axes is not None and shape is not None:
+        lenient = ops.__name__ == _OPS_MODULES["torch"]
+        choices = [i for i, size in enumerate(shape) if lenient or size in (1, None)]
+        for item in (axes,) if isinstance(axes, int) else axes:
+            if not -len(shape) <= item < len(shape) or item % len(shape) not in choices:
+                raise ValueError(f"squeeze: axis {axis!r} cannot be squeezed from shape {list(shape)}; valid choices "
+                                 f"are {choices}{'' if lenient else ' (the axes of length 1)'}, a list of them, or "
+                                 f"None.")
+    return ops.squeeze(tensor, axes)
 
 
 def expand_dims(tensor: Tensor, axis: int = 1) -> Tensor:
@@ -190,25 +213,42 @@ def cast(data: Any, dtype: str | Tensor) -> Any:
 
     Args:
         data: A tensor, array or number, or a (nested) collection of them. With a dtype name, leaves that are no
-            tensor become numpy arrays.
-        dtype: A name from :data:`DTYPES` or :data:`DTYPE_ALIASES`, or a reference tensor: each leaf then becomes
-            a tensor of its framework and dtype (and torch device, for leaves that are not torch tensors yet).
+            tensor become numpy arrays. With a reference tensor, a list or tuple holding only numbers (nested lists
+            of them too) becomes one tensor, as FastEstimator's ``torch.tensor(data, ...)`` makes it.
+        dtype: A name from :data:`DTYPES` or :data:`DTYPE_ALIASES` (or another name the leaf's framework knows,
+            such as 'bfloat16'), or a reference tensor: each leaf then becomes a tensor of its framework and dtype
+            (and torch device, for leaves that are not torch tensors yet).
 
     Raises:
         TypeError: If ``dtype`` is neither a string nor a supported tensor.
         ValueError: If ``dtype`` is an unknown name.
     """
     if isinstance(dtype, str):
-        name = _dtype_name(dtype, "cast")
-        return _map_leaves(lambda leaf: _leaf_ops(leaf).cast(leaf, name), data)
+        def convert_to_name(leaf: Any) -> Any:
+            leaf_ops = _leaf_ops(leaf)
+            return leaf_ops.cast(leaf, _dtype_name(dtype, "cast", leaf_ops))
+
+        return _map_leaves(convert_to_name, data)
     ops = _ops(dtype, "cast", "dtype")
     from fe_ray.backend import to_number
+
+    if isinstance(data, (list, tuple)) and not hasattr(data, "_fields") and _numbers_only(data):
+        try:
+            return ops.cast_like(data, dtype)
+        except ValueError:  # ragged nesting cannot make one array: convert the numbers one by one, as before
+            pass
 
     def convert(leaf: Any) -> Any:
         leaf_ops = _leaf_ops(leaf)
         return ops.cast_like(leaf if leaf_ops in (ops, _module("np")) else to_number(leaf), dtype)
 
     return _map_leaves(convert, data)
+
+
+def _numbers_only(data: list[Any] | tuple[Any, ...]) -> bool:
+    """Whether ``data`` holds numbers only (Python or numpy scalars), directly or in nested lists / tuples."""
+    return all(_numbers_only(item) if isinstance(item, (list, tuple)) and not hasattr(item, "_fields") else
+               isinstance(item, numbers.Number) for item in data)
 
 
 def zeros_like(tensor: Tensor, dtype: str | None = None) -> Tensor:
@@ -241,26 +281,34 @@ def ones_like(tensor: Tensor, dtype: str | None = None) -> Tensor:
 
 def _filled_like(func: str, tensor: Any, dtype: str | None) -> Any:
     """``zeros_like`` / ``ones_like`` of ``tensor``'s framework, with the dtype name checked."""
-    return getattr(_ops(tensor, func), func)(tensor, None if dtype is None else _dtype_name(dtype, func))
+    ops = _ops(tensor, func)
+    return getattr(ops, func)(tensor, None if dtype is None else _dtype_name(dtype, func, ops))
 
 
-def permute(tensor: Tensor, permutation: list[int]) -> Tensor:
+def permute(tensor: Tensor, permutation: Sequence[int]) -> Tensor:
     """Return ``tensor`` with output axis i taken from input axis ``permutation[i]``: (2, 3, 4) by [2, 0, 1] gives
     shape (4, 2, 3).
 
     Args:
         tensor: A torch / TF tensor or numpy array with n axes.
-        permutation: Each of ``0 .. n-1`` exactly once.
+        permutation: Each of ``0 .. n-1`` exactly once; an axis may also be given counted from the end (``-1`` for
+            ``n-1``), as every framework takes it.
 
     Raises:
         TypeError: If ``tensor`` is of an unsupported type.
         ValueError: If ``permutation`` is not a permutation of the tensor's axes.
     """
     ops, shape = _ops(tensor, "permute"), _shape(tensor)
-    if shape is not None and sorted(permutation) != list(range(len(shape))):
-        raise ValueError(f"permute: {list(permutation)} is no permutation of the tensor's {len(shape)} axes; valid "
-                         f"choices hold each of {list(range(len(shape)))} exactly once.")
-    return ops.permute(tensor, list(permutation))
+    order = [int(a) for a in permutation]
+    if shape is not None:
+        rank = len(shape)
+        if any(not -rank <= a < rank for a in order) or sorted(a % rank for a in order) != list(range(rank)):
+            raise ValueError(f"permute: {list(permutation)} is no permutation of the tensor's {rank} axes; valid "
+                             f"choices hold each of {list(range(rank))} exactly once (or its negative, counted from "
+                             f"the end).")
+        # Plain axis numbers, so every framework (and a traced TF graph) gets the same permutation.
+        order = [a % rank for a in order]
+    return ops.permute(tensor, order)
 
 
 def reshape(tensor: Tensor, shape: list[int]) -> Tensor:

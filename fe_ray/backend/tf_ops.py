@@ -27,6 +27,28 @@ def _dtype(name: str | None) -> tf.DType | None:
     return None if name is None else tf.as_dtype(name)
 
 
+def known_dtype(name: str) -> bool:
+    """Whether TF has a dtype of this name ('uint16', 'bfloat16', 'complex64'...)."""
+    try:
+        tf.as_dtype(name)
+    except TypeError:
+        return False
+    return True
+
+
+def is_traced(value: Any) -> bool:
+    """Whether ``value`` (or an element of a list / tuple of it) is a TF tensor of a graph being traced, whose
+    values are not known yet."""
+    items = value if isinstance(value, (list, tuple)) else (value,)
+    return not tf.executing_eagerly() and any(is_tensor(item) for item in items)
+
+
+def fill_unknown_sizes(tensor: tf.Tensor, shape: tuple[int | None, ...]) -> tuple[int | tf.Tensor, ...]:
+    """``shape`` with each unknown (None) size replaced by the scalar tensor of the running graph's size."""
+    dynamic = tf.shape(tensor)
+    return tuple(dynamic[i] if size is None else size for i, size in enumerate(shape))
+
+
 def _axis(axis: int | tuple[int, ...] | None) -> int | list[int] | None:
     return list(axis) if isinstance(axis, tuple) else axis
 
@@ -51,9 +73,9 @@ def reduce_min(tensor: tf.Tensor, axis: int | tuple[int, ...] | None, keepdims: 
     return tf.reduce_min(tensor, axis=_axis(axis), keepdims=keepdims)
 
 
-def squeeze(tensor: tf.Tensor, axis: int | None) -> tf.Tensor:
+def squeeze(tensor: tf.Tensor, axis: int | tuple[int, ...] | None) -> tf.Tensor:
     """Drop ``axis`` (or every axis of length 1 when None)."""
-    return tf.squeeze(tensor, axis=axis)
+    return tf.squeeze(tensor, axis=_axis(axis))
 
 
 def expand_dims(tensor: tf.Tensor, axis: int) -> tf.Tensor:
@@ -157,10 +179,17 @@ def sign(tensor: tf.Tensor) -> tf.Tensor:
     return tf.sign(tensor)
 
 
-def tensor_pow(tensor: tf.Tensor, power: int | float) -> tf.Tensor:
-    """Element-wise ``tensor ** power``; integer input with a fractional power is computed in float32, as torch."""
+def tensor_pow(tensor: tf.Tensor, power: int | float | np.ndarray | tf.Tensor) -> tf.Tensor:
+    """Element-wise ``tensor ** power``; integer input with a fractional power (or a floating tensor / array of
+    powers) is computed in float32, as torch does. A power tensor takes the input's dtype (tf.pow wants both alike).
+    """
     tensor = tf.convert_to_tensor(tensor)
-    if not tensor.dtype.is_floating and float(power) != int(power):
+    if is_tensor(power) or isinstance(power, np.ndarray):
+        power = tf.convert_to_tensor(power)
+        fractional = power.dtype.is_floating  # its values may be unknown (traced): go by the dtype
+    else:
+        fractional = float(power) != int(power)
+    if not tensor.dtype.is_floating and fractional:
         tensor = tf.cast(tensor, tf.float32)
     return tf.pow(tensor, tf.cast(power, tensor.dtype))
 
@@ -200,9 +229,9 @@ def random_normal_like(tensor: tf.Tensor, mean: float, std: float, dtype: str) -
     return tf_global_generator().normal(tf.shape(tensor), mean=mean, stddev=std, dtype=_dtype(dtype))
 
 
-def random_uniform_like(tensor: tf.Tensor, minval: float, maxval: float, dtype: str) -> tf.Tensor:
+def random_uniform_like(tensor: tf.Tensor, minval: float | int, maxval: float | int, dtype: str) -> tf.Tensor:
     """Uniform noise in ``[minval, maxval)`` shaped like ``tensor``, from TF's global ``tf.random.Generator``
-    (see :func:`random_normal_like`)."""
+    (see :func:`random_normal_like`); integer dtypes take integer bounds."""
     return tf_global_generator().uniform(tf.shape(tensor), minval=minval, maxval=maxval, dtype=_dtype(dtype))
 
 
@@ -211,12 +240,15 @@ def reduce_std(tensor: tf.Tensor, axis: int | tuple[int, ...] | None, keepdims: 
     return tf.math.reduce_std(_floating(tensor), axis=_axis(axis), keepdims=keepdims)
 
 
-def has_nan_or_inf(tensor: tf.Tensor) -> bool:
-    """Whether any element is NaN or +-inf (never for integer / boolean tensors). Eager tensors only."""
+def has_nan_or_inf(tensor: tf.Tensor) -> bool | tf.Tensor:
+    """Whether any element is NaN or +-inf (never for integer / boolean tensors): a Python bool when running
+    eagerly, a scalar bool tensor inside a traced graph (whose values are not known while it is traced)."""
     tensor = tf.convert_to_tensor(tensor)
+    eager = tf.executing_eagerly()
     if not (tensor.dtype.is_floating or tensor.dtype.is_complex):
-        return False
-    return not bool(tf.reduce_all(tf.math.is_finite(tensor)))
+        return False if eager else tf.constant(False)
+    found = tf.logical_not(tf.reduce_all(tf.math.is_finite(tensor)))
+    return bool(found) if eager else found
 
 
 def is_floating(tensor: tf.Tensor) -> bool:

@@ -44,7 +44,8 @@ from fe_ray.util import map_nested
 
 # ---------------------------------------------------------------------------------------------------- tensors
 def reduce_mean(x: torch.Tensor, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> torch.Tensor:
-    """Mean over ``axis`` (all elements when None), keeping the reduced axes as size 1 when ``keepdims``.
+    """Mean over ``axis`` (all elements when None, none when empty), keeping the reduced axes as size 1 when
+    ``keepdims``.
 
     A floating-point scalar, the usual loss, is returned as it is.
     """
@@ -52,7 +53,10 @@ def reduce_mean(x: torch.Tensor, axis: int | Sequence[int] | None = None, keepdi
         if x.ndim == 0 and x.is_floating_point():
             return x
         return torch.mean(x, dim=tuple(range(x.ndim)), keepdim=True) if keepdims else torch.mean(x)
-    return torch.mean(x, dim=axis if isinstance(axis, int) else tuple(axis), keepdim=keepdims)
+    dims = axis if isinstance(axis, int) else tuple(axis)
+    if dims == ():  # no axis to reduce: each element is its own mean (torch's dim=() would reduce them all)
+        return x.clone()
+    return torch.mean(x, dim=dims, keepdim=keepdims)
 
 
 def concat(xs: Sequence[torch.Tensor], axis: int = 0) -> torch.Tensor:

@@ -7,6 +7,7 @@ tuple or None, and dtypes as canonical names such as ``"float32"``.
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any
 
 import numpy as np
@@ -22,11 +23,26 @@ def _dtype(name: str | None) -> torch.dtype | None:
     return None if name is None else getattr(torch, name)
 
 
+def known_dtype(name: str) -> bool:
+    """Whether torch has a dtype of this name (``torch.bfloat16`` for 'bfloat16', say)."""
+    return isinstance(getattr(torch, name, None), torch.dtype)
+
+
 def _all_axes(tensor: torch.Tensor, axis: int | tuple[int, ...] | None) -> int | tuple[int, ...] | None:
     """``axis``, or every axis of ``tensor`` when None (None again for a 0-d tensor)."""
     if axis is None and tensor.dim() > 0:
         return tuple(range(tensor.dim()))
     return axis
+
+
+def _no_axes(axis: int | tuple[int, ...] | None) -> bool:
+    """Whether ``axis`` lists no axis at all (``[]``).
+
+    ``torch.amax`` / ``amin`` / ``mean`` reduce every axis for ``dim=()``; FastEstimator's reduce_max / min / mean
+    (a loop over the listed axes), TF and numpy reduce none. torch's sum and std keep torch's meaning, as
+    FastEstimator's pass the empty list on to them.
+    """
+    return axis == ()
 
 
 def argmax(tensor: torch.Tensor, axis: int) -> torch.Tensor:
@@ -41,19 +57,23 @@ def reduce_sum(tensor: torch.Tensor, axis: int | tuple[int, ...] | None, keepdim
 
 
 def reduce_max(tensor: torch.Tensor, axis: int | tuple[int, ...] | None, keepdims: bool) -> torch.Tensor:
-    """Maximum over ``axis`` (every axis when None)."""
+    """Maximum over ``axis`` (every axis when None, none when empty)."""
+    if _no_axes(axis):  # each element is its own extreme
+        return tensor.clone()
     dims = _all_axes(tensor, axis)
     return tensor.amax() if dims is None else torch.amax(tensor, dim=dims, keepdim=keepdims)
 
 
 def reduce_min(tensor: torch.Tensor, axis: int | tuple[int, ...] | None, keepdims: bool) -> torch.Tensor:
-    """Minimum over ``axis`` (every axis when None)."""
+    """Minimum over ``axis`` (every axis when None, none when empty)."""
+    if _no_axes(axis):  # each element is its own extreme
+        return tensor.clone()
     dims = _all_axes(tensor, axis)
     return tensor.amin() if dims is None else torch.amin(tensor, dim=dims, keepdim=keepdims)
 
 
-def squeeze(tensor: torch.Tensor, axis: int | None) -> torch.Tensor:
-    """Drop ``axis`` (or every axis of length 1 when None)."""
+def squeeze(tensor: torch.Tensor, axis: int | tuple[int, ...] | None) -> torch.Tensor:
+    """Drop ``axis`` (or every axis of length 1 when None); torch keeps the listed axes that are longer than 1."""
     return torch.squeeze(tensor) if axis is None else torch.squeeze(tensor, dim=axis)
 
 
@@ -146,10 +166,19 @@ def where(condition: torch.Tensor, yes: Any, no: Any) -> torch.Tensor:
         no = cast_like(no, yes)
     elif isinstance(no, torch.Tensor) and not isinstance(yes, torch.Tensor):
         yes = cast_like(yes, no)
-    elif not isinstance(yes, torch.Tensor):  # two numbers: tensors of their own dtype, on the condition's device
+    elif isinstance(yes, numbers.Number) and isinstance(no, numbers.Number):
+        # Two numbers (numpy scalars as Python ones): torch.where types them as torch does, so 1.0 / 0.0 give its
+        # default float dtype (float32), as FastEstimator's plain torch.where does, where numpy would give float64.
+        return torch.where(condition, _python_number(yes), _python_number(no))
+    elif not isinstance(yes, torch.Tensor):  # arrays: tensors of their own dtype, on the condition's device
         yes = torch.as_tensor(np.asarray(yes), device=condition.device)
         no = torch.as_tensor(np.asarray(no), device=condition.device)
     return torch.where(condition, yes, no)
+
+
+def _python_number(value: numbers.Number) -> Any:
+    """A numpy scalar as the Python number it holds; Python numbers unchanged."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 # ------------------------------------------------------------- helpers of tensor_math / tensor_random / tensor_info
@@ -158,8 +187,11 @@ def sign(tensor: torch.Tensor) -> torch.Tensor:
     return torch.sign(tensor)
 
 
-def tensor_pow(tensor: torch.Tensor, power: int | float) -> torch.Tensor:
-    """Element-wise ``tensor ** power`` (integer input with a fractional power gives float32)."""
+def tensor_pow(tensor: torch.Tensor, power: int | float | np.ndarray | torch.Tensor) -> torch.Tensor:
+    """Element-wise ``tensor ** power`` (integer input with a fractional power gives float32); ``power`` may be a
+    tensor or array broadcasting against ``tensor``."""
+    if isinstance(power, np.ndarray):  # torch.pow takes numbers and tensors only
+        power = torch.as_tensor(power, device=tensor.device)
     return torch.pow(tensor, power)
 
 
@@ -228,7 +260,9 @@ def dtype_of(tensor: torch.Tensor) -> str:
 
 
 def reduce_mean(tensor: torch.Tensor, axis: int | tuple[int, ...] | None, keepdims: bool) -> torch.Tensor:
-    """Mean over ``axis`` (every axis when None)."""
+    """Mean over ``axis`` (every axis when None, none when empty)."""
+    if _no_axes(axis):  # each element is its own mean (integers keep their dtype, as in FastEstimator and TF)
+        return tensor.clone()
     dims = _all_axes(tensor, axis)
     return tensor.mean() if dims is None else torch.mean(tensor, dim=dims, keepdim=keepdims)
 

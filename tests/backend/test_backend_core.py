@@ -189,6 +189,34 @@ def test_public_get_gradient_takes_fastestimators_argument_order(framework: str)
     np.testing.assert_allclose(np.asarray(grads[0].detach() if framework == "torch" else grads[0]), [2.0, 4.0])
 
 
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_public_get_gradient_gives_none_for_sources_the_target_does_not_reach(framework: str) -> None:
+    # As FastEstimator's (torch.autograd.grad with allow_unused / tape.gradient); the backends' own get_gradient,
+    # which UpdateOp, GradientOp and the reducers use, still fills in zeros.
+    from fe_ray import backend as fe_backend
+
+    if framework == "torch":
+        import torch
+
+        used, unused = torch.nn.Parameter(torch.ones(2)), torch.nn.Parameter(torch.ones(3))
+        targets = [(used * 3).sum() for _ in range(4)]
+        tape = None
+    else:
+        import tensorflow as tf
+
+        used, unused = tf.Variable([1.0, 1.0]), tf.Variable([1.0, 1.0, 1.0])
+        with tf.GradientTape(persistent=True) as tape:
+            targets = [tf.reduce_sum(used * 3) for _ in range(4)]
+    listed = fe_backend.get_gradient(targets[0], [used, unused], tape=tape)
+    assert isinstance(listed, list) and listed[1] is None
+    np.testing.assert_allclose(np.asarray(listed[0]), [3.0, 3.0])
+    paired = fe_backend.get_gradient(targets[1], (used, unused), tape=tape)
+    assert isinstance(paired, tuple) and len(paired) == 2 and paired[1] is None  # a tuple stays a tuple
+    assert fe_backend.get_gradient(targets[2], unused, tape=tape) is None
+    zeros = get_backend(framework).get_gradient(targets[3], [used, unused], tape=tape)
+    np.testing.assert_array_equal(np.asarray(zeros[1]), [0.0, 0.0, 0.0])
+
+
 def test_torch_save_model_refuses_architecture_and_a_missing_optimizer(tmp_path: Any) -> None:
     from fe_ray import backend as fe_backend
 

@@ -34,9 +34,31 @@ def test_roll(framework: str) -> None:
     check(fe.backend.roll(x, shift=2, axis=1), framework, [[2, 3, 1], [6, 7, 5]])
     check(fe.backend.roll(x, shift=-2, axis=1), framework, [[3, 1, 2], [7, 5, 6]])
     check(fe.backend.roll(x, shift=[-1, -1], axis=[0, 1]), framework, [[6, 7, 5], [2, 3, 1]])
-    for shift, axis in ((1, [0, 1]), ([1, 2], [0]), ([1], 0)):
+    for shift, axis in ((1, [0, 1]), ([1, 2], [0]), ([1, 2], 0)):
         with pytest.raises(ValueError, match=r"roll: shift .* and axis .* do not pair up"):
             fe.backend.roll(x, shift=shift, axis=axis)
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_roll_takes_tensor_and_numpy_shifts_and_tuple_axes(framework: str) -> None:
+    # FE passes shift / axis straight to the framework's roll, which takes all of these.
+    x = make(framework, [[1.0, 2.0, 3.0], [5.0, 6.0, 7.0]])
+    check(fe.backend.roll(x, make(framework, 1, "int32"), 1), framework, [[3, 1, 2], [7, 5, 6]])
+    check(fe.backend.roll(x, np.int64(1), np.int64(0)), framework, [[5, 6, 7], [1, 2, 3]])
+    check(fe.backend.roll(x, 1, (0,)), framework, [[5, 6, 7], [1, 2, 3]])
+    check(fe.backend.roll(x, [1], 0), framework, [[5, 6, 7], [1, 2, 3]])
+    check(fe.backend.roll(x, make(framework, [-1, -1]), (0, 1)), framework, [[6, 7, 5], [2, 3, 1]])
+    check(fe.backend.roll(x, np.array([2]), [np.int32(1)]), framework, [[2, 3, 1], [6, 7, 5]])
+    with pytest.raises(TypeError, match=r"roll: shift must be an int, a list of ints or an integer tensor, got 1\.5"):
+        fe.backend.roll(x, 1.5, 0)
+
+
+def test_roll_reads_a_traced_tf_shift_in_the_graph() -> None:
+    @tf.function(input_signature=[tf.TensorSpec([None, 3], tf.float32), tf.TensorSpec([], tf.int32)])
+    def rolled(x: tf.Tensor, shift: tf.Tensor) -> tf.Tensor:
+        return fe.backend.roll(x, shift, 1)
+
+    check(rolled(tf.constant([[1.0, 2.0, 3.0]]), tf.constant(2)), "tf", [[2, 3, 1]])
 
 
 # --------------------------------------------------------------------------------------------------- indexing

@@ -58,6 +58,24 @@ def test_tensor_pow(framework: str) -> None:
 
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_tensor_pow_takes_tensor_and_numpy_powers(framework: str) -> None:
+    # FE hands the power to torch.pow / tf.pow / np.power, which all take these.
+    x = make(framework, [1.0, 2.0, 3.0], "float32")
+    check(fe.backend.tensor_pow(x, make(framework, 2.0, "float32")), framework, [1, 4, 9], "float32")
+    check(fe.backend.tensor_pow(x, np.float32(2.0)), framework, [1, 4, 9], "float32")
+    promoted = "float64" if framework == "np" else "float32"  # numpy 2: an int64 scalar is no weak Python int
+    check(fe.backend.tensor_pow(x, np.int64(3)), framework, [1, 8, 27], promoted)
+    check(fe.backend.tensor_pow(x, np.array([1.0, 2.0, 3.0], "float32")), framework, [1, 4, 27], "float32")
+    check(fe.backend.tensor_pow(x, make(framework, [3.0, 2.0, 1.0], "float32")), framework, [1, 4, 3], "float32")
+    roots = fe.backend.tensor_pow(make(framework, [1, 4, 9], "int32"), make(framework, 0.5, "float32"))
+    check(roots, framework, [1, 2, 3], "float64" if framework == "np" else "float32")
+    if framework != "np":
+        other = "tf" if framework == "torch" else "torch"
+        with pytest.raises(TypeError, match=r"tensor_pow: power must be an int or float, got"):
+            fe.backend.tensor_pow(x, make(other, 2.0))
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_tensor_sqrt(framework: str) -> None:
     expected = [[1.0, 2.0, math.sqrt(6)], [2.0, 3.0, 4.0]]
     check(fe.backend.tensor_sqrt(make(framework, [[1, 4, 6], [4, 9, 16]], "float32")), framework, expected,
@@ -189,6 +207,24 @@ def test_random_uniform_like(framework: str) -> None:
     assert default.dtype == np.float64 and 0.0 <= default.min() and default.max() < 1.0
 
 
+@pytest.mark.parametrize("framework", ["tf", "np"])
+def test_random_uniform_like_draws_integers_on_tf_and_numpy(framework: str) -> None:
+    tf.random.set_seed(2), np.random.seed(2)
+    for name in ("int32", "int64"):
+        noise = fe.backend.random_uniform_like(make(framework, np.ones((50, 40))), 0, 10, dtype=name)
+        values = np.asarray(noise)
+        assert values.dtype == np.dtype(name) and values.shape == (50, 40)
+        assert values.min() == 0 and values.max() == 9  # [minval, maxval), every value drawn among 2000
+    if framework == "tf":
+        with pytest.raises(ValueError, match=r"integer noise in TF needs whole-number bounds, got minval 0\.5"):
+            fe.backend.random_uniform_like(tf.ones(3), 0.5, 10, dtype="int32")
+
+
+def test_random_uniform_like_refuses_integers_on_torch() -> None:
+    with pytest.raises(ValueError, match=r"dtype 'int32' is no floating type noise can take here"):
+        fe.backend.random_uniform_like(torch.ones(3), 0, 10, dtype="int32")  # torch.rand_like cannot either
+
+
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 @pytest.mark.parametrize("call, message", [
     (lambda x: fe.backend.random_normal_like(x, dtype="int32"), r"dtype 'int32' is no floating type.*'float16'"),
@@ -266,6 +302,38 @@ def test_get_image_dims(framework: str) -> None:
     assert fe.backend.get_image_dims(make(framework, np.zeros(layout[1:]))) == (3, 12, 10)
     with pytest.raises(ValueError, match=r"needs an image with 3 axes or a batch with 4, got shape \[12, 10\]"):
         fe.backend.get_image_dims(make(framework, np.zeros((12, 10))))
+
+
+def test_get_shape_and_image_dims_in_a_traced_tf_graph_read_unknown_sizes() -> None:
+    # FE's TF get_shape is tf.shape: sizes a traced graph does not know are its running sizes, usable in reshape.
+    seen = {}
+
+    @tf.function(input_signature=[tf.TensorSpec([None, None, 5, 3], tf.float32)])
+    def traced(x: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        shape, dims = fe.backend.get_shape(x), fe.backend.get_image_dims(x)
+        seen["shape"], seen["dims"] = shape, dims
+        flat = fe.backend.reshape(x, [shape[0], shape[1], 15])
+        return flat, tf.stack([tf.cast(size, tf.int32) for size in dims])
+
+    flat, dims = traced(tf.ones((2, 4, 5, 3)))
+    assert flat.shape == (2, 4, 15)
+    np.testing.assert_array_equal(dims.numpy(), [3, 4, 5])  # channels, height, width
+    assert isinstance(seen["shape"], tuple) and seen["shape"][2:] == (5, 3)  # known sizes stay Python ints
+    assert all(tf.is_tensor(size) for size in seen["shape"][:2]) and seen["dims"][0] == 3
+    assert fe.backend.get_shape(tf.ones((2, 4))) == (2, 4)  # eager: plain ints, as before
+
+
+def test_check_nan_in_a_traced_tf_graph_gives_a_bool_tensor() -> None:
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.float32), tf.TensorSpec([None], tf.int32)])
+    def traced(x: tf.Tensor, ints: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+        found = fe.backend.check_nan(x)
+        assert tf.is_tensor(found) and found.dtype == tf.bool  # FE: a bool tensor (Python needs the values)
+        return found, fe.backend.check_nan(ints), fe.backend.check_nan([x, 1.0])
+
+    for values, expected in (([1.0, 2.0], False), ([1.0, np.nan], True), ([np.inf], True)):
+        found, ints, listed = traced(tf.constant(values, tf.float32), tf.constant([1], tf.int32))
+        assert bool(found) is expected and bool(listed) is expected and not bool(ints)
+    assert fe.backend.check_nan(tf.constant([np.nan])) is True  # eager: a Python bool, as before
 
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)
