@@ -165,7 +165,7 @@ class Estimator(EstimatorWarmup):
         for trace in get_current_items(traces):
             trace.system = self.system
         self.traces_in_use = traces
-        self.system.traces = traces
+        self.system.traces_in_use = traces  # system.traces stays the user's list, as in FastEstimator
 
     def _traces(self, mode: str, epoch: int | None, ds_id: str | None = None) -> list[Trace]:
         return sort_traces(get_current_items(self.traces_in_use, run_modes=mode, epoch=epoch, ds_id=ds_id))
@@ -267,27 +267,29 @@ class Estimator(EstimatorWarmup):
         mode, epoch = system.mode or "train", system.epoch_idx
         traces = self._traces(mode, epoch, ds_id)
         per_ds = [trace for trace in traces if isinstance(trace, PerDSTrace)]
-        if begin:
-            self._run_event("on_ds_begin", per_ds, data=Data())  # FastEstimator logs nothing written here
         steps = system.steps_per_epoch
-        with self.pipeline(mode=mode, epoch=epoch, ds_id=ds_id, steps_per_epoch=steps) as loader:
+        # A fit() stopped by a trace's on_begin leaves epoch 0, where FastEstimator still tests: the data and ops
+        # of epoch 1 serve it, while the System keeps epoch 0.
+        with self.pipeline(mode=mode, epoch=max(epoch, 1), ds_id=ds_id, steps_per_epoch=steps) as loader:
             length = steps if steps is not None else _safe_len(loader)
+            system.epoch_length = length
+            if mode == "eval":  # known to the dataset's on_ds_begin already, as in FastEstimator
+                system.eval_log_steps = _eval_log_steps(system.eval_log_steps_request, system.epoch_length)
+            if begin:
+                self._run_event("on_ds_begin", per_ds, data=Data())  # FastEstimator logs nothing written here
             # Resumed from a checkpoint taken after this dataset's last batch (before on_epoch_end): the Pipeline
             # has no position left for it, so running the loader would start the epoch over.
             if length is None or (system.batch_idx or 0) < length:
-                self._run_batches(eager, ds_id, loader, length, traces)
+                self._run_batches(eager, ds_id, loader, traces)
         self._run_event("on_ds_end", per_ds, data=epoch_data)
 
-    def _run_batches(self, eager: bool, ds_id: str, loader: Any, length: int | None, traces: list[Trace]) -> None:
+    def _run_batches(self, eager: bool, ds_id: str, loader: Any, traces: list[Trace]) -> None:
         system = self.system
         mode, epoch, steps = system.mode or "train", system.epoch_idx, system.steps_per_epoch
-        with self.network(mode=mode, epoch=epoch, ds_id=ds_id, desired_output_keys=self._wanted_keys(traces),
+        with self.network(mode=mode, epoch=max(epoch, 1), ds_id=ds_id, desired_output_keys=self._wanted_keys(traces),
                           warmup=False, eager=eager) as network, \
                 closing(with_lookahead(loader, self._lookahead_setter(network, traces),
                                         self._as_tensors)) as batches:
-            system.epoch_length = length
-            if mode == "eval":
-                system.eval_log_steps = _eval_log_steps(system.eval_log_steps_request, system.epoch_length)
             for batch in batches:
                 if mode == "train":
                     system.update_global_step()

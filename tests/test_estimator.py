@@ -555,3 +555,69 @@ def test_fastestimator_entry_points_monitor_names_with_none_and_record_history(c
     from fe_ray.summary import average_summaries
 
     assert callable(average_summaries)
+
+
+def _real_estimator(traces: list[Any], eval_data: Any = None, test_data: Any = None) -> Any:
+    """An fe.Pipeline (not the toy one) and a small classifier: 32 train samples in batches of 8."""
+    train, evaluation = digits_arrays("torch", n_train=32, n_eval=16)
+    data = fe.dataset.NumpyDataset(train)
+    pipeline = fe.Pipeline(train_data=data, eval_data=eval_data, test_data=test_data, batch_size=8)
+    return fe.Estimator(pipeline, classifier_network(torch_mlp()), epochs=1, traces=traces, log_steps=None)
+
+
+class _StopAtBegin(Trace):
+    def on_begin(self, data: Any) -> None:
+        if self.system.mode == "train":
+            self.system.stop_training = True  # e.g. "already trained": nothing to fit
+
+
+def test_test_after_a_fit_stopped_in_on_begin_runs_at_epoch_0() -> None:
+    """FastEstimator tests at epoch 0 after a fit() a trace stopped before its first epoch."""
+    _, evaluation = digits_arrays("torch", n_train=32, n_eval=16)
+    estimator = _real_estimator([_StopAtBegin()], test_data=fe.dataset.NumpyDataset(evaluation))
+    estimator.fit()
+    summary = estimator.test()
+    assert summary.history["test"]["epoch"] == {0: 0} and "ce" in summary.history["test"]
+
+
+class _Recorder(fe.trace.PerDSTrace):
+    def __init__(self) -> None:
+        super().__init__(mode="eval")
+        self.seen: list[tuple[str, Any]] = []
+
+    def on_begin(self, data: Any) -> None:
+        self.seen.append(("traces", [type(trace).__name__ for trace in self.system.traces]))
+
+    def on_ds_begin(self, data: Any) -> None:
+        self.seen.append((self.system.ds_id, self.system.eval_log_steps))
+
+
+def test_system_traces_are_the_users_and_eval_log_steps_are_set_before_on_ds_begin() -> None:
+    """As FastEstimator: system.traces holds the user's traces only (not TrainEssential or Logger), and a
+    dataset's eval_log_steps are known in its on_ds_begin."""
+    _, evaluation = digits_arrays("torch", n_train=32, n_eval=24)
+    recorder = _Recorder()
+    eval_data = {"small": fe.dataset.NumpyDataset({k: v[:8] for k, v in evaluation.items()}),
+                 "large": fe.dataset.NumpyDataset(evaluation)}
+    _real_estimator([recorder], eval_data=eval_data).fit()
+    assert recorder.seen[0] == ("traces", ["_Recorder"])
+    assert dict(recorder.seen[1:]) == {"small": ([1, 0, 0, 1], 1), "large": ([1, 1, 2, 3], 3)}
+
+
+def test_fastestimator_module_paths_of_data_dsdata_and_parse_freq() -> None:
+    from fe_ray.trace.trace import Freq, parse_freq
+    from fe_ray.util.base_util import IfElse, to_list
+    from fe_ray.util.data import Data, DSData
+    from fe_ray.util.util import to_number
+
+    logged: list[tuple[str, Any]] = []
+    data = Data({"x": 1}, on_log=lambda key, value: logged.append((key, value)))
+    per_ds = DSData("ds1", data)
+    per_ds.write_with_log("acc", 0.5)
+    per_ds.write_without_log("tmp", 2)
+    per_ds.write_per_instance_log("loss", [1, 2])
+    assert data["acc|ds1"] == 0.5 and data["tmp|ds1"] == 2 and per_ds["x"] == 1
+    assert logged == [("acc|ds1", 0.5)] and data.read_per_instance_logs() == {"loss|ds1": [1, 2]}
+    assert parse_freq("3e") == Freq(False, 3) and parse_freq(None) == Freq(False, 0)
+    assert IfElse(0, "y", "n") == "n" and to_list(None) == [] and to_number(3) == 3
+    assert Trace().mode == set() and Trace().ds_id == set()  # FastEstimator's empty sets: every mode / dataset

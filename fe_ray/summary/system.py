@@ -98,7 +98,11 @@ class System:
                  eval_log_steps: Sequence[int] = (), system_config: Any = None) -> None:
         self.network = network
         self.pipeline = pipeline
+        #: The user's traces, as FastEstimator's ``system.traces`` holds them.
         self.traces: list[Any] = to_list(traces)
+        #: The traces a fit()/test() runs: the Estimator's own (TrainEssential, Logger, ...) around the user's. Their
+        #: states are what checkpoints hold; empty before the first run.
+        self.traces_in_use: list[Any] = []
         self.mode = mode
         self.ds_id = ds_id
         self.num_devices = num_devices
@@ -204,7 +208,8 @@ class System:
 
     def _checkpointed_traces(self) -> list[Any]:
         # Output-only traces (Logger, ProgressBar) opt out so that changing the logging setup keeps checkpoints valid.
-        return [trace for trace in get_current_items(self.traces) if getattr(trace, "checkpointed", True)]
+        return [trace for trace in get_current_items(self.traces_in_use or self.traces)
+                if getattr(trace, "checkpointed", True)]
 
     def capture_state(self, copy_models: bool = True, buffers: SnapshotBuffers | None = None,
                       models: bool = True) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from fe_ray.trace.freq import Freq, parse_freq  # noqa: F401 - FastEstimator's module path for them
 from fe_ray.util import parse_ds_ids, parse_modes, to_list, to_set
 from fe_ray.util.fe_state import checkpoint_getstate, setstate_from_checkpoint, uses_getstate
 
@@ -68,6 +69,31 @@ class Data(ChainMap):
         return self.maps[2]
 
 
+
+class DSData(Data):
+    """A view of ``data`` whose writes go to ``<key>|<ds_id>`` (FastEstimator's per-dataset keys, as
+    :class:`PerDSTrace` traces log them): the same three layers and logging as ``data``, reads unchanged.
+
+    Args:
+        ds_id: The dataset id the written keys name.
+        data: The event's :class:`Data`.
+    """
+
+    def __init__(self, ds_id: str, data: Data) -> None:  # shares data's maps, so no ChainMap.__init__
+        self.maps = data.maps
+        self.ds_id = ds_id
+        self.per_instance_enabled = data.per_instance_enabled
+        self._on_log = data._on_log
+
+    def write_with_log(self, key: str, value: Any) -> None:
+        super().write_with_log(f"{key}|{self.ds_id}", value)
+
+    def write_without_log(self, key: str, value: Any) -> None:
+        super().write_without_log(f"{key}|{self.ds_id}", value)
+
+    def write_per_instance_log(self, key: str, value: Any) -> None:
+        super().write_per_instance_log(f"{key}|{self.ds_id}", value)
+
 def to_loggable(value: Any) -> Any:
     """Convert tensors to numpy; 0-d arrays become numpy scalars (picklable, printable, comparable)."""
     if hasattr(value, "detach") or type(value).__module__.startswith("tensorflow"):
@@ -119,8 +145,9 @@ class Trace:
                  mode: None | str | Iterable[str] = None, ds_id: None | str | Iterable[str] = None) -> None:
         self.inputs: list[str] = [str(key) for key in to_list(inputs)]
         self.outputs: list[str] = [str(key) for key in to_list(outputs)]
-        self.mode: set[str] | None = parse_modes(to_set(mode)) if mode is not None else None
-        self.ds_id: set[str] | None = parse_ds_ids(ds_id)
+        # Empty sets for "every mode / dataset", as FastEstimator keeps them (a trace may iterate or union them).
+        self.mode: set[str] = parse_modes(to_set(mode)) if mode is not None else set()
+        self.ds_id: set[str] = parse_ds_ids(ds_id) or set()
         self.fe_monitor_names: set[str] = set()
 
     def get_outputs(self, ds_ids: None | str | Iterable[str] = None) -> list[str]:

@@ -129,11 +129,11 @@ def test_trace_arguments_are_checked() -> None:
 
 def test_positional_arguments_follow_fastestimator() -> None:
     saver = ImageSaver("x", "/tmp/out", "train")  # FastEstimator's (inputs, save_dir, mode)
-    assert (saver.save_dir, saver.mode, saver.dpi, saver.ds_id) == ("/tmp/out", {"train"}, 300, None)
+    assert (saver.save_dir, saver.mode, saver.dpi, saver.ds_id) == ("/tmp/out", {"train"}, 300, set())
     extra = ImageSaver("x", "/tmp/out", "train", 72, "ds1")
     assert (extra.dpi, extra.ds_id) == (72, {"ds1"})
     viewer = ImageViewer("x", "test", False)  # FastEstimator's (inputs, mode, interactive)
-    assert (viewer.mode, viewer.interactive, viewer.ds_id) == ({"test"}, False, None)
+    assert (viewer.mode, viewer.interactive, viewer.ds_id) == ({"test"}, False, set())
     assert ImageViewer("x", "test", True, "!ds2").ds_id == {"!ds2"}
 
 

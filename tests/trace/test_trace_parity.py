@@ -209,7 +209,7 @@ def test_lr_scheduler_ds_id_filters_step_calls() -> None:
     traces = [LRScheduler(model, lambda step: calls["a"].append(step) or 0.1, "a"),
               LRScheduler(model, lambda step: calls["!a"].append(step) or 0.1, ds_id="!a"),
               LRScheduler(model, lambda step: calls["all"].append(step) or 0.1)]
-    assert traces[0].ds_id == {"a"} and traces[2].ds_id is None
+    assert traces[0].ds_id == {"a"} and traces[2].ds_id == set()  # FastEstimator's empty set: every dataset
     _fit(model, traces, epochs=2, pipeline=pipeline)
     assert calls == {"a": [1, 3], "!a": [2, 4], "all": [1, 2, 3, 4]}  # one batch of 'a', then one of 'b'
     epochs: list[int] = []

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from fe_ray.backend import get_framework
+from fe_ray.trace.freq import Freq
+from fe_ray.trace.freq import parse_freq as parse_frequency
 from fe_ray.trace.io.tensorboard_writer import (
     EventWriters,
     check_tensorflow,
@@ -25,47 +25,9 @@ from fe_ray.util import to_list
 PREFIX = "FastEstimator-Tensorboard: "
 
 
-@dataclass
-class Freq:
-    """How often something happens: every ``freq`` steps (``is_step``) or epochs; ``freq`` 0 is never."""
-
-    is_step: bool
-    freq: int
-
-    def at_step(self, step: int) -> bool:
-        return self.is_step and self.freq > 0 and step % self.freq == 0
-
-    def at_epoch(self, epoch: int) -> bool:
-        return not self.is_step and self.freq > 0 and epoch % self.freq == 0
-
-
 def parse_freq(freq: None | str | int, name: str = "update_freq") -> Freq:
-    """Read a frequency as FastEstimator does: None (never), an int N (every N steps), 'step' / 's' (every step),
-    'epoch' / 'e' (every epoch), or '<N>s' / '<N>e' (every N steps / epochs).
-
-    Raises:
-        ValueError: If ``freq`` is not one of those or N is not positive.
-        TypeError: If ``freq`` is neither None, an int nor a str.
-    """
-    if freq is None:
-        return Freq(False, 0)
-    if isinstance(freq, bool) or not isinstance(freq, (int, str)):
-        raise TypeError(f"TensorBoard {name} must be None, an int (steps) or a str like '5s' / '2e', got "
-                        f"{type(freq).__name__} {freq!r}.")
-    if isinstance(freq, int):
-        if freq < 1:
-            raise ValueError(f"TensorBoard {name} must be a positive number of steps, got {freq!r}; pass None to "
-                             "turn it off.")
-        return Freq(True, freq)
-    if freq in ("step", "s"):
-        return Freq(True, 1)
-    if freq in ("epoch", "e"):
-        return Freq(False, 1)
-    match = re.fullmatch(r"([0-9]+)([se])", freq)
-    if match is None or int(match[1]) < 1:
-        raise ValueError(f"TensorBoard {name} {freq!r} is not a frequency: use an int N or '<N>s' (every N steps), "
-                         "'<N>e' (every N epochs), 'step' or 'epoch', with N >= 1.")
-    return Freq(match[2] == "s", int(match[1]))
+    """:func:`fe_ray.trace.freq.parse_freq` for a TensorBoard argument (its errors name the trace and ``name``)."""
+    return parse_frequency(freq, f"TensorBoard {name}")
 
 
 def scalar_value(value: Any) -> float | None:

@@ -91,7 +91,7 @@ class InstanceTracker(Trace):
 
     def on_end(self, data: Data) -> None:
         summaries: dict[Any, Summary] = {}
-        modes = sorted(self.mode) if self.mode is not None else sorted(self.index_history)
+        modes = sorted(self.mode) if self.mode else sorted(self.index_history)
         for mode in modes:
             history = self.index_history.get(mode, {})
             final = sorted(((idx, values[-1][1]) for idx, values in history.items()), key=lambda item: item[1])
