@@ -177,6 +177,8 @@ def test_hadamard_errors() -> None:
         op.forward([np.array(-1)], {})
     with pytest.raises(ValueError, match="needs integer class labels"):
         op.forward_batch([np.array([0.5, 1.0])], {})
+    # Whole-number float labels are cast, as FastEstimator's gather does.
+    np.testing.assert_array_equal(op.forward([np.float32(2)], {})[0], op.forward([np.array(2)], {})[0])
     with pytest.raises(ValueError, match="power of 2"):
         UnHadamard(inputs="c", outputs="p", n_classes=4, code_length=6)
 

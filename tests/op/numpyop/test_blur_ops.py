@@ -320,3 +320,12 @@ def test_advanced_argument_errors(kwargs: dict[str, Any], match: str) -> None:
 def test_advanced_ranges_read_as_albumentations() -> None:
     op = Blur("x", "x", advanced=True, sigmaX_limit=2, rotate_limit=30, beta_limit=4, noise_limit=1.5)
     assert (op.sigmaX_limit, op.rotate_limit, op.beta_limit, op.noise_limit) == ((0, 2), (-30, 30), (0, 4), (0, 1.5))
+
+
+def test_downscale_enlarges_back_with_opencvs_step() -> None:
+    """OpenCV steps back up by 1 / (size / small): at scale 0.28 a 100-pixel ramp shrinks to 28 columns and column 25
+    reads small column 7 (source column 25), where the step small / size would read column 6."""
+    ramp = np.tile(np.arange(100, dtype=np.uint8), (4, 1))
+    out = Downscale("x", "x").apply(ramp, 0.28)
+    assert out[0, 24:27].tolist() == [21, 21, 25] and out[0, 50] == 46
+

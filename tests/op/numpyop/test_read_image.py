@@ -121,3 +121,48 @@ def test_in_a_pipeline_with_a_labeled_dir_dataset(tmp_path: Path) -> None:
     assert batch["x"].shape == (2, 2, 2, 3) and batch["x"].dtype == np.uint8
     np.testing.assert_array_equal(batch["x"][0], RGB)
     np.testing.assert_array_equal(batch["y"], [0, 1])
+
+
+def _png_rgb16(path: Path, pixels: np.ndarray) -> str:
+    """A 16-bit truecolour PNG written by hand (Pillow cannot write one): signature, IHDR, IDAT, IEND."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+    height, width, _ = pixels.shape
+    rows = b"".join(b"\x00" + pixels[row].astype(">u2").tobytes() for row in range(height))
+    header = struct.pack(">IIBBBBB", width, height, 16, 2, 0, 0, 0)
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows))
+                     + chunk(b"IEND", b""))
+    return str(path)
+
+
+def test_16_bit_colour_png_unchanged_is_refused_not_truncated_and_1_bit_png_is_one_channel(tmp_path: Path) -> None:
+    """OpenCV (under FastEstimator) keeps a 16-bit colour PNG's uint16 values; Pillow would give 8 bits, so fe_ray
+    refuses that read rather than return wrong values. A 1-bit PNG read unchanged is one channel, as OpenCV's."""
+    path = _png_rgb16(tmp_path / "rgb16.png", np.array([[[1799, 771, 0]]], dtype=np.uint16))
+    with pytest.raises(ValueError, match=r"16-bit colour PNG .*color_flag='color'"):
+        _read(path, color_flag=IMREAD_UNCHANGED)
+    assert _read(path).shape == (1, 1, 3)  # 8-bit colour reads stay allowed
+    bits = tmp_path / "bits.png"
+    Image.fromarray(np.array([[0, 255], [255, 0]], dtype=np.uint8)).convert("1").save(bits)
+    unchanged = _read(str(bits), color_flag=IMREAD_UNCHANGED)
+    assert unchanged.shape == (2, 2, 1) and unchanged[:, :, 0].tolist() == [[0, 255], [255, 0]]
+
+
+def test_gray_reads_of_a_colour_jpeg_decode_its_luma_plane(tmp_path: Path) -> None:
+    """OpenCV reads a colour JPEG as gray from its luma plane; decoding RGB and converting back differs by up to
+    ~20 levels on real photos."""
+    rng = np.random.default_rng(0)
+    path = tmp_path / "photo.jpg"
+    Image.fromarray(rng.integers(0, 256, (32, 32, 3), dtype=np.uint8)).save(path, quality=90)
+    with Image.open(path) as opened:
+        opened.draft("L", opened.size)
+        luma = np.asarray(opened.convert("L"))
+    with Image.open(path) as opened:
+        via_rgb = np.asarray(opened.convert("RGB").convert("L"))
+    gray = _read(str(path), color_flag=IMREAD_GRAYSCALE)
+    assert not np.array_equal(luma, via_rgb)  # the two decodings differ on this image
+    np.testing.assert_array_equal(gray[..., 0], luma)

@@ -36,7 +36,10 @@ def downscale_nearest(image: np.ndarray, scale: float) -> np.ndarray:
     if small_h < 1 or small_w < 1:
         raise ValueError(f"Downscale by {scale} leaves no pixels of a {height}x{width} image; raise scale_min.")
     small = image[_nearest_rows(small_h, height, 1.0 / scale)][:, _nearest_rows(small_w, width, 1.0 / scale)]
-    return small[_nearest_rows(height, small_h, small_h / height)][:, _nearest_rows(width, small_w, small_w / width)]
+    # OpenCV's step back up is 1 / (size / small), not small / size: the two differ in the last bit, which moves
+    # the rows and columns whose source position lands on a whole number.
+    return small[_nearest_rows(height, small_h, 1.0 / (height / small_h))][
+        :, _nearest_rows(width, small_w, 1.0 / (width / small_w))]
 
 
 class Downscale(UnivariateOp):

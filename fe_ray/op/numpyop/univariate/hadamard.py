@@ -71,6 +71,9 @@ class Hadamard(NumpyOp):
 
     def _check(self, key: str, value: Any) -> np.ndarray:
         labels = np.asarray(value)
+        if np.issubdtype(labels.dtype, np.floating) and np.all(np.isfinite(labels)) and \
+                np.array_equal(labels, np.round(labels)):
+            labels = labels.astype(np.int64)  # whole-number float labels, as FastEstimator's gather casts them
         if not np.issubdtype(labels.dtype, np.integer):
             raise ValueError(f"Hadamard {key!r} needs integer class labels, got dtype {labels.dtype} (e.g. "
                              f"{labels.reshape(-1)[:3].tolist()}); cast them to int first.")

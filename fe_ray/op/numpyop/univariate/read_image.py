@@ -98,9 +98,20 @@ class ReadImage(NumpyOp):
         image_module, image_ops = _pillow()
         try:
             with image_module.open(path) as opened:
+                if self.color_flag == IMREAD_GRAYSCALE and opened.format == "JPEG":
+                    # Decode the luma plane itself, as OpenCV does: converting decoded RGB back to gray moves
+                    # values by up to ~20 levels.
+                    opened.draft("L", opened.size)
                 opened.load()
+                if self.color_flag == IMREAD_UNCHANGED and _sixteen_bit_colour(opened, path):
+                    raise _SixteenBitColour(path)
                 image = opened if self.color_flag == IMREAD_UNCHANGED else image_ops.exif_transpose(opened)
                 return self._convert(image)
+        except _SixteenBitColour:
+            raise ValueError(f"ReadImage cannot read the 16-bit colour PNG {path!r} unchanged (color_flag=-1): fe_ray "
+                             "decodes with Pillow, which keeps 8 bits of colour PNGs, where OpenCV (under "
+                             "FastEstimator) keeps uint16. Read it with color_flag='color' (8 bits, as OpenCV scales "
+                             "it), or save it as .npy or as 16-bit gray.") from None
         except (OSError, SyntaxError, ValueError) as error:  # what Pillow raises for files it cannot decode
             raise ValueError(f"ReadImage could not decode {path!r} as an image: {error}") from None
 
@@ -117,6 +128,8 @@ class ReadImage(NumpyOp):
             return np.asarray(image.convert("RGB"))
         if image.mode == "P":
             image = image.convert("RGBA" if "transparency" in image.info else "RGB")
+        elif image.mode == "1":
+            image = image.convert("L")  # a 1-bit file is one channel, as OpenCV reads it
         elif image.mode not in ("L", "LA", "RGB", "RGBA"):
             image = image.convert("RGB")
         array = np.asarray(image)
@@ -126,3 +139,17 @@ class ReadImage(NumpyOp):
         if array.ndim == 3:
             array = np.concatenate([array[..., 2::-1], array[..., 3:]], axis=-1)  # RGB(A) -> BGR(A), as OpenCV
         return np.ascontiguousarray(array)
+
+
+class _SixteenBitColour(Exception):
+    """A 16-bit colour PNG read unchanged (see :func:`_sixteen_bit_colour`)."""
+
+
+def _sixteen_bit_colour(opened: Any, path: str) -> bool:
+    """Whether ``opened`` is a 16-bit colour PNG, which Pillow decodes to 8 bits only (its header says so)."""
+    if opened.format != "PNG":
+        return False
+    with open(path, "rb") as file:
+        header = file.read(26)
+    # IHDR's bit depth and colour type follow the 8-byte signature, the chunk's 8-byte head and 8 bytes of size.
+    return len(header) == 26 and header[24] == 16 and header[25] in (2, 6)  # truecolour, with or without alpha
