@@ -140,7 +140,8 @@ def build_model_fn(model: keras.Model, layers: Sequence[str | int]) -> Callable[
     Args:
         model: The model: Sequential, functional or subclassed.
         layers: Layers whose outputs are also returned: names or indexes into the model's recursive layer list
-            (``model._flatten_layers(include_self=False, recursive=True)``), so layers inside nested models count.
+            (:func:`nested_layers`: each layer followed by the layers nested in it), so layers inside nested models
+            count.
             Each chosen layer's ``call`` is wrapped (once, however often this runs) to record its output during the
             model's ordinary forward pass, eager or traced, with gradients flowing as usual.
 
@@ -152,7 +153,7 @@ def build_model_fn(model: keras.Model, layers: Sequence[str | int]) -> Callable[
         ValueError: If an entry names no layer, names several, or its index is out of range, listing the choices.
     """
     relax_input_spec(model)  # again here: a model rebuilt from Keras' saving format (a Ray replica) lost it
-    flat = [(layer.name, layer) for layer in model._flatten_layers(include_self=False, recursive=True)]
+    flat = [(layer.name, layer) for layer in nested_layers(model)]
     owner = getattr(model, "model_name", model.name)
     recorders = [_call_wrapper(pick(flat, entry, owner, "that (recursive) list")[1]) for entry in layers]
     spread = takes_several_inputs(model.call, ignore=("training", "mask"))
@@ -161,6 +162,25 @@ def build_model_fn(model: keras.Model, layers: Sequence[str | int]) -> Callable[
         return run_recording(recorders, layers, lambda: feed_forward(model, x, training, spread))
 
     return run
+
+
+def nested_layers(model: keras.layers.Layer) -> list[keras.layers.Layer]:
+    """Every layer of ``model``, each followed by the layers nested in it, in each model's own order, as
+    FastEstimator's (tf.keras 2) recursive list numbers them: a nested Sequential's input layer comes before its
+    first layer. Keras 3's own recursive walk lists a nested model's layers last-first, so indexes would pick other
+    layers. A layer shared by several models counts once, where it first appears."""
+    found: list[keras.layers.Layer] = []
+    seen: set[int] = set()
+
+    def walk(layer: keras.layers.Layer) -> None:
+        for child in layer._flatten_layers(include_self=False, recursive=False):
+            if id(child) not in seen:
+                seen.add(id(child))
+                found.append(child)
+                walk(child)
+
+    walk(model)
+    return found
 
 
 def relax_input_spec(model: keras.Model) -> None:

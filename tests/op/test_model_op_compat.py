@@ -137,10 +137,30 @@ def test_tf_int_entries_index_the_recursive_layer_list(eager: bool) -> None:
     np.testing.assert_allclose(out["head"], out["pred"], atol=1e-6)
 
     nested = keras_nested()  # recursive: the nested model's layers have indexes too
-    names = [layer.name for layer in nested._flatten_layers(include_self=False, recursive=True)]
+    from fe_ray.backend.tf import nested_layers
+
+    names = [layer.name for layer in nested_layers(nested)]
     op = ModelOp(model=nested, inputs="x", outputs=["pred", "h"], intermediate_layers=names.index("inner_hidden"))
     out = run([op], "tf", {"x": X}, {"pred", "h"}, eager=eager)
     np.testing.assert_allclose(out["h"], layer_of(nested, "inner_hidden")(X).numpy(), atol=1e-6)
+
+
+def test_tf_int_entries_number_nested_layers_as_fastestimator() -> None:
+    """tf.keras 2's order (FastEstimator's): each layer, then the layers nested in it in their own order, a nested
+    Sequential's input layer first. Keras 3's recursive walk lists a nested model's layers last-first."""
+    import keras
+
+    from fe_ray.backend.tf import nested_layers
+
+    inner = keras.Sequential([keras.layers.Dense(5, name="a1"), keras.layers.Dense(4, name="a2"),
+                              keras.layers.Dense(6, name="a3")], name="inner")
+    inputs = keras.Input((4,))
+    model = fe.build(lambda: keras.Model(inputs, keras.layers.Dense(3, name="out")(inner(inputs))), "adam")
+    names = [layer.name for layer in nested_layers(model)]
+    assert names[1:] == ["inner", names[2], "a1", "a2", "a3", "out"] and names[2].startswith("input_layer")
+    op = ModelOp(model=model, inputs="x", outputs=["p", "f3", "f4"], intermediate_layers=[3, 4])
+    out = run([op], "tf", {"x": np.ones((2, 4), np.float32)}, {"p", "f3", "f4"})
+    assert out["f3"].shape == (2, 5) and out["f4"].shape == (2, 4)  # a1's and a2's outputs
 
 
 def test_tf_bad_entries_name_the_choices() -> None:

@@ -31,8 +31,9 @@ class ModelOp(TensorOp):
             ``stop_gradient``), e.g. for a frozen teacher.
         intermediate_layers: Layers whose outputs are also returned, each a name or an index. Torch: a key of
             ``dict(model.named_modules())`` or an index into ``list(model.named_modules())`` (0 is the model
-            itself). TF: a layer name or an index into the recursive layer list
-            ``model._flatten_layers(include_self=False, recursive=True)``, so layers of nested sub-models count.
+            itself). TF: a layer name or an index into the recursive layer list as FastEstimator (tf.keras 2)
+            numbers it: each layer followed by the layers nested in it, a nested Sequential's input layer first
+            (:func:`fe_ray.backend.tf.nested_layers`), so layers of nested sub-models count.
             Their outputs are recorded during the model's ordinary forward pass (torch forward hooks; Keras: the
             layer's ``call`` is wrapped), installed once when the op is built.
 
