@@ -136,8 +136,8 @@ def test_reduce_lr_on_plateau_max_mode_min_lr_and_default_metric() -> None:
     estimator = fe.Estimator(ToyPipeline(train, evaluation, batch_size=8), network, epochs=3,
                              traces=[Feed([0.5, 0.4, 0.3]), maximize], log_steps=None)
     estimator.fit()
-    # epochs 2 and 3 are worse than 0.5: two cuts, the second stopped at min_lr
-    assert get_lr(model) == pytest.approx(0.002)
+    # epochs 2 and 3 are worse than 0.5: two cuts, the second stopped at min_lr, exactly as given (FastEstimator)
+    assert get_lr(model) == 0.002
     assert maximize.best == 0.5 and maximize.wait == 0
 
 
@@ -284,3 +284,35 @@ def test_lr_scheduler_restore_leaves_scheduled_optimizers_their_own_rates() -> N
     single = torch_mlp(lr=0.05)  # one optimizer: the saved rate is its own, and restored
     LRScheduler(model=single, lr_fn=lambda epoch: 0.01 / epoch).load_state_dict({"lr": 0.5})
     assert single.current_optimizer.param_groups[0]["lr"] == 0.5
+
+
+def test_early_stopping_decides_an_improvement_of_exactly_min_delta_as_fastestimator() -> None:
+    """FastEstimator's expressions (current - min_delta > best; current + min_delta < best): an accuracy step of
+    k / N with min_delta 1 / N rounds as there."""
+    from fe_ray.trace import EarlyStopping
+
+    stopper = EarlyStopping(monitor="accuracy", compare="max", min_delta=0.01)
+    stopper.best = 0.5
+    assert not stopper._improved(0.51) and stopper._improved(0.52)
+    lower = EarlyStopping(monitor="ce", compare="min", min_delta=0.01)
+    lower.best = 0.4
+    assert not lower._improved(0.39) and lower._improved(0.38)
+
+
+def test_best_model_saver_logs_its_best_in_the_metrics_float_dtype(tmp_path: Any) -> None:
+    """As FastEstimator logs the metric's own value: a float32 loss's best is float32, so a CSV reads the same number
+    for the metric and its best."""
+    import types
+
+    from fe_ray.trace import BestModelSaver, Data
+
+    saver = BestModelSaver(torch_mlp(), str(tmp_path), metric="ce")
+    saver.system = types.SimpleNamespace(sync_models=lambda: None, mode="eval")
+    saver.on_begin(Data())
+    data = Data({"ce": np.float32(4.51819)})
+    saver.on_epoch_end(data)
+    assert type(data["min_ce"]) is np.float32 and data["min_ce"] == data["ce"]
+    later = Data({"ce": np.float32(5.0)})
+    saver.on_epoch_end(later)
+    assert later["min_ce"] == np.float32(4.51819) and later["since_best_ce"] == 1
+

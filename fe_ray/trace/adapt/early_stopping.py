@@ -58,9 +58,11 @@ class EarlyStopping(Trace):
         self.best_weights: dict[str, Any] | None = None
 
     def _improved(self, value: float) -> bool:
+        # FastEstimator's expressions: mathematically value - best < -min_delta, but they round differently, and an
+        # improvement of exactly min_delta (accuracies k / N with min_delta 1 / N) must decide as there.
         if self.compare == "min":
-            return value - self.best < -self.min_delta
-        return value - self.best > self.min_delta
+            return value + self.min_delta < self.best
+        return value - self.min_delta > self.best
 
     def on_begin(self, data: Data) -> None:
         self._reset()

@@ -110,7 +110,7 @@ class LRScheduler(Trace):
         log_steps = self.system.log_steps
         step = self.system.global_step or 0
         if log_steps and (step % log_steps == 0 or step == 1):
-            data.write_with_log(self.outputs[0], get_lr(self.model))
+            data.write_with_log(self.outputs[0], np.float32(get_lr(self.model)))  # as FastEstimator logs it
 
     def on_epoch_end(self, data: Data) -> None:
         if self.loss_key is None:

@@ -74,9 +74,9 @@ class ReduceLROnPlateau(Trace):
         self.wait += 1
         if self.wait < self.patience:
             return
+        # The cut rate in float32, as FastEstimator: what a Keras optimizer's variable holds, so torch and TF train
+        # with one rate; the floor min_lr exactly as given, as there.
         new_lr = max(self.min_lr, float(np.float32(self.factor * get_lr(self.model))))
-        # float32, as FastEstimator: what a Keras optimizer's variable holds, so torch and TF train with one rate.
-        new_lr = float(np.float32(new_lr))
         set_lr(self.model, new_lr)
         # A distributed network normally forwards a rate set on the driver with its next step. Here a trace later
         # in this same event (a RestoreWizard checkpoint, a BestModelSaver) may first copy the replicas' state,
@@ -85,7 +85,7 @@ class ReduceLROnPlateau(Trace):
         # context), so the push changes nothing else. In process this does nothing.
         self.system.push_models()
         self.wait = 0
-        data.write_with_log(self.outputs[0], new_lr)
+        data.write_with_log(self.outputs[0], np.float32(new_lr))  # FastEstimator logs the float32
         print(f"FastEstimator-ReduceLROnPlateau: learning rate reduced to {new_lr}", flush=True)
 
     def state_dict(self) -> dict[str, Any]:

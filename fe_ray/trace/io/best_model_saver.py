@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
 from fe_ray.backend import load_model, save_model
 from fe_ray.trace.best_value import check_best_mode, epoch_value, improves, loss_metric, worst_value
 from fe_ray.trace.io.model_saver import check_architecture_saving, check_weights_name
@@ -73,7 +75,7 @@ class BestModelSaver(Trace):
         else:
             self.since_best += 1
         data.write_with_log(self.outputs[0], self.since_best)
-        data.write_with_log(self.outputs[1], self.best)
+        data.write_with_log(self.outputs[1], _in_dtype_of(data.get(self.metric), self.best))
 
     def on_end(self, data: Data) -> None:
         if self.load_best_final and self.model_path:
@@ -88,3 +90,11 @@ class BestModelSaver(Trace):
         self.best = float(state["best"])
         self.since_best = int(state["since_best"])
         self.model_path = state.get("model_path")
+
+
+def _in_dtype_of(raw: Any, best: float) -> Any:
+    """``best`` in the float dtype of the metric's logged value (a float32 loss stays float32), as FastEstimator
+    logs the metric's own value: a CSV or Summary then reads the same number for the metric and its best."""
+    if isinstance(raw, (np.floating, np.ndarray)) and np.issubdtype(raw.dtype, np.floating) and raw.ndim == 0:
+        return raw.dtype.type(best)
+    return best
