@@ -49,8 +49,8 @@ def huber(y_true: Tensor, y_pred: Tensor, beta: float = 1.0) -> Tensor:
         beta: Where the loss turns from quadratic to linear (torch's ``delta``, Keras' ``delta``).
 
     Returns:
-        One loss per sample: shape ``(batch, ...)`` without the last axis, or ``(batch,)`` (element-wise) for 1-d
-        predictions.
+        One loss per sample: shape ``(batch, ...)`` without the last axis. 1-d ``(batch,)`` predictions give one
+        scalar (the mean), except with TF tensors, where they give one loss per element, as in FastEstimator.
 
     Raises:
         TypeError: If ``y_pred`` is no torch / TF tensor.
@@ -70,7 +70,8 @@ def smooth_l1_loss(y_true: Tensor, y_pred: Tensor, beta: float = 1.0) -> Tensor:
         beta: Where the loss turns from quadratic to linear.
 
     Returns:
-        One loss per sample, shaped as for :func:`huber`.
+        One loss per sample: shape ``(batch, ...)`` without the last axis; a scalar (the mean) for 1-d ``(batch,)``
+        predictions, as in FastEstimator.
 
     Raises:
         TypeError: If ``y_pred`` is no torch / TF tensor.
@@ -101,7 +102,7 @@ def hinge(y_true: Tensor, y_pred: Tensor) -> Tensor:
         y_pred: Scores, shaped ``(batch,)`` or ``(batch, ..., n)``: a torch or TF tensor.
 
     Returns:
-        One loss per sample, shaped as for :func:`huber`.
+        One loss per sample, shaped as for :func:`smooth_l1_loss` (1-d predictions: a scalar).
     """
     return _losses(y_pred, "hinge").regression_loss(y_pred, y_true, "hinge")
 
@@ -118,7 +119,9 @@ def focal_loss(y_true: Tensor, y_pred: Tensor, gamma: float = 2.0, alpha: float 
         gamma: The focusing exponent (>= 0); 0 gives plain (alpha-weighted) binary cross entropy.
         alpha: The weight of positive elements, in [0, 1]; -1 turns the weighting off.
         from_logits: Whether ``y_pred`` holds logits.
-        normalize: Divide each sample's losses by its number of positive labels (at least 1).
+        normalize: Divide each sample's losses by its number of positive labels (at least 1). For 1-d torch
+            ``(batch,)`` input the whole batch counts as one sample, as in FastEstimator's torch path: its losses
+            are divided by the batch's number of positives, and shape_reduction 'sum' adds them all up.
         shape_reduction: How each sample's element losses combine: 'sum', 'mean' or 'none'.
         sample_reduction: How the per-sample losses combine: 'mean', 'sum' or 'none'.
         label_smoothing: In [0, 1]: the labels are squeezed towards 0.5 first (``y * (1 - s) + 0.5 * s``), for
@@ -152,6 +155,13 @@ def focal_loss(y_true: Tensor, y_pred: Tensor, gamma: float = 2.0, alpha: float 
     if shape is None or len(shape) == 0:
         raise ValueError(f"focal_loss: y_pred needs a batch axis, shaped (batch, ...); got shape {shape}.")
     element_axes = tuple(range(1, len(shape)))
+    if not element_axes and losses.__name__ == _LOSS_MODULES["torch"]:
+        # FastEstimator reduces 1-d input over an empty axis list, which torch's sum reads as every axis (TF's as
+        # none, which the code below gives): the batch is normalised by its total of positives and summed up.
+        if normalize:
+            loss = loss / ops.clip_by_value(ops.reduce_sum(labels, None, False), 1.0, None)
+        if shape_reduction == "sum":
+            loss = ops.reduce_sum(loss, None, False)
     if normalize and element_axes:
         positives = ops.reduce_sum(labels, element_axes, True)
         loss = loss / ops.clip_by_value(positives, 1.0, None)
@@ -169,7 +179,8 @@ def dice_score(y_pred: Tensor, y_true: Tensor, soft_dice: bool = False, sample_a
     """Return the Dice score ``2 |P * T| / (|P| + |T| + epsilon)`` of each sample and channel.
 
     Channels are axis 1 for torch (``(batch, C, ...)``) and the last axis for TF / numpy (``(batch, ..., C)``);
-    the sums run over the spatial axes between.
+    the sums run over the spatial axes between. 2-d ``(batch, C)`` input has none, so each element is scored on
+    its own, as FastEstimator does for TF tensors.
 
     Args:
         y_pred: Predicted masks or scores: a torch / TF tensor or numpy array.
@@ -190,7 +201,7 @@ def dice_score(y_pred: Tensor, y_true: Tensor, soft_dice: bool = False, sample_a
 
     Raises:
         TypeError: If ``y_pred`` is of an unsupported type.
-        ValueError: If ``y_pred`` has fewer than 3 axes (batch, a spatial axis, channels).
+        ValueError: If ``y_pred`` has fewer than 2 axes (batch, channels).
     """
     import numpy as np
 
@@ -198,11 +209,16 @@ def dice_score(y_pred: Tensor, y_true: Tensor, soft_dice: bool = False, sample_a
     from fe_ray.backend.tensor_ops import cast, where
 
     ops, shape = _ops(y_pred, "dice_score", "y_pred"), _shape(y_pred)
-    if shape is None or len(shape) < 3:
-        raise ValueError(f"dice_score: y_pred of shape {None if shape is None else list(shape)} needs at least 3 "
+    if shape is None or len(shape) < 2:
+        raise ValueError(f"dice_score: y_pred of shape {None if shape is None else list(shape)} needs at least 2 "
                          f"axes: (batch, C, spatial...) for torch, (batch, spatial..., C) for TF / numpy.")
     channel_axis = 1 if get_framework(y_pred) == "torch" else len(shape) - 1
     spatial = tuple(axis for axis in range(1, len(shape)) if axis != channel_axis)
+
+    def over_space(tensor: Tensor, reduce: Any) -> Tensor:
+        # Without spatial axes nothing is reduced; torch's sum would read an empty axis list as every axis.
+        return reduce(tensor, spatial, False) if spatial else tensor
+
     if not ops.is_floating(y_pred):
         y_pred = cast(y_pred, "float32")
     y_true = ops.cast_like(y_true if ops.is_tensor(y_true) else np.asarray(y_true), y_pred)
@@ -211,17 +227,17 @@ def dice_score(y_pred: Tensor, y_true: Tensor, soft_dice: bool = False, sample_a
         y_pred = where(y_pred >= best, y_pred, 0.0)
     if threshold is not None:  # 0/1 in y_true's dtype (two numbers alone would give numpy / torch float64)
         y_pred = ops.cast_like(where(y_pred > threshold, 1.0, 0.0), y_true)
-    numerator = ops.reduce_sum(y_pred * y_true, spatial, False)
+    numerator = over_space(y_pred * y_true, ops.reduce_sum)
     if soft_dice:
-        denominator = ops.reduce_sum(y_pred * y_pred, spatial, False) + ops.reduce_sum(y_true * y_true, spatial, False)
+        denominator = over_space(y_pred * y_pred, ops.reduce_sum) + over_space(y_true * y_true, ops.reduce_sum)
     else:
-        denominator = ops.reduce_sum(y_pred, spatial, False) + ops.reduce_sum(y_true, spatial, False)
+        denominator = over_space(y_pred, ops.reduce_sum) + over_space(y_true, ops.reduce_sum)
     dice = 2.0 * numerator / (denominator + epsilon)  # (batch, C)
     if channel_weights is not None:
         weights = channel_weights if ops.is_tensor(channel_weights) else np.asarray(channel_weights)
         dice = dice * ops.reshape(ops.cast_like(weights, dice), [1, -1])
     if empty_nan:
-        empty = ops.reduce_max(y_true, spatial, False) + ops.reduce_max(y_pred, spatial, False) < 1e-4
+        empty = over_space(y_true, ops.reduce_max) + over_space(y_pred, ops.reduce_max) < 1e-4
         dice = where(empty, math.nan, dice)
     if channel_average:
         dice = ops.reduce_mean(dice, -1, False)

@@ -43,9 +43,12 @@ def cross_entropy(y_pred: tf.Tensor, y_true: tf.Tensor, form: str, from_logits: 
     y_pred = tf.cast(y_pred, tf.float32)
     if form == "binary":
         y_true = tf.reshape(tf.cast(y_true, tf.float32), tf.shape(y_pred))
-        # Keras averages over the last axis; a trailing axis of size 1 makes its result element-wise, so that
-        # class weights apply per element and a 1-D (N,) prediction still gives one loss per sample.
-        loss = keras.losses.binary_crossentropy(y_true[..., None], y_pred[..., None], from_logits=from_logits)
+        if from_logits:
+            loss = tf.nn.sigmoid_cross_entropy_with_logits(labels=y_true, logits=y_pred)
+        else:
+            # Keras 2's formula (FastEstimator 1.7's), not Keras 3's: a saturated wrong prediction costs
+            # -log(2e-7) ~ 15.42 there, where Keras 3 (no epsilon inside the log) gives ~ 16.12.
+            loss = _binary_crossentropy_keras2(y_true, y_pred)
         labels = tf.cast(tf.round(y_true), tf.int32)
         num_classes = 2
     elif form == "sparse":
@@ -88,6 +91,30 @@ def _logits_behind(y_pred: tf.Tensor, activation: str) -> tuple[tf.Tensor, bool]
     return y_pred, False
 
 
+#: Keras' fuzz factor: probabilities are clipped to ``[EPSILON, 1 - EPSILON]`` and EPSILON is added inside the logs.
+EPSILON = 1e-7
+
+
+def _binary_crossentropy_keras2(y_true: tf.Tensor, prob: tf.Tensor) -> tf.Tensor:
+    """Element-wise binary cross entropy of probabilities as Keras 2 (``tf.keras.backend.binary_crossentropy``)
+    computes it, which FastEstimator 1.7 uses: ``-(y log(p + eps) + (1 - y) log(1 - p + eps))`` on ``p`` clipped
+    to ``[eps, 1 - eps]``.
+
+    The clip keeps both logs finite, so that the gradient stays finite (0 outside the clip range) even at p = 0
+    or 1, where the unused branch of an unclipped log would give 0 * inf = NaN.
+
+    Args:
+        y_true: Labels (0/1 or soft) shaped like ``prob``, in its dtype.
+        prob: Probabilities, float32 or float64.
+
+    Returns:
+        One loss per element, shaped like ``prob``.
+    """
+    eps = tf.cast(EPSILON, prob.dtype)
+    prob = tf.clip_by_value(prob, eps, 1.0 - eps)
+    return -(y_true * tf.math.log(prob + eps) + (1.0 - y_true) * tf.math.log(1.0 - prob + eps))
+
+
 def mean_squared_error(y_pred: tf.Tensor, y_true: tf.Tensor, average: bool = True) -> tf.Tensor:
     """Squared error averaged over the last axis (per sample), and over samples when ``average``; in float32."""
     y_pred = tf.cast(y_pred, tf.float32)
@@ -113,7 +140,8 @@ def _labels_like(y_true: tf.Tensor, y_pred: tf.Tensor, name: str) -> tf.Tensor:
 
 
 def regression_loss(y_pred: tf.Tensor, y_true: tf.Tensor, kind: str, beta: float = 1.0) -> tf.Tensor:
-    """Element-wise 'huber', 'smooth_l1', 'l1' or 'hinge' loss, averaged over the last axis (1-d input: none).
+    """Element-wise 'huber', 'smooth_l1', 'l1' or 'hinge' loss, averaged over the last axis (for 1-d input too,
+    which gives a scalar, except with 'l1' and 'huber', which keep 1-d input element-wise as FastEstimator does).
 
     Computed in float32 at least (float64 input stays float64).
     """
@@ -129,24 +157,29 @@ def regression_loss(y_pred: tf.Tensor, y_true: tf.Tensor, kind: str, beta: float
         loss = error
     else:  # hinge, for labels of -1 / 1
         loss = tf.maximum(1.0 - y_true * y_pred, tf.zeros_like(y_pred))
-    return loss if loss.shape.rank is not None and loss.shape.rank < 2 else tf.reduce_mean(loss, axis=-1)
+    rank = loss.shape.rank
+    # FastEstimator averages over the last axis, also of a 1-d (batch,) input, which then gives one scalar; only
+    # its TF l1 and huber add a last axis to 1-d input first (Keras' MAE / huber need one) and so keep one loss
+    # per element.
+    if rank == 0 or (rank == 1 and kind in ("l1", "huber")):
+        return loss
+    return tf.reduce_mean(loss, axis=-1)
 
 
 def focal(y_pred: tf.Tensor, y_true: tf.Tensor, gamma: float, alpha: float, from_logits: bool,
           label_smoothing: float = 0.0) -> tuple[tf.Tensor, tf.Tensor]:
     """Element-wise sigmoid focal loss (labels squeezed towards 0.5 by ``label_smoothing``) and the unsmoothed 0/1
     labels in the loss's dtype (for per-sample normalisation)."""
+    # Before the cast, which would hide the sigmoid that produced y_pred (see _logits_behind).
+    logits, recovered = (y_pred, True) if from_logits else _logits_behind(y_pred, "Sigmoid")
     y_pred = _at_least_float32(y_pred)
     labels = _labels_like(y_true, y_pred, "focal_loss")
     y_true = labels * (1.0 - label_smoothing) + 0.5 * label_smoothing if label_smoothing else labels
-    if from_logits:
-        prob = tf.sigmoid(y_pred)
-        ce = tf.nn.sigmoid_cross_entropy_with_logits(labels=y_true, logits=y_pred)
+    prob = tf.sigmoid(y_pred) if from_logits else y_pred
+    if recovered:  # exact from the logits, as Keras 2 (and so FastEstimator) does when they are known
+        ce = tf.nn.sigmoid_cross_entropy_with_logits(labels=y_true, logits=tf.cast(logits, y_pred.dtype))
     else:
-        prob = y_pred
-        # log clamped at -100 as torch's BCE does, so that saturated predictions cost 100, not inf.
-        ce = -(y_true * tf.maximum(tf.math.log(prob), -100.0) + (1.0 - y_true) * tf.maximum(tf.math.log(1.0 - prob),
-                                                                                          -100.0))
+        ce = _binary_crossentropy_keras2(y_true, prob)
     p_t = y_true * prob + (1.0 - y_true) * (1.0 - prob)
     loss = ce * tf.pow(1.0 - p_t, tf.cast(gamma, y_pred.dtype))
     if alpha >= 0:

@@ -157,7 +157,7 @@ def _labels_like(y_true: torch.Tensor, y_pred: torch.Tensor, name: str) -> torch
 
 
 def regression_loss(y_pred: torch.Tensor, y_true: torch.Tensor, kind: str, beta: float = 1.0) -> torch.Tensor:
-    """Element-wise 'huber', 'smooth_l1', 'l1' or 'hinge' loss, averaged over the last axis (1-d input: none).
+    """Element-wise 'huber', 'smooth_l1', 'l1' or 'hinge' loss, averaged over the last axis (1-d input: a scalar).
 
     Computed in float32 at least (float64 input stays float64), with autocast off, as the other losses here.
     """
@@ -172,7 +172,9 @@ def regression_loss(y_pred: torch.Tensor, y_true: torch.Tensor, kind: str, beta:
             loss = torch.abs(y_pred - y_true)
         else:  # hinge, for labels of -1 / 1
             loss = torch.clamp(1.0 - y_true * y_pred, min=0.0)
-        return loss if loss.ndim < 2 else loss.mean(dim=-1)
+        # FastEstimator's torch losses average over the last axis whatever the rank: 1-d (batch,) input gives one
+        # scalar, not one loss per sample.
+        return loss if loss.ndim == 0 else loss.mean(dim=-1)
 
 
 def focal(y_pred: torch.Tensor, y_true: torch.Tensor, gamma: float, alpha: float, from_logits: bool,

@@ -91,11 +91,34 @@ def test_regression_losses_shapes_and_dtypes(framework: str) -> None:
     assert out.shape == (2, 3) and out.dtype == np.float64
     np.testing.assert_allclose(out, np_huber(true, pred, 1.0).mean(axis=-1), rtol=1e-12)
     flat = to_numpy(fe.backend.l1_loss(make(framework, [1, 2, 3]), make(framework, [1.5, 2.0, 0.0], "float16")),
-                  framework)  # 1-d: one loss per element; half precision computes (and returns) float32
+                  framework)  # half precision computes (and returns) float32
     assert flat.dtype == np.float32
-    np.testing.assert_allclose(flat, [0.5, 0.0, 3.0])
+    # 1-d: torch averages into a scalar, TF's l1 keeps one loss per element (both as FastEstimator)
+    np.testing.assert_allclose(flat, 3.5 / 3 if framework == "torch" else [0.5, 0.0, 3.0], rtol=1e-6)
     column = fe.backend.hinge(make(framework, [1, -1, 1]), make(framework, [[0.5], [0.5], [2.0]], "float32"))
     np.testing.assert_allclose(to_numpy(column, framework), [0.5, 1.5, 0.0])  # (N,) labels for (N, 1) scores
+
+
+@pytest.mark.parametrize("framework", LOSS_FRAMEWORKS)
+def test_regression_losses_on_1d_input_follow_fastestimator(framework: str) -> None:
+    """FastEstimator averages 1-d (batch,) input over its last axis, into a scalar: always with torch, and with
+    TF's hinge and smooth L1; TF's l1 and huber add a last axis first and so keep one loss per element."""
+    true, pred = [1.0, -1.0, 1.0, 1.0], [0.9, 0.2, 0.6, 0.3]
+    error = np.abs(np.array(pred) - np.array(true))
+    hinge = np.maximum(1 - np.array(true) * np.array(pred), 0)
+    y_true, y_pred = make(framework, true), make(framework, pred, "float32")
+    per_element = framework == "tf"
+    expected = {"hinge": (fe.backend.hinge(y_true, y_pred), hinge, False),
+                "l1": (fe.backend.l1_loss(y_true, y_pred), error, per_element),
+                "huber": (fe.backend.huber(y_true, y_pred, beta=0.3), np_huber(np.array(true), np.array(pred), 0.3),
+                          per_element),
+                "smooth_l1": (fe.backend.smooth_l1_loss(y_true, y_pred, beta=0.3),
+                              np_smooth_l1(np.array(true), np.array(pred), 0.3), False)}
+    for name, (out, element, keep) in expected.items():
+        out = to_numpy(out, framework)
+        assert out.shape == ((4,) if keep else ()), name
+        np.testing.assert_allclose(out, element if keep else element.mean(), rtol=1e-5, err_msg=name)
+    np.testing.assert_allclose(to_numpy(fe.backend.hinge(y_true, y_pred), framework), 0.6, rtol=1e-6)  # FE's value
 
 
 @pytest.mark.parametrize("framework", LOSS_FRAMEWORKS)
@@ -170,6 +193,47 @@ def test_focal_loss_label_smoothing(framework: str) -> None:
     assert not np.allclose(to_numpy(unsmoothed, framework), to_numpy(out, framework).mean())
     with pytest.raises(ValueError, match=r"label_smoothing must lie in \[0, 1\], got 1.5"):
         fe.backend.focal_loss(y_true, y_pred, label_smoothing=1.5)
+
+
+def test_focal_loss_on_1d_torch_input_normalises_over_the_batch() -> None:
+    """FastEstimator's torch path treats 1-d (batch,) input as one sample: the losses are divided by the batch's
+    number of positives and shape_reduction 'sum' adds them up; its TF path keeps them element-wise."""
+    true, pred = np.array([1.0, 0.0, 1.0, 0.0]), np.array([0.9, 0.2, 0.6, 0.3])
+    element = np_focal(true, pred, 2.0, 0.25)
+
+    def run(framework: str, **kwargs: Any) -> np.ndarray:
+        return to_numpy(fe.backend.focal_loss(make(framework, true, "float32"), make(framework, pred, "float32"),
+                                              **kwargs), framework)
+
+    np.testing.assert_allclose(run("torch"), element.sum() / 2, rtol=1e-5)
+    np.testing.assert_allclose(run("torch"), 0.02573, rtol=1e-3)  # FastEstimator's value (was 0.01287)
+    np.testing.assert_allclose(run("torch", normalize=False, sample_reduction="none"), element.sum(), rtol=1e-5)
+    np.testing.assert_allclose(run("torch", shape_reduction="mean", sample_reduction="none"), element / 2,
+                               rtol=1e-5)
+    np.testing.assert_allclose(run("tf"), element.mean(), rtol=1e-5)  # TF: unchanged
+    np.testing.assert_allclose(run("tf", sample_reduction="none"), element, rtol=1e-5)
+
+
+def test_tf_focal_loss_saturated_probabilities_match_keras2_and_stay_finite() -> None:
+    """TF focal loss on probabilities of exactly 0 or 1 uses Keras 2's clipped cross entropy (FastEstimator's
+    values) with finite gradients, and the logits behind a Keras sigmoid when there are any: one SGD step on a
+    saturated model leaves finite weights (the unclipped log gave NaN gradients)."""
+    prob = tf.Variable([[0.0], [1.0], [1e-4]])
+    with tf.GradientTape() as tape:
+        loss = fe.backend.focal_loss(tf.constant([[1.0], [0.0], [1.0]]), prob, sample_reduction="none")
+    np.testing.assert_allclose(loss.numpy(), [3.8562372, 11.499929, 2.3018746], rtol=1e-6)  # FastEstimator's
+    assert np.isfinite(tape.gradient(loss, prob).numpy()).all()
+
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1, activation="sigmoid")])
+    model.set_weights([np.full((2, 1), 10.0, np.float32), np.zeros(1, np.float32)])
+    x, y = tf.constant([[1.0, 1.0], [0.1, -0.1]]), tf.constant([[1.0], [0.0]])
+    with tf.GradientTape() as tape:
+        loss = fe.backend.focal_loss(y, model(x))
+    keras.optimizers.SGD(0.1).apply_gradients(zip(tape.gradient(loss, model.trainable_weights),
+                                                  model.trainable_weights))
+    weights = np.concatenate([w.ravel() for w in model.get_weights()])
+    assert np.isfinite(weights).all()
+    np.testing.assert_allclose(weights, [9.99888134, 10.00111866, -0.01118576], rtol=1e-5)  # FastEstimator's step
 
 
 @pytest.mark.parametrize("framework", LOSS_FRAMEWORKS)
@@ -247,9 +311,25 @@ def test_dice_score_options_match_reference(framework: str) -> None:
     assert zero[1, 2] == 0.0
 
 
+@pytest.mark.parametrize("framework", ["torch", "tf", "np"])
+def test_dice_score_on_2d_input_scores_each_element(framework: str) -> None:
+    """(batch, C) input has no spatial axes: each element is scored on its own, as FastEstimator does for TF."""
+    pred = np.array([[0.9, 0.2, 0.7], [0.1, 0.8, 0.4]], np.float32)
+    true = np.array([[1, 0, 1], [0, 1, 1]], np.float32)
+    out = to_numpy(fe.backend.dice_score(make(framework, pred), make(framework, true)), framework)
+    assert out.shape == (2, 3)
+    np.testing.assert_allclose(out, 2 * pred * true / (pred + true + 1e-6), rtol=1e-5)
+    soft = fe.backend.dice_score(make(framework, pred), make(framework, true), soft_dice=True, empty_nan=True)
+    np.testing.assert_allclose(to_numpy(soft, framework), 2 * pred * true / (pred ** 2 + true ** 2 + 1e-6),
+                               rtol=1e-5)
+    mean = fe.backend.dice_score(make(framework, pred), make(framework, true), sample_average=True,
+                                 channel_average=True)
+    np.testing.assert_allclose(to_numpy(mean, framework), 0.5385356, rtol=1e-5)  # FastEstimator's (TF) value
+
+
 def test_dice_score_rejects_flat_input_and_unsupported_types() -> None:
-    with pytest.raises(ValueError, match=r"y_pred of shape \[4, 3\] needs at least 3 axes"):
-        fe.backend.dice_score(np.ones((4, 3)), np.ones((4, 3)))
+    with pytest.raises(ValueError, match=r"y_pred of shape \[4\] needs at least 2 axes"):
+        fe.backend.dice_score(np.ones(4), np.ones(4))
     with pytest.raises(TypeError, match=r"dice_score: y_pred has unsupported type builtins\.list"):
         fe.backend.dice_score([[[1.0]]], np.ones((1, 1, 1)))
 

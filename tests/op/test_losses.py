@@ -144,13 +144,16 @@ def test_mean_squared_error(framework: str) -> None:
     assert float(got) == pytest.approx(3.5)
 
 
-def bce_reference(p: np.ndarray, y: np.ndarray, log_floor: float | None = None, eps: float = 0.0) -> np.ndarray:
-    """Element-wise binary cross entropy in float64: torch's BCE (logs floored at ``log_floor``) or Keras' (``p``
-    clipped to [eps, 1 - eps] in float32, as Keras does)."""
-    p = np.clip(np.asarray(p, np.float32), np.float32(eps), np.float32(1 - eps)).astype(np.float64)
+def bce_reference(p: np.ndarray, y: np.ndarray, log_floor: float | None = None, eps: float = 0.0,
+                  log_eps: float = 0.0) -> np.ndarray:
+    """Element-wise binary cross entropy in float64: torch's BCE (logs floored at ``log_floor``) or Keras 2's
+    (FastEstimator's TF formula: ``p`` clipped to [eps, 1 - eps] in float32, ``log_eps`` added inside the logs)."""
+    p32 = np.clip(np.asarray(p, np.float32), np.float32(eps), np.float32(1 - eps))
+    q32 = np.float32(1) - p32  # in float32, as Keras computes 1 - p
+    p, q = p32.astype(np.float64) + log_eps, q32.astype(np.float64) + log_eps
     y = np.asarray(y, np.float64)
     with np.errstate(divide="ignore"):
-        log_p, log_q = np.log(p), np.log(1 - p)
+        log_p, log_q = np.log(p), np.log(q)
     if log_floor is not None:
         log_p, log_q = np.maximum(log_p, log_floor), np.maximum(log_q, log_floor)
     return -(y * log_p + (1 - y) * log_q)
@@ -222,7 +225,7 @@ def test_torch_binary_under_autocast_is_finite() -> None:
 
 
 def test_tf_half_precision_losses_compute_in_float32() -> None:
-    """F2: float16 predictions give Keras' float32 values (epsilon clipping in float32), not inf / NaN."""
+    """F2: float16 predictions give Keras 2's float32 values (epsilon clipping in float32), not inf / NaN."""
     import keras
     import tensorflow as tf
 
@@ -233,7 +236,8 @@ def test_tf_half_precision_losses_compute_in_float32() -> None:
     out = op.forward([p, y], {})
     assert out.dtype == tf.float32
     p32 = tf.cast(p, tf.float32).numpy()
-    np.testing.assert_allclose(out.numpy(), bce_reference(p32, y.numpy(), eps=1e-7)[:, 0], rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(out.numpy(), bce_reference(p32, y.numpy(), eps=1e-7, log_eps=1e-7)[:, 0], rtol=1e-4,
+                               atol=1e-6)
     probs = tf.constant([[1.0, 0.0], [0.0, 1.0]], tf.float16)
     out = op.forward([probs, tf.constant([0, 0])], {})
     assert out.dtype == tf.float32
@@ -274,15 +278,25 @@ def test_torch_probability_formulas_match_fastestimator() -> None:
 
 
 def test_tf_probability_formulas_match_keras() -> None:
-    """F4 (TF side): TF keeps Keras' formulas: probabilities clipped to [1e-7, 1 - 1e-7], categorical rows
-    renormalised."""
+    """F4 (TF side): TF keeps Keras' formulas: probabilities clipped to [1e-7, 1 - 1e-7] (binary: Keras 2's, with
+    1e-7 inside the logs too), categorical rows renormalised."""
     p, y = np.array([[0.0], [1.0], [0.5]], np.float32), np.array([[1], [0], [1]])
     got = run(CrossEntropy(inputs=("p", "y"), outputs="ce", average_loss=False), "tf", p, y)
-    np.testing.assert_allclose(got, bce_reference(p, y, eps=1e-7)[:, 0], rtol=1e-4)
+    np.testing.assert_allclose(got, bce_reference(p, y, eps=1e-7, log_eps=1e-7)[:, 0], rtol=1e-5)
     probs = np.array([[0.5, 0.5, 0.5], [0.2, 0.2, 0.2]], np.float32)
     got = run(CrossEntropy(inputs=("p", "y"), outputs="ce", average_loss=False), "tf", probs,
               np.array([[1, 0, 0], [0, 1, 0]]))
     np.testing.assert_allclose(got, [np.log(3.0), np.log(3.0)], rtol=1e-5)
+
+
+def test_tf_binary_probabilities_use_keras2_formula() -> None:
+    """TF binary cross entropy on raw probabilities (no sigmoid to recover logits from) is Keras 2's, as in
+    FastEstimator 1.7: -log(clip(p) + 1e-7), not Keras 3's -log(clip(p)); torch keeps torch's BCE."""
+    p, y = np.array([[0.0], [1.0], [1e-4]], np.float32), np.array([[1], [0], [1]])
+    got = run(CrossEntropy(inputs=("p", "y"), outputs="ce", average_loss=False), "tf", p, y)
+    np.testing.assert_allclose(got, [15.424949, 15.333239, 9.209341], rtol=1e-6)  # FastEstimator's values
+    got = run(CrossEntropy(inputs=("p", "y"), outputs="ce", average_loss=False), "torch", p, y)
+    np.testing.assert_allclose(got, [100.0, 100.0, -np.log(1e-4)], rtol=1e-5)  # torch's BCE, unchanged
 
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)

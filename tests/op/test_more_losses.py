@@ -83,6 +83,26 @@ def test_l1_loss_types(framework: str, loss_type: str, beta: float) -> None:
     assert float(run(op, framework, PRED, TRUE)) == pytest.approx(expected.mean(), rel=1e-6)
 
 
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_1d_predictions_follow_fastestimator(framework: str) -> None:
+    """(batch,) predictions: FastEstimator averages them over the last axis into one scalar even with
+    average_loss=False, except TF's L1 and Huber kinds, which keep one loss per element; SuperLoss wrapping L1_Loss
+    follows (torch: a single loss, its own running threshold, so 0)."""
+    pred, true = np.array([0.9, 0.2, 0.6, 0.3], np.float32), np.array([1.0, -1.0, 1.0, 1.0], np.float32)
+    per_element = framework == "tf"
+    hinge = run(Hinge(("p", "y"), "h", average_loss=False), framework, pred, true)
+    assert hinge.shape == () and float(hinge) == pytest.approx(0.6, rel=1e-6)
+    for loss_type in ("L1", "Huber", "Smooth"):
+        expected = l1_family_reference(pred[:, None], true[:, None], loss_type, 0.3)
+        got = run(L1_Loss(("p", "y"), "l", average_loss=False, loss_type=loss_type, beta=0.3), framework, pred,
+                  true)
+        keep = per_element and loss_type != "Smooth"
+        np.testing.assert_allclose(got, expected if keep else expected.mean(), rtol=1e-5, err_msg=loss_type)
+    super_loss = run(SuperLoss(L1_Loss(("p", "y"), "s"), average_loss=False), framework, pred, true)
+    np.testing.assert_allclose(super_loss, [-0.58707, 0.52956, -0.21116, 0.09762] if per_element else 0.0,
+                               atol=1e-5)  # FastEstimator's values
+
+
 def test_l1_defaults_and_huber_values() -> None:
     op = L1_Loss(inputs=("p", "y"), outputs="l1")
     assert (op.loss_type, op.beta, op.average_loss, op.mode) == ("L1", 1.0, True, {"train", "eval", "test"})
