@@ -129,11 +129,13 @@ __all__ = ["OpsArg", "collect_models", "detect_framework", "io_keys", "unique_by
 
 
 def check_batch(batch: Mapping[str, Any], needed: set[str], ops: Sequence[Any], mode: str) -> None:
-    """Check that ``batch`` holds every key in ``needed`` (the keys ``ops`` read) with one batch size.
+    """Check that ``batch`` holds every key in ``needed`` (the keys ``ops`` read).
+
+    The arrays need not share a batch size: as in FastEstimator, a batch may carry per-batch constants (a class
+    weight vector, say) next to its per-sample arrays, and a distributed run hands such arrays whole to every replica.
 
     Raises:
         KeyError: Naming the first missing key, the op that needs it and the keys the batch has.
-        ValueError: If the arrays the ops read disagree on the batch size (naming the keys and sizes).
     """
     missing = needed - set(batch)
     if missing:
@@ -142,10 +144,3 @@ def check_batch(batch: Mapping[str, Any], needed: set[str], ops: Sequence[Any], 
         raise KeyError(f"Key {key!r} needed by {needing[0] if needing else 'an op'} is missing from the batch in "
                        f"mode {mode!r}; available keys: {sorted(batch)}. Produce it in the Pipeline or an earlier "
                        "op.")
-    sizes = {key: int(shape[0]) for key in sorted(needed)
-             if (shape := getattr(batch[key], "shape", None)) is not None and len(shape) > 0}
-    if len(set(sizes.values())) > 1:
-        raise ValueError(f"Ragged batch in mode {mode!r}: the keys the network reads have different batch sizes "
-                         f"{sizes}; every array of a batch needs the same leading (batch) dimension. Batch all keys "
-                         "together in the Pipeline (resize or pad variable-length samples to one shape), or pass "
-                         "per-batch constants inside an op instead.")

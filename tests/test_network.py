@@ -461,3 +461,16 @@ def test_an_unsliced_output_no_trace_asked_for_is_still_unsliced() -> None:
         out = network.run_step(data)
     np.testing.assert_allclose(to_number(out["y_pred"]).reshape(-1), [6, 5, 2, 14])
     assert "mse" in out
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_a_per_batch_constant_of_another_length_rides_along_with_the_samples(framework: str) -> None:
+    """FastEstimator runs a batch whose keys differ in leading length (here a 3-element scale next to 2 samples);
+    fe_ray refused it as a ragged batch."""
+    network, _ = linear_network(framework)
+    network = fe.Network([*network.ops, LambdaOp(lambda p, s: p * s[-1], inputs=("y_pred", "scale"),
+                                                 outputs="scaled")])
+    data = {**batch([[1, 1, 1], [0, 0, 1]], [1, 1]), "scale": np.array([1.0, 2.0, 10.0], dtype=np.float32)}
+    with network(mode="eval", epoch=1, ds_id=""):
+        out = network.run_step(data)
+    np.testing.assert_allclose(to_number(out["scaled"]).reshape(-1), [60.0, 30.0])

@@ -370,6 +370,8 @@ def test_cpu_count_caps_and_applies_the_limit_to_frameworks_imported_later() -> 
         os.environ.pop("FE_NUM_THREADS_", None)
         import numpy as np
         print(fe.util.cpu_count(limit=np.int64(1)), os.environ["FE_NUM_THREADS_"])  # a numpy int as FE takes it
+        print(*(os.environ[name] for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "TF_NUM_INTEROP_THREADS",
+                                              "TF_NUM_INTRAOP_THREADS")))  # for processes started later
         import torch
         print(torch.get_num_threads(), fe.util.cpu_count())
         try:
@@ -377,7 +379,7 @@ def test_cpu_count_caps_and_applies_the_limit_to_frameworks_imported_later() -> 
         except ValueError as err:
             print("ValueError", "already applied" in str(err))
     """, env={"FE_NUM_THREADS": "", "FE_NUM_THREADS_": ""})
-    assert out.splitlines() == ["True True", "1 1", "1 1", "ValueError True"]
+    assert out.splitlines() == ["True True", "1 1", "1 1 1 1", "1 1", "ValueError True"]
 
 
 def test_cpu_count_reads_fe_num_threads_and_rejects_bad_values(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -86,6 +86,27 @@ class TrainEssential(Trace):
                 data.write_with_log(f"{model.model_name}_lr", get_lr(model))
 
 
+def epoch_mean(values: list[Any]) -> Any:
+    """The element-wise mean over the batches of one monitored key.
+
+    Values of one shape average element by element (a scalar loss stays a scalar, a per-class array stays an array), as
+    FastEstimator does. Per-sample arrays whose last batch is shorter cannot stack; they average over all their samples,
+    and values of other mixed shapes fall back to the mean of each batch's mean.
+
+    Args:
+        values: One value (a number or an array) per batch.
+
+    Returns:
+        The mean: a numpy scalar or array.
+    """
+    arrays = [np.asarray(value) for value in values]
+    if len({array.shape for array in arrays}) <= 1:
+        return np.mean(np.array(arrays), axis=0)
+    if all(array.ndim >= 1 for array in arrays) and len({array.shape[1:] for array in arrays}) == 1:
+        return np.mean(np.concatenate(arrays), axis=0)
+    return np.mean([np.mean(array) for array in arrays])
+
+
 class EvalEssential(Trace):
     """Logs the mean over the evaluation batches of each monitored key at the end of each evaluation epoch, and with
     several datasets each dataset's mean as ``<key>|<ds_id>`` too; ``steps/sec`` on the evaluation log steps.
@@ -98,7 +119,7 @@ class EvalEssential(Trace):
     def __init__(self, monitor_names: Iterable[str], mode: str = "eval") -> None:
         names = sorted(monitor_names)
         super().__init__(inputs=names, outputs=names, mode=mode)
-        self.eval_results: dict[str, dict[str, list[Any]]] = {}  # key -> ds_id ('' without datasets) -> batch means
+        self.eval_results: dict[str, dict[str, list[Any]]] = {}  # key -> ds_id ('' without datasets) -> batch values
         self.step_start = 0.0
         self.logged_step = 0  # the batch of the dataset at which steps/sec was last written
 
@@ -117,7 +138,7 @@ class EvalEssential(Trace):
         ds_id = self.system.ds_id
         for key in self.inputs:
             if key in data:
-                self.eval_results.setdefault(key, {}).setdefault(ds_id, []).append(np.mean(to_number(data[key])))
+                self.eval_results.setdefault(key, {}).setdefault(ds_id, []).append(np.asarray(to_number(data[key])))
         if self.mode == {"eval"}:
             self._log_speed(data)
 
@@ -137,9 +158,9 @@ class EvalEssential(Trace):
         for key, per_ds in self.eval_results.items():
             for ds_id, values in per_ds.items():
                 if ds_id:
-                    data.write_with_log(f"{key}|{ds_id}", np.mean(np.array(values), axis=0))
+                    data.write_with_log(f"{key}|{ds_id}", epoch_mean(values))
             every = [value for values in per_ds.values() for value in values]
-            data.write_with_log(key, np.mean(np.array(every), axis=0))
+            data.write_with_log(key, epoch_mean(every))
 
     def state_dict(self) -> dict[str, Any]:
         return {"eval_results": {key: {ds_id: list(values) for ds_id, values in per_ds.items()}

@@ -24,6 +24,8 @@ _DEVICE_NODE = re.compile(r"^nvidia\d+$")
 _ENFORCED_ENV = "FE_NUM_THREADS_"
 #: Env var through which a user limits the threads of every FE program (e.g. in a job script).
 _USER_ENV = "FE_NUM_THREADS"
+#: Thread counts that processes started later read at start-up.
+_THREAD_ENVS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "TF_NUM_INTEROP_THREADS", "TF_NUM_INTRAOP_THREADS")
 
 
 def _smi_gpus() -> list[tuple[int, str, str | None]] | None:
@@ -139,8 +141,10 @@ def cpu_count(limit: int | None = None) -> int:
     A cap comes from ``limit`` or the ``FE_NUM_THREADS`` environment variable (the smaller wins; neither can raise
     the count above the cores available). Once a cap is applied it holds for the rest of the process: later calls
     return it, and a different ``limit`` is an error. torch and TensorFlow get the cap as their intra- and
-    inter-op thread counts, at once if already imported, else as soon as the program imports them; set it before
-    any training starts (TensorFlow refuses changes after its runtime starts, which is reported as a warning).
+    inter-op thread counts, at once if already imported, else as soon as the program imports them, and
+    ``OMP_NUM_THREADS``, ``MKL_NUM_THREADS`` and ``TF_NUM_INTEROP_THREADS`` / ``TF_NUM_INTRAOP_THREADS`` are exported
+    for the processes started afterwards. Set it before any training starts (TensorFlow refuses changes after its
+    runtime starts, which is reported as a warning).
 
     Args:
         limit: The most threads to use, or None for no cap beyond ``FE_NUM_THREADS``.
@@ -171,6 +175,10 @@ def cpu_count(limit: int | None = None) -> int:
                          f"{_USER_ENV}={env_limit!r}); pass a positive limit.")
     if limit or env_limit:
         os.environ[_ENFORCED_ENV] = str(cores)
+        # The thread libraries of processes started from here on (data-loading workers, Ray's local workers, which
+        # inherit this environment) read these at start-up, as FastEstimator exports them.
+        for name in _THREAD_ENVS:
+            os.environ[name] = str(cores)
         _limit_framework_threads(cores)
     return cores
 

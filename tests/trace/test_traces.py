@@ -312,3 +312,25 @@ def test_logger_lines(capsys) -> None:
     estimator.test()
     test_lines = capsys.readouterr().out.splitlines()
     assert [line.split(":")[0] for line in test_lines] == ["FastEstimator-Test"]
+
+
+def test_eval_essential_averages_array_keys_element_wise_as_fastestimator() -> None:
+    """FastEstimator averages a monitored array over the batches element by element; fe_ray took each batch's mean
+    first and logged a scalar. Per-sample values whose last batch is shorter average over all samples."""
+    from types import SimpleNamespace
+
+    from fe_ray.trace.essential import TestEssential, epoch_mean
+
+    trace = TestEssential({"per_class", "per_sample", "loss"})
+    trace.system = SimpleNamespace(ds_id="", batch_idx=0, eval_log_steps=([], False))
+    data = Data()
+    trace.on_epoch_begin(data)
+    batches = [(np.array([1.0, 2.0, 3.0]), np.array([1.0, 1.0, 1.0, 1.0]), np.float32(2.0)),
+               (np.array([3.0, 4.0, 5.0]), np.array([4.0]), np.float32(4.0))]
+    for per_class, per_sample, loss in batches:
+        trace.on_batch_end(Data({"per_class": per_class, "per_sample": per_sample, "loss": loss}))
+    trace.on_epoch_end(data)
+    np.testing.assert_allclose(data["per_class"], [2.0, 3.0, 4.0])
+    assert data["per_sample"] == pytest.approx(8.0 / 5)  # over the 5 samples, not (1 + 4) / 2
+    assert data["loss"] == pytest.approx(3.0) and np.asarray(data["loss"]).dtype == np.float32
+    assert epoch_mean([np.float64(1.0), np.array([[2.0, 4.0]])]) == pytest.approx(2.0)
