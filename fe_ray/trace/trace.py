@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections import ChainMap
+from collections import ChainMap, deque
 from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -226,25 +226,42 @@ def may_change_batches(traces: Iterable[Trace]) -> bool:
 
 
 def sort_traces(traces: Sequence[Trace]) -> list[Trace]:
-    """Order traces so that each runs after the traces producing its inputs (stable otherwise).
+    """Order traces so that each runs after the traces producing its inputs, in FastEstimator's order.
 
-    Traces reading ``"*"`` go last, ordered by ``sort_rank`` (plain, then checkpointing, then logging).
+    A first pass keeps, in the given order, every trace whose inputs no trace still to be placed writes, and
+    defers the others; deferred traces then follow, each as soon as its producers are placed (so a consumer runs
+    after independent traces listed after it, as in FastEstimator). Traces reading ``"*"`` go last, ordered by
+    ``sort_rank`` (plain, then checkpointing, then logging).
 
     Raises:
         ValueError: If traces depend on each other in a cycle, naming them.
     """
     star = [trace for trace in traces if "*" in trace.inputs]
-    pending = [trace for trace in traces if "*" not in trace.inputs]
+    unplaced = [trace for trace in traces if "*" not in trace.inputs]
+
+    def ready(trace: Trace) -> bool:
+        return not any(trace_writes(other, key) for other in unplaced if other is not trace for key in trace.inputs)
+
     ordered: list[Trace] = []
-    while pending:
-        for trace in pending:
-            others = [other for other in pending if other is not trace]
-            if not any(trace_writes(other, key) for other in others for key in trace.inputs):
-                ordered.append(trace)
-                pending.remove(trace)
-                break
+    deferred: deque[Trace] = deque()
+    for trace in list(unplaced):
+        if ready(trace):
+            ordered.append(trace)
+            unplaced.remove(trace)
         else:
-            names = [f"{type(t).__name__}(inputs={t.inputs}, outputs={t.outputs})" for t in pending]
+            deferred.append(trace)
+    stalled = 0  # deferred traces looked at since one was last placed
+    while deferred:
+        trace = deferred.popleft()
+        if ready(trace):
+            ordered.append(trace)
+            unplaced.remove(trace)
+            stalled = 0
+            continue
+        deferred.append(trace)
+        stalled += 1
+        if stalled >= len(deferred):  # every deferred trace waits on another
+            names = [f"{type(t).__name__}(inputs={t.inputs}, outputs={t.outputs})" for t in deferred]
             raise ValueError(f"Traces depend on each other in a cycle: {names}. Break the cycle by renaming an "
                              "output key.")
     return ordered + sorted(star, key=lambda trace: trace.sort_rank)

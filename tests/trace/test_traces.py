@@ -78,7 +78,12 @@ def test_traces_sorted_by_dependencies() -> None:
     producer = Recorder(events, name="producer", outputs="made")
     star = Recorder(events, name="star", inputs="*")
     plain = Recorder(events, name="plain")
-    assert sort_traces([star, consumer, producer, plain]) == [producer, consumer, plain, star]
+    # FastEstimator 1.7.0's order: the consumer, deferred, follows the traces listed after it.
+    assert sort_traces([star, consumer, producer, plain]) == [producer, plain, consumer, star]
+    x = Recorder(events, inputs="a", outputs="b")
+    y = Recorder(events, inputs="b", outputs="c")
+    z = Recorder(events, inputs="c")
+    assert sort_traces([z, y, x, plain]) == [x, plain, y, z]
     a, b = Recorder(events, inputs="k1", outputs="k2"), Recorder(events, inputs="k2", outputs="k1")
     with pytest.raises(ValueError, match="cycle"):
         sort_traces([a, b])
