@@ -240,6 +240,11 @@ class Estimator(EstimatorWarmup):
             self._begin_stateless_traces(epoch_traces)
         # As FastEstimator: what PerDSTraces write in on_ds_end reaches on_epoch_end's Data too (Logger prints it).
         epoch_data = self._data()
+        restored, system.restored_epoch_results = system.restored_epoch_results, None
+        if resume and restored:  # the datasets finished before the checkpoint: their results, already in the Summary
+            epoch_data.read_logs().update(restored.get("logged", {}))
+            epoch_data.maps[1].update(restored.get("unlogged", {}))
+        system.epoch_data = epoch_data
         for pos, ds_id in enumerate(ds_ids[start:]):
             resumed = resume and pos == 0  # the dataset a checkpoint was taken in: its on_ds_begin already ran
             if not resumed:
@@ -247,6 +252,7 @@ class Estimator(EstimatorWarmup):
             system.ds_id = ds_id
             self._run_dataset(eager, ds_id, epoch_data, begin=not resumed)
         system.mode_finished = True
+        system.epoch_data = None
         system.write_summary("epoch", epoch)
         self._run_event("on_epoch_end", epoch_traces, data=epoch_data)
 

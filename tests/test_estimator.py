@@ -493,6 +493,8 @@ def test_per_ds_trace_is_not_restarted_in_the_dataset_a_resumed_run_continues(tm
     resumed, summary = run(crash=False)
     assert resumed[:1] == ["end b"]  # no "begin b": the count of b's first two batches came from the checkpoint
     assert summary.history["train"]["count|b"] == {5: 24}
+    # Dataset a ended before the checkpoint: its result still reaches the resumed epoch's end (Logger prints it).
+    assert resumed[1] == "epoch end sees ['count|a', 'count|b']"
 
 
 class _EpochMean(Trace):

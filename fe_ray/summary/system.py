@@ -25,6 +25,7 @@ The snapshot (the "payload") is a dict::
       "custom_graphs": {name: [Summary.state_dict(), ...]},
       "rng": {"python": ..., "numpy": ..., "torch": ..., "tf_global_generator": ..., "keras_seeds": ...
               (each only where that framework / generator / model is in use)},
+      "epoch_results": {"logged": {...}, "unlogged": {...}} or None,  # the running epoch's on_ds_end results
     }
 """
 
@@ -121,6 +122,10 @@ class System:
         self.experiment_time = ""
         self.summary = Summary(None, system_config)
         self.custom_graphs: dict[str, list[Summary]] = {}
+        # The running epoch's Data, where PerDSTraces' on_ds_end results wait for on_epoch_end (set by the
+        # Estimator): a checkpoint taken in a later dataset of the epoch keeps them for the resumed epoch's end.
+        self.epoch_data: Any = None
+        self.restored_epoch_results: dict[str, dict[str, Any]] | None = None
         self._initialize_state()
 
     def _initialize_state(self) -> None:
@@ -158,6 +163,7 @@ class System:
         self.mode_finished = False
         self.summary = Summary(summary_name, system_config)
         self.custom_graphs = {}
+        self.epoch_data, self.restored_epoch_results = None, None
 
     def reset_for_test(self, summary_name: str | None = None) -> None:
         """Prepare for testing after (or without) training, keeping the training history."""
@@ -239,6 +245,7 @@ class System:
             "custom_graphs": {name: [graph.state_dict() for graph in graphs]
                               for name, graphs in self.custom_graphs.items()},
             "rng": _capture_rng(self.network),
+            "epoch_results": _epoch_results(self.epoch_data),
         }
         return {"system": counters, "config": self.config_fingerprint(), **model_states, **copy.deepcopy(objects)}
 
@@ -277,6 +284,8 @@ class System:
             if key in payload["system"]:
                 setattr(self, key, payload["system"][key])
         _restore_rng(self.network, payload.get("rng") or {})
+        # A checkpoint written before they were kept has none: the resumed epoch then ends without them.
+        self.restored_epoch_results = payload.get("epoch_results")
         self.push_models()
 
     def check_config(self, saved: Mapping[str, Any], source: str = "the checkpoint") -> None:
@@ -447,3 +456,10 @@ def _step_list(steps: Any) -> list[int]:
         if step < 1:
             raise ValueError(f"eval_log_steps entries are batch indices counted from 1, got {step!r} in {steps!r}.")
     return [int(step) for step in entries]
+
+
+def _epoch_results(epoch_data: Any) -> dict[str, dict[str, Any]] | None:
+    """What the running epoch's traces wrote for ``on_epoch_end`` so far (None outside an epoch)."""
+    if epoch_data is None:
+        return None
+    return {"logged": dict(epoch_data.read_logs()), "unlogged": dict(epoch_data.maps[1])}
