@@ -81,7 +81,7 @@ class ReplicaState:
         """
         from fe_ray.io.background_save import BackgroundSaver
         from fe_ray.io.checkpoint import CheckpointStore
-        from fe_ray.summary.system import snapshot_models
+        from fe_ray.summary.state_parts import snapshot_models
 
         if self._saver is None:
             self._saver = BackgroundSaver()

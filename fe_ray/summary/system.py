@@ -34,18 +34,27 @@ from __future__ import annotations
 import copy
 import datetime
 import numbers
-import re
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fe_ray.backend import get_backend
-from fe_ray.backend.determinism import get_rng_state, set_rng_state
-from fe_ray.io.snapshot import DeferredCopy, SnapshotBuffers
+from fe_ray.io.snapshot import SnapshotBuffers
 from fe_ray.io.state_files import CheckpointError, read_checkpoint, write_checkpoint
 from fe_ray.schedule import get_current_items
+from fe_ray.summary.state_parts import (
+    auto_name_hint,
+    capture_rng,
+    epoch_results,
+    layout_differences,
+    missing_message,
+    model_layout,
+    model_name,
+    restore_rng,
+    snapshot_models,
+)
 from fe_ray.summary.summary import Summary
-from fe_ray.util import map_nested, to_list
+from fe_ray.util import to_list
 
 #: Counters restored from a checkpoint (the run position).
 RESTORED_COUNTERS = ("mode", "ds_id", "exp_id", "global_step", "epoch_idx", "batch_idx", "stop_training",
@@ -206,11 +215,11 @@ class System:
         network_state = self.network.state_dict()
         datasets = {mode: {str(ds_id): type(ds).__name__ for ds_id, ds in by_id.items()}
                     for mode, by_id in getattr(self.pipeline, "data", {}).items()}
-        return {"models": [_model_name(model) for model in self.network.models],
+        return {"models": [model_name(model) for model in self.network.models],
                 "network": {group: [entry["type"] for entry in entries] for group, entries in network_state.items()},
                 "traces": [type(trace).__name__ for trace in self._checkpointed_traces()],
                 "datasets": datasets,
-                LAYOUTS_KEY: {_model_name(model): _model_layout(model) for model in self.network.models}}
+                LAYOUTS_KEY: {model_name(model): model_layout(model) for model in self.network.models}}
 
     def _checkpointed_traces(self) -> list[Any]:
         # Output-only traces (Logger, ProgressBar) opt out so that changing the logging setup keeps checkpoints valid.
@@ -244,8 +253,8 @@ class System:
             "summary": self.summary.state_dict(),
             "custom_graphs": {name: [graph.state_dict() for graph in graphs]
                               for name, graphs in self.custom_graphs.items()},
-            "rng": _capture_rng(self.network),
-            "epoch_results": _epoch_results(self.epoch_data),
+            "rng": capture_rng(self.network),
+            "epoch_results": epoch_results(self.epoch_data),
         }
         return {"system": counters, "config": self.config_fingerprint(), **model_states, **copy.deepcopy(objects)}
 
@@ -265,7 +274,7 @@ class System:
         self.check_config(payload.get("config", {}), source)
         models = payload["models"]
         for model in self.network.models:
-            get_backend(model).set_state(model, models[_model_name(model)], copy=copy)
+            get_backend(model).set_state(model, models[model_name(model)], copy=copy)
         self.network.load_state_dict(payload["network"])
         if payload.get("pipeline") is not None:
             self.pipeline.load_state_dict(payload["pipeline"])
@@ -283,7 +292,7 @@ class System:
         for key in RESTORED_COUNTERS:
             if key in payload["system"]:
                 setattr(self, key, payload["system"][key])
-        _restore_rng(self.network, payload.get("rng") or {})
+        restore_rng(self.network, payload.get("rng") or {})
         # A checkpoint written before they were kept has none: the resumed epoch then ends without them.
         self.restored_epoch_results = payload.get("epoch_results")
         self.push_models()
@@ -295,12 +304,12 @@ class System:
                        for key in sorted(set(saved) | set(current))
                        if key != LAYOUTS_KEY and saved.get(key) != current.get(key)]
         # A checkpoint written before they were recorded has no layouts: nothing to compare them with.
-        differences += _layout_differences(saved.get(LAYOUTS_KEY, {}), current[LAYOUTS_KEY])
+        differences += layout_differences(saved.get(LAYOUTS_KEY, {}), current[LAYOUTS_KEY])
         if differences:
             raise ValueError(f"Cannot restore {source}: it was written by a different configuration. "
                              + "; ".join(differences)
                              + ". Restore into the same models, ops, traces and datasets, or use a new directory."
-                             + _auto_name_hint(saved.get("models"), current.get("models")))
+                             + auto_name_hint(saved.get("models"), current.get("models")))
 
     def state_dict(self) -> dict[str, Any]:
         """Alias of :meth:`capture_state`, for symmetry with every other stateful fe_ray object."""
@@ -327,118 +336,10 @@ class System:
             payload = read_checkpoint(load_dir)
         except CheckpointError as err:
             if isinstance(err.__cause__, FileNotFoundError):
-                raise MissingCheckpointError(_missing_message(load_dir, str(err))) from err
+                raise MissingCheckpointError(missing_message(load_dir, str(err))) from err
             raise
         # The payload read from disk is ours alone: the optimizers may keep its arrays (no second copy in memory).
         self.restore_state(payload, source=f"checkpoint {load_dir}", copy=False)
-
-
-def _missing_message(load_dir: str, message: str) -> str:
-    """``message`` (a missing file), or what is missing when it is the whole folder: a mistyped or never-written
-    checkpoint rather than a damaged one."""
-    from fe_ray.io.checkpoint import open_fs
-
-    try:
-        fs, path = open_fs(load_dir)
-        folder_missing = not fs.isdir(path)
-    except Exception:  # noqa: BLE001 - the file's own message is still right
-        return message
-    if not folder_missing:
-        return message
-    return (f"No checkpoint folder at {load_dir!r}: load_state reads a folder that save_state wrote (a "
-            "RestoreWizard keeps its checkpoints as ckpt-NNNNNN folders inside its directory). Check the path.")
-
-
-def snapshot_models(models: Sequence[Any], copy: bool = True,
-                    buffers: SnapshotBuffers | None = None) -> dict[str, Any]:
-    """Every model's state (weights + optimizer, numpy only) keyed by model name, as checkpoints hold them.
-
-    Args:
-        models: The models (built with :func:`fe_ray.build`).
-        copy: False returns views of live CPU tensors where the backend can (see ``get_state``).
-        buffers: With ``copy``, copy the states that would otherwise be views, and those on an accelerator, into
-            these reused buffers (one parallel copy of all models together, device tensors straight into warm
-            host memory); states that are host arrays of their own already (TF models) are taken as they are.
-    """
-    into_buffers = copy and buffers is not None
-    states = {_model_name(model): get_backend(model).get_state(model, copy=copy and buffers is None,
-                                                               deferred=into_buffers)
-              for model in models}
-    if into_buffers:
-        live = {_model_name(model): states[_model_name(model)] for model in models
-                if get_backend(model).state_is_view(model) or _has_deferred(states[_model_name(model)])}
-        states.update(buffers.copy(live))  # type: ignore[union-attr]
-    return states
-
-
-def _model_layout(model: Any) -> dict[str, Any]:
-    """What a model's checkpointed state must fit: its optimizers' classes (each scheduled one) and its weights."""
-    optimizers = get_current_items([getattr(model, "optimizer", None)])
-    return {"optimizers": [type(optimizer).__name__ for optimizer in optimizers],
-            "weights": get_backend(model).weight_layout(model)}
-
-
-def _layout_differences(saved: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
-    """One line per model (present on both sides) whose optimizers or weights differ, naming the first difference
-    (models added or removed are reported by the fingerprint's model names)."""
-    lines = []
-    for name in sorted(set(saved) & set(current)):
-        before, now = saved[name], current[name]
-        if before.get("optimizers") != now.get("optimizers"):
-            lines.append(f"model {name!r}'s optimizer: checkpoint has {before.get('optimizers')}, this run has "
-                         f"{now.get('optimizers')}")
-        old, new = before.get("weights", []), now.get("weights", [])
-        if old != new:
-            first = next((i for i, (a, b) in enumerate(zip(old, new)) if a != b), min(len(old), len(new)))
-            where = (f"first difference at entry {first}: checkpoint {old[first] if first < len(old) else 'none'}, "
-                     f"this run {new[first] if first < len(new) else 'none'}")
-            lines.append(f"model {name!r}'s weights: checkpoint has {len(old)} tensors, this run has {len(new)}; "
-                         f"{where}")
-    return lines
-
-
-def _has_deferred(state: Any) -> bool:
-    found: list[bool] = []
-    map_nested(lambda leaf: found.append(True) if isinstance(leaf, DeferredCopy) else None, state)
-    return bool(found)
-
-
-def _model_name(model: Any) -> str:
-    name = getattr(model, "model_name", None)
-    if not name:
-        raise ValueError(f"Model {type(model).__name__} has no model_name; build it with fe_ray.build.")
-    if "/" in name or "\\" in name or name.startswith("."):
-        raise ValueError(f"Model name {name!r} cannot be used as a checkpoint file name; choose a name without "
-                         "path separators or a leading dot (fe_ray.build(..., model_name=...)).")
-    return str(name)
-
-
-def _capture_rng(network: Any) -> dict[str, Any]:
-    """The driver's generator states, plus each replica's when the network runs on replicas."""
-    state = get_rng_state(getattr(network, "models", ()))
-    replicas = getattr(network, "replica_rng_states", None)
-    if replicas is not None:
-        states = replicas()
-        if states is not None:
-            state["replicas"] = states
-    return state
-
-
-def _restore_rng(network: Any, state: Mapping[str, Any]) -> None:
-    set_rng_state(state, getattr(network, "models", ()))
-    load = getattr(network, "load_replica_rng_states", None)
-    if load is not None and state.get("replicas") is not None:
-        load(state["replicas"])
-
-
-def _auto_name_hint(saved: Any, current: Any) -> str:
-    """Why model names built without ``model_name`` can differ between two runs in one process, and the fix."""
-    names = [*(saved or []), *(current or [])]
-    if saved == current or not names or not all(re.fullmatch(r"model\d*", str(name)) for name in names):
-        return ""
-    return (" fe.build names models 'model', 'model1', ... in build order within a process, so a run repeated in "
-            "the same process (a rerun notebook cell, a retry loop) gets other names: pass model_name= to fe.build "
-            "to restore there.")
 
 
 def _step_list(steps: Any) -> list[int]:
@@ -456,10 +357,3 @@ def _step_list(steps: Any) -> list[int]:
         if step < 1:
             raise ValueError(f"eval_log_steps entries are batch indices counted from 1, got {step!r} in {steps!r}.")
     return [int(step) for step in entries]
-
-
-def _epoch_results(epoch_data: Any) -> dict[str, dict[str, Any]] | None:
-    """What the running epoch's traces wrote for ``on_epoch_end`` so far (None outside an epoch)."""
-    if epoch_data is None:
-        return None
-    return {"logged": dict(epoch_data.read_logs()), "unlogged": dict(epoch_data.maps[1])}

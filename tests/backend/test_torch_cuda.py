@@ -115,7 +115,7 @@ def test_outputs_are_complete_when_returned() -> None:
 
 def test_snapshot_into_kept_buffers_copies_device_state_straight_into_warm_host_memory() -> None:
     from fe_ray.io.snapshot import SnapshotBuffers
-    from fe_ray.summary.system import snapshot_models
+    from fe_ray.summary.state_parts import snapshot_models
 
     model = torch_linear("adam")
     model.to(DEVICE)
