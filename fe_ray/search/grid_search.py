@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from fe_ray.search.search import Search, eval_fn_arguments
@@ -26,7 +26,8 @@ class GridSearch(Search):
     Args:
         eval_fn: Called as ``eval_fn(search_idx=i, **combination)``; returns a dict of results or a single value
             (recorded as ``{"value": v}``).
-        params: ``{argument name: list of options}``; every name must be an argument of ``eval_fn``.
+        params: ``{argument name: list of options}``; every name must be an argument of ``eval_fn``. Any iterable
+            of options (tuple, range, set, numpy array, generator) is taken in its iteration order.
         best_mode: 'max' or 'min', the default direction of :meth:`get_best_results`; None (a plain evaluation
             grid) leaves it to be given there.
         optimize_field: The result key compared by :meth:`get_best_results`; None uses the only key of single-key
@@ -34,13 +35,13 @@ class GridSearch(Search):
         name: Name of the search (its save file is ``<name>.json``).
 
     Raises:
-        TypeError: If ``params`` is not a dict, an option list is not a list/tuple/range, or ``eval_fn`` is not a
-            function taking ``search_idx``.
+        TypeError: If ``params`` is not a dict, an option list is a string or not iterable, or ``eval_fn`` is not
+            a function taking ``search_idx``.
         ValueError: If ``params`` is empty, an option list is empty, a name is not an argument of ``eval_fn``, a
             required argument of ``eval_fn`` has no options, or ``best_mode`` is invalid.
     """
 
-    def __init__(self, eval_fn: Callable[..., Any], params: Mapping[str, Sequence[Any]],
+    def __init__(self, eval_fn: Callable[..., Any], params: Mapping[str, Iterable[Any]],
                  best_mode: str | None = None, optimize_field: str | None = None, name: str = "grid_search") -> None:
         super().__init__(eval_fn, name=name, best_mode=best_mode, optimize_field=optimize_field)
         self.params = _check_params(params, eval_fn)
@@ -61,12 +62,14 @@ def _check_params(params: Any, eval_fn: Callable[..., Any]) -> dict[str, list[An
                          "eval_fn with its options, e.g. params={'lr': [1e-3, 1e-4]}.")
     checked: dict[str, list[Any]] = {}
     for name, options in params.items():
-        # A string is a sequence too, but searching over its characters is never what was meant.
-        if isinstance(options, (str, bytes)) or (not isinstance(options, (Sequence, range))
-                                                 and not hasattr(options, "tolist")):
+        # A string is iterable too, but searching over its characters is never what was meant.
+        if isinstance(options, (str, bytes)) or not isinstance(options, Iterable) \
+                or getattr(options, "ndim", 1) == 0:  # a 0-d numpy array is one value
             raise TypeError(f"GridSearch params[{name!r}] must be a list of options, got {options!r}; wrap a single "
                             f"value in a list: [{options!r}].")
-        options = options.tolist() if hasattr(options, "tolist") else list(options)  # numpy arrays -> Python values
+        # Any other iterable is taken in its iteration order, as FastEstimator's itertools.product takes it (a set,
+        # a generator); numpy arrays become Python values. A list is also what a second fit() can iterate again.
+        options = options.tolist() if hasattr(options, "tolist") else list(options)
         if not options:
             raise ValueError(f"GridSearch params[{name!r}] has no options, so the grid is empty; give at least one "
                              "value or remove the key.")

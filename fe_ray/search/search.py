@@ -254,10 +254,7 @@ class Search:
             return self.evaluation_cache[key]
         self.search_idx += 1
         _restart_model_names()
-        result = self.eval_fn(search_idx=self.search_idx, **params)
-        if not isinstance(result, Mapping):
-            result = {"value": result}
-        result = _storable(result)
+        result = self.process_results(self.eval_fn(search_idx=self.search_idx, **params))
         param = {**params, "search_idx": self.search_idx}
         self.search_summary.append({"param": param, "result": result})
         self.evaluation_cache[key] = result
@@ -265,6 +262,21 @@ class Search:
             self.save(self.save_dir)
         print(f"{LOG_PREFIX} Evaluated {param}, result: {result}", flush=True)
         return result
+
+    def process_results(self, result: Any) -> Result:
+        """Turn what ``eval_fn`` returned into the result dict that is recorded (FastEstimator's hook of that name).
+
+        A dict is kept with numpy arrays as (nested) lists and numpy scalars as Python numbers, in dicts nested
+        anywhere, so that the summary saves as JSON and a resumed search compares alike; any other value ``v``
+        becomes ``{"value": v}`` (converted alike). A subclass may override it to record results differently.
+
+        Args:
+            result: The value ``eval_fn`` returned.
+
+        Returns:
+            A new dict (``result`` itself is left as it was).
+        """
+        return _storable(result if isinstance(result, Mapping) else {"value": result})
 
     def fit(self, save_dir: str | None = None) -> None:
         """Run the search.

@@ -80,6 +80,22 @@ def test_model_names_restart_for_each_evaluation() -> None:
     assert counts == [0, 0]
 
 
+def test_any_iterable_of_options_is_searched_in_its_order(capsys: pytest.CaptureFixture) -> None:
+    # FastEstimator hands the option collections to itertools.product, so sets, ranges, generators and numpy arrays
+    # work there; they are read once, into lists, so a second fit() searches them again.
+    search = GridSearch(lambda search_idx, a, b, c: {"v": a * b + c},
+                        params={"a": {2}, "b": (n for n in (1, 3)), "c": np.array([10, 20])}, best_mode="max")
+    search.fit()
+    search.fit()
+    capsys.readouterr()
+    assert [entry["param"] for entry in search.get_search_summary()] == [
+        {"a": 2, "b": 1, "c": 10, "search_idx": 1}, {"a": 2, "b": 1, "c": 20, "search_idx": 2},
+        {"a": 2, "b": 3, "c": 10, "search_idx": 3}, {"a": 2, "b": 3, "c": 20, "search_idx": 4}]
+    assert type(search.get_best_results()["param"]["c"]) is int  # numpy values become Python ones
+    with pytest.raises(TypeError, match="wrap a single value in a list"):
+        GridSearch(lambda search_idx, a: a, params={"a": np.array(3)})
+
+
 @pytest.mark.parametrize("params, error, match", [
     ({}, ValueError, "params is empty"),
     ([1, 2], TypeError, "must be a dict"),

@@ -102,3 +102,21 @@ def test_unsaveable_parameters_fail_with_a_fix(tmp_path: Path) -> None:
     search.fit()  # without save_dir any parameter works
     with pytest.raises(TypeError, match="Cannot save search 'objects' as JSON.*without save_dir"):
         search.fit(save_dir=str(tmp_path))
+
+
+def test_process_results_is_the_hook_evaluate_records_through(capsys: pytest.CaptureFixture) -> None:
+    # FastEstimator's public Search.process_results: non-dicts are wrapped as {"value": v}, arrays become lists.
+    search = GridSearch(lambda search_idx, a: a, {"a": [1]}, best_mode="max")
+    raw = {"acc": np.array([0.5, 0.25]), "inner": {"n": np.int64(3)}}
+    assert search.process_results(raw) == {"acc": [0.5, 0.25], "inner": {"n": 3}}
+    assert isinstance(raw["acc"], np.ndarray)  # the caller's dict is left as it was
+    assert search.process_results(np.float32(0.5)) == {"value": 0.5}
+
+    class Scaled(GridSearch):
+        def process_results(self, result: object) -> dict[str, object]:
+            return {"score": 10 * super().process_results(result)["value"]}
+
+    scaled = Scaled(lambda search_idx, a: a, {"a": [1, 2]}, best_mode="max")
+    scaled.fit()
+    capsys.readouterr()
+    assert scaled.get_best_results() == {"param": {"a": 2, "search_idx": 2}, "result": {"score": 20}}

@@ -138,6 +138,36 @@ def test_parse_log_file_errors_name_the_file_and_line(tmp_path: Path) -> None:
     assert empty.name == "bad.txt" and not empty.history
 
 
+def test_parse_log_iter_adds_lines_to_the_given_summary() -> None:
+    # FastEstimator's log_parse.parse_log_iter(source, sync): lines from anywhere, added into an existing Summary.
+    lines = [
+        "FastEstimator-Start: step: 1; logging_interval: 2; num_device: 0;",
+        "FastEstimator-Warn: No ModelSaver Trace detected. Models will not be saved.",
+        "FastEstimator-Train: step: 2; steps/sec: 161.24; ce: 0.5;",
+        "FastEstimator-Train: step: 4; epoch: 1; epoch_time(sec): 0.57;",
+        "FastEstimator-Eval: step: 4; epoch: 1; ce: 0.25; cal_ci: (0.1981, 0.2144, 0.2512);",
+        "confusion_matrix:",
+        "[[1,0],",
+        " [0,1]];",
+        "FastEstimator-Finish: step: 4; model_lr: 0.1; total_time(sec): 19.62;",
+        "FastEstimator-Test: step: None; epoch: 0; ce: 0.125;",
+    ]
+    sync = Summary("run")
+    sync.history["train"]["ce"][1] = 0.75
+    assert log_parse.parse_log_iter(lines, sync) is sync
+    assert sync.history["train"]["ce"] == {1: 0.75, 2: 0.5}  # added to what the Summary held
+    assert sync.history["train"]["model_lr"] == {4: 0.1} and "num_device" not in sync.history["train"]
+    assert sync.history["eval"]["cal_ci"][4].as_tuple() == (0.1981, 0.2144, 0.2512)
+    assert "confusion_matrix" not in sync.history["eval"]
+    assert sync.history["test"]["ce"] == {4: 0.125} and sync.history["test"]["epoch"] == {4: 1.0}
+    with pytest.raises(ValueError, match=r"Line 1 of log 'run' does not start with its step"):
+        log_parse.parse_log_iter(["FastEstimator-Train: ce: 1.0; step: 2;"], sync)
+    with pytest.raises(TypeError, match=r"single string; pass text\.splitlines\(\)"):
+        log_parse.parse_log_iter("\n".join(lines), sync)
+    with pytest.raises(TypeError, match=r"sync must be the Summary"):
+        log_parse.parse_log_iter(lines, {})
+
+
 def _summary(name: str, history: dict[str, dict[str, dict[int, Any]]]) -> Summary:
     summary = Summary(name)
     summary.load_state_dict({"history": history})
@@ -295,6 +325,8 @@ def test_bad_arguments_name_the_value(tmp_path: Path, monkeypatch: pytest.Monkey
         visualize_logs([{"train": {}}], save_path=str(tmp_path))
     with pytest.raises(ValueError, match=r"Cannot save the figure as .*curves\.txt.*png"):
         visualize_logs(summary, save_path=str(tmp_path / "curves.txt"))
+    with pytest.raises(ValueError, match=r"curves\.html.*FastEstimator's '\.html' needs plotly"):
+        visualize_logs(summary, save_path=str(tmp_path / "curves.html"))
     with pytest.raises(TypeError, match=r"save_path must be a file or folder path.*got 3"):
         visualize_logs(summary, save_path=3)
     with pytest.raises(ValueError, match=r"no files ending with '\.log'"):

@@ -1,5 +1,6 @@
 """Reading the console output of runs back into :class:`Summary` histories, as FastEstimator's
-``fe.summary.logs.log_parse``.
+``fe.summary.logs.log_parse``: :func:`parse_log_iter` reads lines into a Summary, :func:`parse_log_file` one file,
+:func:`parse_log_files` / :func:`parse_log_dir` several files, which they then plot.
 
 The Logger prints one line per event, ``FastEstimator-<Event>: step: <global step>; <key>: <value>; ...``. Train
 and Finish lines go to the ``train`` mode, Eval lines to ``eval`` and Test lines to ``test`` (Start lines, progress
@@ -15,7 +16,9 @@ Deliberate differences from FastEstimator 1.7:
   not only at its start; numbers may carry an exponent sign (``1e+10``) and may be ``nan`` / ``inf``.
 * Bad arguments and lines without a leading step raise ValueError naming the value (FastEstimator asserts).
 * ``parse_log_files(save=True)`` without a ``save_path`` writes ``parse_logs.png`` next to the first log file
-  (FastEstimator passes the log file's own path on, which its plotting cannot write).
+  (FastEstimator: ``parse_logs.html`` there); ``parse_log_dir(save=True)`` writes it into ``dir_path``, as
+  FastEstimator documents (FastEstimator 1.7 uses the first log file's folder, a subfolder when searching
+  recursively).
 * ``parse_log_dir`` lists files with :class:`fe_ray.dataset.DirDataset`, as FastEstimator does: hidden files are
   skipped, and a folder without a matching file raises ValueError.
 """
@@ -58,6 +61,74 @@ def _fields(body: str) -> list[tuple[str, str]]:
     return pairs
 
 
+def parse_log_iter(source: Iterable[str], sync: Summary) -> Summary:
+    """Read log lines into ``sync``'s history, as FastEstimator's ``log_parse.parse_log_iter``.
+
+    The lines may come from anywhere (a file, a list, a captured output split into lines); a line that is not a
+    Train / Finish / Eval / Test line is skipped. Values are stored in ``sync.history[mode][key][step]``, overwriting
+    what it held at that step.
+
+    Args:
+        source: The lines to read (with or without their line ends).
+        sync: The Summary to add the values to.
+
+    Returns:
+        ``sync``, holding the values read.
+
+    Raises:
+        TypeError: If ``sync`` is not a Summary, or ``source`` is a single string instead of lines.
+        ValueError: If a ``FastEstimator-`` line does not start with its step.
+    """
+    if not isinstance(sync, Summary):
+        raise TypeError(f"sync must be the Summary to add the values to (e.g. Summary('run')), got "
+                        f"{type(sync).__name__} {sync!r}.")
+    if isinstance(source, (str, bytes)):
+        # Iterating a string yields characters, which would silently parse nothing.
+        raise TypeError("parse_log_iter reads lines, but source is a single string; pass text.splitlines() (or an "
+                        "open file) instead.")
+    return _parse_lines(source, sync, f"log {sync.name!r}")
+
+
+def _parse_lines(source: Iterable[str], sync: Summary, where: str) -> Summary:
+    """Add the values of the log lines in ``source`` to ``sync``; ``where`` names the log in error messages."""
+    last_step = 0
+    last_epoch: float = 0
+    for line_number, line in enumerate(source, start=1):
+        event = _EVENT.search(line)
+        if event is None:
+            continue
+        mode = _EVENT_MODES[event.group(1)]
+        fields = _fields(line[event.end():])
+        if not fields or fields[0][0] != "step":
+            raise ValueError(f"Line {line_number} of {where} does not start with its step ('step: N;' right after "
+                             f"the event): {line.strip()!r}.")
+        step_text = fields[0][1]
+        take_last_epoch = False
+        if step_text == "None":
+            # FastEstimator's command-line test prints no step; it belongs after the last logged one, and its epoch
+            # is a guess, so the last logged epoch replaces it.
+            step = last_step
+            take_last_epoch = mode == "test"
+        else:
+            try:
+                step = int(step_text)
+            except ValueError:
+                raise ValueError(f"Line {line_number} of {where} has the step {step_text!r}, which is neither an "
+                                 f"integer nor None: {line.strip()!r}.") from None
+            last_step = step
+        for key, text in fields[1:]:
+            value = _parse_value(text)
+            if value is None:
+                continue
+            if key == "epoch":
+                if take_last_epoch:
+                    value = last_epoch
+                else:
+                    last_epoch = value
+            sync.history[mode][key][step] = value
+    return sync
+
+
 def parse_log_file(file_path: str, file_extension: str) -> Summary:
     """Read one log file into a Summary named after the file (without ``file_extension``).
 
@@ -79,43 +150,8 @@ def parse_log_file(file_path: str, file_extension: str) -> Summary:
     if not os.path.exists(path):
         raise FileNotFoundError(f"Log file {path!r} does not exist (relative paths start at {os.getcwd()!r}).")
     experiment = Summary(strip_suffix(os.path.basename(path).strip(), file_extension))
-    last_step = 0
-    last_epoch: float = 0
     with open(path, encoding="utf-8", errors="replace") as file:
-        for line_number, line in enumerate(file, start=1):
-            event = _EVENT.search(line)
-            if event is None:
-                continue
-            mode = _EVENT_MODES[event.group(1)]
-            fields = _fields(line[event.end():])
-            if not fields or fields[0][0] != "step":
-                raise ValueError(f"Line {line_number} of log file {path!r} does not start with its step "
-                                 f"('step: N;' right after the event): {line.strip()!r}.")
-            step_text = fields[0][1]
-            take_last_epoch = False
-            if step_text == "None":
-                # FastEstimator's command-line test prints no step; it belongs after the last logged one, and its
-                # epoch is a guess, so the last logged epoch replaces it.
-                step = last_step
-                take_last_epoch = mode == "test"
-            else:
-                try:
-                    step = int(step_text)
-                except ValueError:
-                    raise ValueError(f"Line {line_number} of log file {path!r} has the step {step_text!r}, which is "
-                                     f"neither an integer nor None: {line.strip()!r}.") from None
-                last_step = step
-            for key, text in fields[1:]:
-                value = _parse_value(text)
-                if value is None:
-                    continue
-                if key == "epoch":
-                    if take_last_epoch:
-                        value = last_epoch
-                    else:
-                        last_epoch = value
-                experiment.history[mode][key][step] = value
-    return experiment
+        return _parse_lines(file, experiment, f"log file {path!r}")
 
 
 def _group_name(pattern: re.Pattern[str], file_name: str) -> str:
