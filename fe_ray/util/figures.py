@@ -5,6 +5,8 @@ user's pyplot backend)."""
 
 from __future__ import annotations
 
+import base64
+import html
 import importlib.util
 import io
 import os
@@ -17,6 +19,10 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 
+#: Extensions written as an HTML page around a PNG (FastEstimator writes plotly HTML there).
+HTML_EXTENSIONS = ("html", "htm")
+
+
 def check_matplotlib(what: str) -> None:
     """Raise the ImportError telling how to install matplotlib when it is missing (without importing it).
 
@@ -27,15 +33,17 @@ def check_matplotlib(what: str) -> None:
         raise ImportError(f"{what} draws its figures with matplotlib, which is not installed: pip install matplotlib")
 
 
-def figure_path(fig: Figure, save_path: Any, folder_file: str | None = None, hint: str = "") -> str:
+def figure_path(fig: Figure, save_path: Any, folder_file: str | None = None) -> str:
     """The file to write ``fig`` to for ``save_path``: normalised, ``.png`` added when there is no extension, and,
     when ``folder_file`` is given, ``folder_file`` inside an existing folder or a path ending in a separator.
+
+    Besides matplotlib's formats, ``.html`` (FastEstimator's plotly format) is accepted: :func:`write_figure` writes
+    a page showing the figure as an embedded PNG, so programs that name an HTML file keep working.
 
     Args:
         fig: The figure (its canvas says which formats it writes).
         save_path: The user's path.
         folder_file: The file name to use inside a folder; None treats every path as a file.
-        hint: Appended to the message of an unsupported extension (e.g. FastEstimator's '.html' needs plotly).
 
     Raises:
         TypeError: If ``save_path`` is not a path.
@@ -53,16 +61,20 @@ def figure_path(fig: Figure, save_path: Any, folder_file: str | None = None, hin
         path += ".png"
     extension = os.path.splitext(path)[1][1:].lower()
     supported = fig.canvas.get_supported_filetypes()
-    if extension not in supported:
+    if extension not in supported and extension not in HTML_EXTENSIONS:
         raise ValueError(f"Cannot save the figure as {path!r}: matplotlib writes {sorted(supported)}; use one of "
-                         f"those extensions (e.g. '.png'){hint}.")
+                         f"those extensions (e.g. '.png') or '.html'.")
     return path
 
 
 def write_figure(fig: Figure, path: str, dpi: float, verbose: bool = True) -> str:
     """Write ``fig`` to ``path`` (a :func:`figure_path`; folders created) at ``dpi`` and return the path."""
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    fig.savefig(path, dpi=dpi, format=os.path.splitext(path)[1][1:].lower())
+    extension = os.path.splitext(path)[1][1:].lower()
+    if extension in HTML_EXTENSIONS:
+        _write_html(fig, path, dpi)
+    else:
+        fig.savefig(path, dpi=dpi, format=extension)
     if verbose:
         print(f"Saving to {path}", flush=True)
     return path
@@ -106,3 +118,14 @@ def present(fig: Figure, notebook: bool, stem: str, message: str, dpi: float, fo
     if verbose:
         print(f"{message} (matplotlib's Agg canvas); wrote it to {path}", flush=True)
     return path
+
+
+def _write_html(fig: Figure, path: str, dpi: float) -> None:
+    """A self-contained HTML page showing ``fig`` as an inline PNG (static: fe_ray draws with matplotlib)."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, dpi=dpi, format="png")
+    title = html.escape(os.path.splitext(os.path.basename(path))[0])
+    image = base64.b64encode(buffer.getvalue()).decode("ascii")
+    with open(path, "w", encoding="utf-8") as page:
+        page.write(f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{title}</title></head>\n"
+                   f"<body><img alt=\"{title}\" src=\"data:image/png;base64,{image}\"></body></html>\n")

@@ -276,8 +276,10 @@ def test_bad_input_is_rejected_by_name(tmp_path: Path) -> None:
         plot_cartesian(search, groups="acc")
     with pytest.raises(ValueError, match="'size'"):
         plot_parallel_coordinates(_grid3(), color_by="size")
-    with pytest.raises(ValueError, match="html"):
-        visualize_search(search, save_path=str(tmp_path / "fig.html"))
+    with pytest.raises(ValueError, match=r"fig\.txt.*or '\.html'"):
+        visualize_search(search, save_path=str(tmp_path / "fig.txt"))
+    assert visualize_search(search, save_path=str(tmp_path / "fig.html")) == str(tmp_path / "fig.html")
+    assert (tmp_path / "fig.html").read_text().startswith("<!DOCTYPE html>")  # FastEstimator's format, static
     with pytest.raises(TypeError, match="save_path"):
         visualize_search(search, save_path=3)
     with pytest.raises(TypeError, match="colour_by"):

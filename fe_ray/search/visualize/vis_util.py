@@ -237,7 +237,7 @@ def save_figure(fig: Figure, save_path: str | os.PathLike[str], verbose: bool = 
         TypeError: If ``save_path`` is not a path.
         ValueError: If it is empty or the extension is not a format matplotlib writes.
     """
-    path = figure_path(fig, save_path, DEFAULT_FILE_NAME, hint=" (FastEstimator's '.html' needs plotly)")
+    path = figure_path(fig, save_path, DEFAULT_FILE_NAME)
     return write_figure(fig, path, SAVE_DPI, verbose)
 
 

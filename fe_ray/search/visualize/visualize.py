@@ -6,9 +6,10 @@ Differences from FastEstimator 1.7, which draws interactive plotly figures (thes
 * Figures are static matplotlib figures drawn on matplotlib's Agg canvas (pyplot and its global backend are never
   touched; matplotlib is imported on first use, ``pip install matplotlib`` if missing). The ``plot_*`` functions
   return a ``matplotlib.figure.Figure`` instead of a plotly figure.
-* ``save_path`` writes an image in the format its extension names (any matplotlib writes: png, svg, pdf, ...); a
-  path without an extension gets ``.png`` (FastEstimator writes ``.html`` there), and an existing folder or a path
-  ending in a separator gets ``figure.png`` inside it (FastEstimator's fallback name, ``figure``).
+* ``save_path`` writes an image in the format its extension names (any matplotlib writes: png, svg, pdf, ...;
+  ``.html``, FastEstimator's plotly format, gives a page showing the static image); a path without an extension
+  gets ``.png`` (FastEstimator writes ``.html`` there), and an existing folder or a path ending in a separator
+  gets ``figure.png`` inside it (FastEstimator's fallback name, ``figure``).
 * Without ``save_path`` there is no window to open: in a notebook the figure is shown inline, elsewhere it is
   written to a temporary PNG under ``<tempdir>/fe_ray_figures`` whose path is printed (when ``verbose``).
 * The ``visualize_*`` functions return the path written (None when shown inline); FastEstimator returns None.

@@ -324,8 +324,7 @@ def visualize_logs(experiments: Summary | Iterable[Summary],
     fig = plot_logs(experiments, smooth_factor=smooth_factor, ignore_metrics=ignore_metrics,
                     pretty_names=pretty_names, include_metrics=include_metrics, share_legend=share_legend)
     if save_path is not None:
-        # FastEstimator writes interactive plotly HTML; say why '.html' fails here rather than only listing formats.
-        path = figure_path(fig, save_path, DEFAULT_FILE_NAME, hint=" (FastEstimator's '.html' needs plotly)")
+        path = figure_path(fig, save_path, DEFAULT_FILE_NAME)
         return write_figure(fig, path, _SAVE_DPI, verbose)
     return present(fig, in_notebook(), "parse_logs", "FastEstimator-Warn: no window to show the log plot in",
                    _SAVE_DPI)
