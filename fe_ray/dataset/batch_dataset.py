@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from fe_ray.dataset.splitting import stratify_for
+from fe_ray.dataset.summary import DatasetSummary, merged_summary
 
 #: Tags the batch plan's random streams apart from the shuffle's and the random ops' (same seed, epoch and pass).
 _PLAN_TAG = 0x42415443
@@ -59,7 +60,10 @@ class BatchDataset:
 
     def __init__(self, datasets: Iterable[Any], num_samples: int | Sequence[int],
                  probability: Sequence[float] | None = None) -> None:
-        self.datasets = list(datasets)
+        # One dataset alone (not in a list) is one dataset, as FastEstimator reads it, not the samples it iterates.
+        single = not isinstance(datasets, (list, tuple)) and hasattr(datasets, "__getitem__") \
+            and hasattr(datasets, "__len__")
+        self.datasets = [datasets] if single else list(datasets)
         if len(self.datasets) < 2:
             raise ValueError(f"BatchDataset needs two or more datasets to draw from, got {len(self.datasets)}.")
         counts = [num_samples] if isinstance(num_samples, numbers.Integral) else list(num_samples)
@@ -154,11 +158,13 @@ class BatchDataset:
             return BatchDataset(parts, self.num_samples, self.probability)
         return [BatchDataset(group, self.num_samples, self.probability) for group in zip(*parts)]
 
-    def summary(self) -> str:
-        """A one-line description."""
+    def summary(self) -> DatasetSummary:
+        """A one-line description, with FastEstimator's summary fields: ``num_instances`` (batches per epoch) and
+        the keys of the datasets' summaries."""
         mode = f"probability={self.probability}" if self.probability else f"num_samples={self.num_samples}"
-        return (f"BatchDataset: {len(self)} batches of {len(self.datasets)} datasets "
+        text = (f"BatchDataset: {len(self)} batches of {len(self.datasets)} datasets "
                 f"({[len(ds) for ds in self.datasets]} samples), {mode}")
+        return merged_summary(text, len(self), self.datasets)
 
     def __repr__(self) -> str:
         return self.summary()

@@ -24,19 +24,24 @@ class CombinedDataset:
     e.g. SiameseDirDataset) keeps its exact, position-seeded draws inside a CombinedDataset.
 
     Args:
-        datasets: Two or more map-style datasets whose samples are dicts with the same keys.
+        datasets: One or more map-style datasets whose samples are dicts with the same keys (a single one is read
+            as it is, as FastEstimator's, which lets a program build the list).
+
+    Attributes:
+        cumulative_sizes: The running totals of the datasets' lengths (``[len(a), len(a) + len(b), ...]``), as on
+            FastEstimator's (torch's ``ConcatDataset``).
 
     Raises:
         TypeError: If ``datasets`` is not a list (or tuple) of map-style datasets.
-        ValueError: If fewer than two datasets are given, one is empty or gives whole batches (a BatchDataset), or
-            their first samples have different keys.
+        ValueError: If no dataset is given, one is empty or gives whole batches (a BatchDataset), or their first
+            samples have different keys.
     """
 
     def __init__(self, datasets: Sequence[Any]) -> None:
         if not isinstance(datasets, (list, tuple)):
             raise TypeError(f"CombinedDataset needs a list of datasets, got {type(datasets).__name__}.")
-        if len(datasets) < 2:
-            raise ValueError(f"CombinedDataset needs at least 2 datasets to combine, got {len(datasets)}.")
+        if not datasets:
+            raise ValueError("CombinedDataset needs at least 1 dataset to combine, got an empty list.")
         for position, dataset in enumerate(datasets):
             if not (hasattr(dataset, "__len__") and hasattr(dataset, "__getitem__")):
                 raise TypeError(f"CombinedDataset dataset {position} is a {type(dataset).__name__}, not a map-style "
@@ -53,6 +58,11 @@ class CombinedDataset:
         self.datasets = list(datasets)
         # Offsets of each dataset's first sample: sample i lives in the last dataset whose offset is <= i.
         self._starts = [0, *np.cumsum([len(dataset) for dataset in self.datasets])[:-1].tolist()]
+
+    @property
+    def cumulative_sizes(self) -> list[int]:
+        """The running totals of the datasets' lengths (FastEstimator's, from torch's ``ConcatDataset``)."""
+        return np.cumsum([len(dataset) for dataset in self.datasets]).tolist()
 
     @property
     def fe_keyed(self) -> bool:

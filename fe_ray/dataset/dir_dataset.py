@@ -49,7 +49,9 @@ class LabeledDirDataset(InMemoryDataset):
     The class of a file is its folder's path relative to ``root_dir`` (``"cat"``, or ``"animals/cat"`` for deeper
     trees; files directly in ``root_dir`` have the class ``""``, as in FastEstimator, with a warning). Without a
     ``label_mapping``, the classes that hold files are numbered 0, 1, ... in sorted order. Samples are ordered by
-    class name, then by file name.
+    class name, then by file name. (FastEstimator orders the classes as ``os.walk`` lists the folders, which
+    depends on the file system, and the files of each class by name; so the sample at an index, and what a
+    seeded ``split`` takes, can differ from FastEstimator's, while the labels and each class's files agree.)
 
     Args:
         root_dir: The folder holding one subfolder per class.

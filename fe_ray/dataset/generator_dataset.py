@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from fe_ray.dataset.splitting import plan_split
+from fe_ray.dataset.summary import DatasetSummary, key_summaries
 
 
 class GeneratorDataset:
@@ -122,12 +123,18 @@ class GeneratorDataset:
         self.samples_per_epoch = int(keep.size)
         return results[0] if len(results) == 1 else results
 
-    def summary(self) -> str:
-        """One line naming the samples per epoch and the keys of the generator's first (warm-up) sample."""
+    def summary(self) -> DatasetSummary:
+        """One line naming the samples per epoch and the keys of the generator's first (warm-up) sample, with
+        FastEstimator's summary fields (``num_instances``, each key's dtype and shape; values are not counted).
+
+        FastEstimator describes a sample it draws for the summary, moving the generator on; the warm-up sample
+        leaves the generator where it stands.
+        """
         first = self._first
         keys = ", ".join(f"{key}: {type(value).__name__}" for key, value in first.items()) \
             if isinstance(first, dict) else f"first item a {type(first).__name__}"
-        return f"GeneratorDataset({self.samples_per_epoch} samples per epoch; {keys})"
+        return DatasetSummary(f"GeneratorDataset({self.samples_per_epoch} samples per epoch; {keys})",
+                              self.samples_per_epoch, key_summaries(first) if isinstance(first, dict) else {})
 
     def __repr__(self) -> str:
         return self.summary()

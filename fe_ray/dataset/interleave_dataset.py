@@ -14,6 +14,7 @@ from typing import Any
 
 from fe_ray.dataset.combined_dataset import child_states, load_child_states
 from fe_ray.dataset.splitting import stratify_for
+from fe_ray.dataset.summary import DatasetSummary, merged_summary
 
 
 class InterleaveDataset:
@@ -27,9 +28,9 @@ class InterleaveDataset:
     ``drop_last`` is always in effect. Wrap a dataset in :class:`~fe_ray.dataset.ExtendDataset` to have it count as
     ``spoof_length`` samples (read in several passes) instead of its length.
 
-    Batch sizes and ops per dataset: FastEstimator sets each dataset's batch size with a ``Batch`` op whose ``ds_id``
-    is the dataset's name. fe_ray has no Batch op: call :meth:`set_batch_sizes` (one size per dataset), or leave them
-    unset to use the Pipeline's ``batch_size`` for every dataset. Ops are chosen per dataset as in FastEstimator:
+    Batch sizes and ops per dataset: as in FastEstimator, a ``Batch`` op whose ``ds_id`` is a dataset's name sets
+    that dataset's batch size; :meth:`set_batch_sizes` (one size per dataset) does so too, and datasets left unset
+    use the Pipeline's ``batch_size``. Ops are chosen per dataset as in FastEstimator:
     when ``datasets`` is a dict, an op runs on a dataset's batches if its ``ds_id`` allows that dataset's name (the
     name replaces the Pipeline-level ds_id); for a list, the Pipeline-level ds_id selects the ops of all datasets.
 
@@ -205,12 +206,14 @@ class InterleaveDataset:
             results.append(result)
         return results[0] if len(results) == 1 else results
 
-    def summary(self) -> str:
-        """One line naming the datasets, the pattern and the batch sizes."""
+    def summary(self) -> DatasetSummary:
+        """One line naming the datasets, the pattern and the batch sizes, with FastEstimator's summary fields:
+        ``num_instances`` (``len(self)``, batches per epoch) and the keys of the datasets' summaries."""
         names = ", ".join(f"{self._name(index)}: {type(ds).__name__}({len(ds)})"
                           for index, ds in enumerate(self.datasets))
         sizes = self.batch_sizes if self._sizes_set else "Pipeline batch_size"
-        return f"InterleaveDataset({names}; pattern={self.pattern}; batch sizes: {sizes})"
+        text = f"InterleaveDataset({names}; pattern={self.pattern}; batch sizes: {sizes})"
+        return merged_summary(text, len(self), self.datasets)
 
     def __repr__(self) -> str:
         return self.summary()

@@ -35,6 +35,10 @@ class NumpyDataset(ImmutableDataset):
     immutable, which is also why :meth:`state_dict` is empty. (:meth:`split` takes samples out, as FastEstimator's
     does: call it before the dataset goes into a Pipeline.)
 
+    A key given as a list (or tuple) gives each sample its list entry as it is, as FastEstimator does (Python
+    ``int`` / ``float`` / ``str`` values, a list for a list entry), and ``dataset[key]`` returns the entries as a
+    list (an array when they are arrays); its batches are the same arrays either way.
+
     Args:
         data: Mapping of key to array (anything ``np.asarray`` accepts); every array needs a leading sample axis of
             the same length. A list of samples of different shapes (images of several sizes, token sequences of
@@ -51,6 +55,7 @@ class NumpyDataset(ImmutableDataset):
         if not data:
             raise ValueError("NumpyDataset needs at least one key, got an empty dict.")
         arrays: dict[str, np.ndarray] = {}
+        lists: dict[str, list[Any]] = {}
         for key, value in data.items():
             if not isinstance(key, str):
                 raise TypeError(f"NumpyDataset keys must be strings, got {key!r} ({type(key).__name__}).")
@@ -58,10 +63,15 @@ class NumpyDataset(ImmutableDataset):
             if array.ndim == 0:
                 raise ValueError(f"NumpyDataset key {key!r} holds a scalar; every value needs a leading sample axis.")
             arrays[key] = array
+            if isinstance(value, (list, tuple)):
+                lists[key] = list(value)
         lengths = {key: len(array) for key, array in arrays.items()}
         if len(set(lengths.values())) > 1:
             raise ValueError(f"NumpyDataset arrays must have the same length, got {lengths}.")
         self.data = arrays
+        # The entries of the keys given as lists, handed out per sample as given (FastEstimator's values); the
+        # arrays in ``data`` make the batches.
+        self._lists = lists
         self._size = next(iter(lengths.values()))
 
     def __len__(self) -> int:
@@ -85,6 +95,9 @@ class NumpyDataset(ImmutableDataset):
         if isinstance(index, str):
             if index not in self.data:
                 raise ValueError(f"NumpyDataset has no key {index!r}; its keys are {list(self.data)}.")
+            entries = self._lists.get(index)
+            if entries is not None and not (entries and isinstance(entries[0], np.ndarray)):
+                return list(entries)
             return self.data[index]
         if not isinstance(index, (int, np.integer)) or isinstance(index, bool):
             raise TypeError(f"NumpyDataset index must be an int (a sample) or a key {list(self.data)}, got "
@@ -92,7 +105,8 @@ class NumpyDataset(ImmutableDataset):
         index = int(index)
         if not -self._size <= index < self._size:
             raise IndexError(f"NumpyDataset index {index} out of range for {self._size} samples.")
-        return {key: array[index] for key, array in self.data.items()}
+        lists = self._lists
+        return {key: lists[key][index] if key in lists else array[index] for key, array in self.data.items()}
 
     def get_batch(self, indices: Sequence[int] | np.ndarray) -> dict[str, np.ndarray]:
         """Return the samples at ``indices`` stacked along a new leading axis, in one fancy-indexing call.
@@ -110,18 +124,27 @@ class NumpyDataset(ImmutableDataset):
 
     def subset(self, indices: Sequence[int] | np.ndarray) -> NumpyDataset:
         """Return a new NumpyDataset holding the samples at ``indices`` (copied, in that order)."""
-        return NumpyDataset(self.get_batch(indices))
+        result = object.__new__(NumpyDataset)
+        result._set_samples(self, np.asarray(indices, dtype=np.int64))
+        return result
+
+    def _set_samples(self, source: NumpyDataset, indices: np.ndarray) -> None:
+        """Hold ``source``'s samples at ``indices``: its arrays' rows, and its list entries for the keys given as
+        lists (so that they stay FastEstimator's values)."""
+        lists = {key: [entries[int(i)] for i in indices] for key, entries in source._lists.items()}
+        self.data = source.get_batch(indices)
+        self._lists = lists
+        self._size = int(indices.size)
 
     def _take(self, indices: np.ndarray) -> NumpyDataset:
         return self.subset(indices)
 
     def _keep(self, indices: np.ndarray) -> None:
-        self.data = self.get_batch(indices)
-        self._size = int(indices.size)
+        self._set_samples(self, indices)
 
     def summary(self) -> DatasetSummary:
         """One line naming the size and each key's dtype and per-sample shape, with FastEstimator's summary fields
         (:class:`~fe_ray.dataset.summary.DatasetSummary`)."""
         fields = ", ".join(f"{key}: {array.dtype} {tuple(array.shape[1:])}" for key, array in self.data.items())
-        keys = key_summaries(self[0], self.data.__getitem__) if self._size else {}
+        keys = key_summaries(self[0], lambda key: self._lists.get(key, self.data[key])) if self._size else {}
         return DatasetSummary(f"NumpyDataset({self._size} samples; {fields})", self._size, keys)

