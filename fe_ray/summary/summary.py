@@ -40,8 +40,8 @@ class ValWithError(NamedTuple):
     y_max: float
 
     def __str__(self) -> str:
-        # The Logger prints anything that is not a number or an array with str(): keep its 7-digit style.
-        return f"({self.y_min:.7g}, {self.y:.7g}, {self.y_max:.7g})"
+        # The Logger prints it with str(), FastEstimator's text: each number in full.
+        return f"({self.y_min}, {self.y}, {self.y_max})"
 
     def as_tuple(self) -> tuple[float, float, float]:
         """``(y_min, y, y_max)`` as a plain tuple."""

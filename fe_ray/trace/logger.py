@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from fe_ray.summary.summary import ValWithError
 from fe_ray.trace.trace import Data, Trace, to_loggable
 
 PREFIX = "FastEstimator-"
@@ -24,17 +25,15 @@ def natural_key(key: str) -> list[Any]:
 
 
 def format_value(value: Any) -> str:
-    """Render a logged value compactly: scalars as numbers, arrays in full (numpy's layout, comma-separated)."""
-    if isinstance(value, np.ndarray):
-        if value.size == 1:
-            value = value.reshape(-1)[0]
-        else:
-            return np.array2string(value, separator=",")
-    if isinstance(value, (float, np.floating)):
-        return f"{float(value):.7g}"
-    if isinstance(value, np.integer):
-        return str(int(value))
-    return str(value)
+    """Render a logged value as FastEstimator's Logger does: a single value as numpy prints it (``2.3113186`` for a
+    float32 loss, ``1e-04``, ``0.7555555555555555`` for a Python float, ``[1.]`` for a one-element array), larger
+    arrays in numpy's layout, comma-separated, and a :class:`~fe_ray.summary.summary.ValWithError` as its text."""
+    if isinstance(value, ValWithError):
+        return str(value)
+    array = value if isinstance(value, np.ndarray) else np.asarray(value)
+    if array.size > 1:
+        return np.array2string(array, separator=",")
+    return str(array)
 
 
 class Logger(Trace):

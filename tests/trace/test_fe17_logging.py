@@ -112,3 +112,15 @@ def test_val_with_error_compares_and_computes_on_its_value_as_fastestimators() -
     # an asymmetric band is watched by its value, not the mean of the triple
     assert epoch_value(Data({"err": ValWithError(0.0, 0.1, 0.8)}), "err") == pytest.approx(0.1)
     assert csv_value(ValWithError(0.1, 0.2, 0.3)) == "(0.1; 0.2; 0.3)"  # FastEstimator's CSV cell
+
+
+def test_logged_values_print_as_fastestimators_logger_prints_them() -> None:
+    """FastEstimator 1.7.0 prints str(to_number(value)): numpy's text of a float32, Python floats in full, a
+    one-element array as an array; fe_ray printed 7 significant digits ('2.311319', '0.0001', '1')."""
+    from fe_ray.summary.summary import ValWithError
+    from fe_ray.trace.logger import format_value
+
+    assert [format_value(value) for value in (np.float32(2.3113186), np.float32(1e-4), 1.0, 0.7555555555555555,
+                                              np.array([1.0]), np.int64(7), "adam")] == [
+        "2.3113186", "1e-04", "1.0", "0.7555555555555555", "[1.]", "7", "adam"]
+    assert format_value(ValWithError(0.1, 0.5949536561965942, 0.9)) == "(0.1, 0.5949536561965942, 0.9)"

@@ -222,13 +222,17 @@ def test_lr_scheduler_sets_lr_per_step_and_epoch() -> None:
         LRScheduler(model2, lambda x: 0.1)
 
 
-def test_model_saver_keeps_last_files(tmp_path) -> None:
+def test_model_saver_keeps_last_files(tmp_path, capsys) -> None:
     model = torch_mlp()
     train, evaluation = digits_arrays(n_train=8, n_eval=8)
     estimator = fe.Estimator(ToyPipeline(train, evaluation, batch_size=8), classifier_network(model), epochs=3,
                              traces=[ModelSaver(model, str(tmp_path), max_to_keep=2)], log_steps=None)
     estimator.fit()
     assert sorted(os.listdir(tmp_path)) == ["mlp_epoch_2.pt", "mlp_epoch_3.pt"]
+    # FastEstimator's wording of the removal line.
+    removed = os.path.join(str(tmp_path), "mlp_epoch_1.pt")
+    assert (f"FastEstimator-ModelSaver: Removed model {removed} due to file number exceeding max_to_keep\n"
+            in capsys.readouterr().out)
 
 
 def test_model_saver_keeps_counting_its_files_across_a_resume(tmp_path) -> None:

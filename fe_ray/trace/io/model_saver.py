@@ -77,7 +77,8 @@ class ModelSaver(Trace):
                             os.remove(stale)
                         elif os.path.isfile(os.path.join(stale, "saved_model.pb")):
                             shutil.rmtree(stale)  # the SavedModel an unserialisable model was exported as
-                    print(f"FastEstimator-ModelSaver: Removed model {old} (max_to_keep={self.max_to_keep})",
+                    # FastEstimator's wording, so that logs read (and are parsed) the same after switching.
+                    print(f"FastEstimator-ModelSaver: Removed model {old} due to file number exceeding max_to_keep",
                           flush=True)
 
     def _architecture_files(self, weights_path: str) -> list[str]:
