@@ -607,7 +607,16 @@ def test_system_traces_are_the_users_and_eval_log_steps_are_set_before_on_ds_beg
 
 
 def test_fastestimator_module_paths_of_data_dsdata_and_parse_freq() -> None:
+    from fe_ray.trace.essential import EvalEssential, TestEssential, TrainEssential
+    from fe_ray.trace.logger import Logger
+    from fe_ray.trace.trace import EvalEssential as FEEval
     from fe_ray.trace.trace import Freq, parse_freq
+    from fe_ray.trace.trace import Logger as FELogger
+    from fe_ray.trace.trace import TestEssential as FETest
+    from fe_ray.trace.trace import TrainEssential as FETrain
+
+    assert (FETrain, FEEval, FETest, FELogger) == (TrainEssential, EvalEssential, TestEssential, Logger)
+    assert fe.dataset.data.mnist.load_data is not None  # FastEstimator's lazy fe.dataset.data
     from fe_ray.util.base_util import IfElse, to_list
     from fe_ray.util.data import Data, DSData
     from fe_ray.util.util import to_number

@@ -13,6 +13,10 @@ from fe_ray.dataset.numpy_dataset import NumpyDataset
 from fe_ray.dataset.pickle_dataset import PickleDataset
 from fe_ray.dataset.siamese_dir_dataset import SiameseDirDataset
 from fe_ray.dataset.summary import DatasetSummary, KeySummary
+from fe_ray.util.lazy import lazy_attributes
+
+# ``fe.dataset.data.mnist`` as in FastEstimator, without loading the bundled-data loaders with every dataset import.
+__getattr__, __dir__ = lazy_attributes(__name__, {"data": "fe_ray.dataset.data"})
 
 __all__ = ["BatchDataset", "CSVDataset", "CombinedDataset", "DatasetSummary", "DirDataset", "ExtendDataset",
            "GeneratorDataset", "InMemoryDataset", "InterleaveDataset", "KeySummary", "LabeledDirDataset",

