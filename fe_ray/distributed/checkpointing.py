@@ -23,7 +23,8 @@ Failures:
 * When the group is stopped while rank 0 writes (a peer died or hung, shutdown, recovery), the coordinator first
   lets the write finish, so recovery resumes from it.
 * If rank 0 itself dies mid-write, that checkpoint was never committed (the store never offers it and deletes its
-  leftovers on the next save); :class:`CheckpointWriterError` names the latest committed one.
+  leftovers on the next save); :class:`CheckpointWriterError` names the latest committed one. A death after the
+  commit loses nothing: the newest checkpoint's manifest carries the write's counters, and it is returned as usual.
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ class ReplicaCheckpoints:
     def __init__(self) -> None:
         self.last_committed: str | None = None
         self._pending: str | None = None  # the root of the write in flight on rank 0
+        self._pending_info: dict[str, Any] = {}  # its manifest's info (the System's counters), to recognise it
 
     @property
     def pending(self) -> bool:
@@ -78,11 +80,13 @@ class ReplicaCheckpoints:
         Raises:
             Exception: The previous write's error (this snapshot is then not taken), or the group's errors.
         """
+        # Every replica's last update must have ended: one that failed leaves rank 0 blocked in its all-reduce.
+        group.settle_steps(timeout_s)
         answer = group.call_one(WRITER_RANK, "save_checkpoint", args=(str(root), keep, dict(payload), dict(info or {})),
                                 timeout_s=timeout_s, what="taking a checkpoint snapshot")
         self._pending = None  # the previous write is over either way
         self._settle(answer)
-        self._pending = str(root)
+        self._pending, self._pending_info = str(root), dict(info or {})
 
     def finish(self, group: Any, timeout_s: float) -> str | None:
         """Wait for rank 0's write in flight; returns the URL of the newest committed checkpoint (None if none).
@@ -92,7 +96,8 @@ class ReplicaCheckpoints:
             timeout_s: Longest to wait.
 
         Raises:
-            CheckpointWriterError: Rank 0 died before committing the checkpoint.
+            CheckpointWriterError: Rank 0 died before committing the checkpoint (not after: the committed one is
+                returned).
             Exception: The write's own error (e.g. an OSError naming the checkpoint and what is intact).
         """
         root, self._pending = self._pending, None
@@ -105,7 +110,13 @@ class ReplicaCheckpoints:
             from fe_ray.io.checkpoint import CheckpointStore
 
             try:
-                latest = CheckpointStore(root, keep=None).latest()
+                store = CheckpointStore(root, keep=None)
+                latest = store.latest()
+                # Rank 0 may die after committing the write (a death seen only now): then nothing was lost.
+                if (latest is not None and latest != self.last_committed and self._pending_info
+                        and store.manifest(latest).get("info") == self._pending_info):
+                    self.last_committed = latest
+                    return latest
             except Exception:  # noqa: BLE001 - report the death either way
                 latest = None
             raise CheckpointWriterError(

@@ -350,6 +350,7 @@ class RayNetwork(ReplicaLifecycle, BaseNetwork):
         """Op / slicer / pop states; the ops' from rank 0 outside a context, inside one the last sync's copies."""
         if self.started and not self.ctx_lock.locked():
             with self._replicas() as group:
+                group.settle_steps(self._control_timeout_s)  # see ReplicaGroup.settle_steps
                 state = group.call_one(0, "get_state", args=(False,), timeout_s=self._control_timeout_s,
                                        what="sending its op states")
             self._load_op_states(writable(state["network"]))

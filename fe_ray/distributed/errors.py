@@ -7,6 +7,12 @@ the *original* type (so ``except KeyError`` around ``Estimator.fit`` keeps worki
 :class:`ReplicaError` whose message holds the remote traceback; every such exception also gets the attributes
 ``replica_rank``, ``replica_node``, ``replica_pid`` and ``remote_traceback``. Types that cannot be rebuilt on the
 driver fall back to a :class:`ReplicaError`.
+
+The exception travels through Ray's cloudpickle, the one that shipped the user's ops to the replica: an exception
+class of the driver's script (``__main__``, a notebook) goes there by value under an id that cloudpickle keeps, and
+coming back under that id it is the driver's own class again, so ``except MyError`` catches it. An exception whose
+constructor cannot take its own ``args`` (``__init__(self, code, detail)`` calling ``super().__init__(text)``) is
+rebuilt without calling ``__init__``: its ``args`` and attributes are restored as they were.
 """
 
 from __future__ import annotations
@@ -106,7 +112,7 @@ class RemoteFailure:
         original: BaseException | None = None
         if self.pickled is not None:
             try:
-                import cloudpickle
+                from ray import cloudpickle
 
                 original = cloudpickle.loads(self.pickled)
             except Exception:  # noqa: BLE001 - the type may not exist on the driver; fall back below
@@ -131,17 +137,47 @@ def capture_failure(exc: BaseException, rank: int, node_ip: str, pid: int) -> Re
     """Turn an exception caught in a replica into a :class:`RemoteFailure`."""
     cause_type = f"{type(exc).__module__}.{type(exc).__qualname__}".removeprefix("builtins.")
     remote_traceback = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-    pickled: bytes | None
-    try:
-        import cloudpickle
+    message = _message(exc)
+    # Ray's cloudpickle, not the standalone one: it shipped the ops here, so a class of the driver's script that
+    # came by value goes back under the id the driver knows it by (see the module docstring).
+    from ray import cloudpickle
 
-        # Drop the traceback and chained causes: they hold frames (unpicklable) and are already in the text.
-        clone = _strip(exc)
-        pickled = cloudpickle.dumps(clone)
-        cloudpickle.loads(pickled)  # some exceptions pickle but cannot be rebuilt (custom __init__ signatures)
-    except Exception:  # noqa: BLE001 - fall back to a ReplicaError on the driver
-        pickled = None
-    return RemoteFailure(rank, node_ip, pid, cause_type, _message(exc), remote_traceback, pickled)
+    # Drop the traceback and chained causes: they hold frames (unpicklable) and are already in the text.
+    clone = _strip(exc)
+    pickled: bytes | None = None
+    for payload in (lambda: cloudpickle.dumps(clone), lambda: cloudpickle.dumps(_WithoutInit(clone))):
+        try:
+            candidate = payload()
+            # Some exceptions pickle but cannot be rebuilt (a constructor that does not take its own args).
+            rebuilt = cloudpickle.loads(candidate)
+        except Exception:  # noqa: BLE001 - try the next form, else fall back to a ReplicaError on the driver
+            continue
+        if type(rebuilt) is type(exc) and _message(rebuilt) == message:
+            pickled = candidate
+            break
+    return RemoteFailure(rank, node_ip, pid, cause_type, message, remote_traceback, pickled)
+
+
+class _WithoutInit:
+    """Pickles an exception as its class, ``args`` and attributes, rebuilt without calling its ``__init__``.
+
+    ``BaseException`` pickles as ``cls(*args)``, which fails for a constructor whose parameters differ from the
+    ``args`` it passes on to ``super().__init__``.
+    """
+
+    def __init__(self, exc: BaseException) -> None:
+        self.exc = exc
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return _rebuild_without_init, (type(self.exc), self.exc.args, dict(getattr(self.exc, "__dict__", {})))
+
+
+def _rebuild_without_init(cls: type[BaseException], args: tuple[Any, ...],
+                          attributes: dict[str, Any]) -> BaseException:
+    exc = cls.__new__(cls, *args)
+    exc.args = args
+    exc.__dict__.update(attributes)
+    return exc
 
 
 def _strip(exc: BaseException) -> BaseException:

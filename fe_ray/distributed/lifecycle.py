@@ -23,6 +23,7 @@ from fe_ray.distributed.serialization import check_picklable
 from fe_ray.distributed.state_transfer import start_rng
 from fe_ray.distributed.supervisor import EXIT_GRACE_S, GroupHolder, ReplicaGroup
 from fe_ray.io.checkpoint import CheckpointStore
+from fe_ray.schedule import get_current_items
 
 # The coordinator's logger: these messages are the network's, wherever its code lives.
 logger = logging.getLogger("fe_ray.distributed.coordinator")
@@ -211,7 +212,10 @@ class ReplicaLifecycle:
         Returns:
             True if the Estimator should restore the latest checkpoint and continue.
         """
-        traces = None if system is None else getattr(system, "traces", []) or []
+        # The traces this run executes, as fit()'s check_traces saw them: the user's list and the Estimator's own
+        # (``system.traces`` is a copy of the list the Estimator was given, without traces appended to it later).
+        traces = None if system is None else get_current_items(
+            getattr(system, "traces_in_use", None) or getattr(system, "traces", None) or [])
         if not may_recover(error, self.max_failures, self.recoveries, self.checkpoint_dir, traces):
             return False
         self._stop_replicas()  # a checkpoint rank 0 is still writing counts: it is finished first

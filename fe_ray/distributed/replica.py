@@ -257,6 +257,13 @@ class Replica(ReplicaState):
                          "step's outputs were sent; FE_RAY_EARLY_ANSWER=0 runs it before)")
             self._broken = failure_of(self, exc)
 
+    @guarded
+    def step_settled(self) -> bool:
+        """True once this replica's previous step has ended (its weight update included), or the failure of that
+        update: guarded methods run on the step thread after the update and return such a failure (see
+        :meth:`fe_ray.distributed.supervisor.ReplicaGroup.call_one`, which asks the other replicas this)."""
+        return True
+
     def _abort_peers(self) -> None:
         # Peers may be waiting for this replica inside the all-reduce, which it will never join: tell them, so
         # theirs fails now rather than at the collective's timeout (the driver replaces the whole group after any

@@ -23,6 +23,7 @@ logger = logging.getLogger(__name__)
 
 def pull_rank0(group: Any, models: Sequence[Any], framework: str, timeout_s: float) -> dict[str, Any]:
     """Copy rank 0's exact model and optimizer states into ``models``; return its op states (``{"ops": ...}``)."""
+    group.settle_steps(timeout_s)  # a peer's failed update would otherwise leave rank 0 blocked in its all-reduce
     state = group.call_one(0, "get_state", timeout_s=timeout_s, what="sending its state")
     backend = get_backend(framework)
     for model in models:

@@ -77,6 +77,7 @@ class ReplicaGroup(GroupWaits):
         self._step_transport = step_transport
         #: The threaded transport steps go through (None: actor calls); both have run() and close().
         self._threaded: StepGraph | StepStream | None = None
+        self._unsettled = False  # a step ran on the step stream since the last settle_steps
         self.alive = False
 
     # ------------------------------------------------------------------ lifecycle
@@ -227,6 +228,22 @@ class ReplicaGroup(GroupWaits):
         ref = getattr(self.actors[rank], method).remote(*args)
         return self.wait([ref], timeout_s, what or method, ranks=[rank])[0]
 
+    def settle_steps(self, timeout_s: float) -> None:
+        """Wait until every replica has ended its last step, weight update included, raising the first failure.
+
+        A step stream answers a torch training step before its weight update, whose all-reduce joins every
+        replica: when one replica's update fails, the others wait for it in that all-reduce (a gloo all-reduce
+        cannot be woken) until the collective's timeout, and the failure reaches the driver only with the next call
+        to the failed replica. Call this before a call to one replica (rank 0's state at an epoch's end, a
+        checkpoint snapshot), so that such a failure is raised at once with its own type and traceback, not as rank
+        0's collective timeout (twice ``step_timeout_s``) or a timeout of the call. Does nothing when no step ran
+        on a step stream since the last call.
+        """
+        if not self._unsettled:
+            return
+        self.call("step_settled", timeout_s=timeout_s, what="finishing its last step's weight update")
+        self._unsettled = False
+
     def run_steps(self, per_rank_args: Sequence[tuple[Any, ...]], timeout_s: float, what: str = "running a step",
                   overlap: Callable[[], None] | None = None) -> list[Any]:
         """``Replica.run_step(*per_rank_args[rank])`` on every replica; every rank's result, in rank order.
@@ -245,6 +262,8 @@ class ReplicaGroup(GroupWaits):
             if overlap is not None:
                 overlap()
             return self.wait(pending, timeout_s, what)
+        if isinstance(self._threaded, StepStream):
+            self._unsettled = True  # its replicas may answer before their weight update (see settle_steps)
         try:
             values = self._threaded.run(per_rank_args, timeout_s, overlap)
         except TimeoutError as err:  # also Ray's RayChannelTimeoutError

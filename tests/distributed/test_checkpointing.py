@@ -31,6 +31,9 @@ class LocalGroup:
         self.dead = False
         self.calls: list[str] = []
 
+    def settle_steps(self, timeout_s: float) -> None:
+        assert timeout_s > 0  # one replica, its steps run in the test's thread: always settled
+
     def call_one(self, rank: int, method: str, args: tuple[Any, ...] = (), timeout_s: float = 0.0,
                  what: str = "") -> Any:
         assert rank == 0 and timeout_s > 0
@@ -145,6 +148,28 @@ def test_rank0_death_mid_write_names_the_latest_committed_checkpoint(tmp_path: P
     assert (str(clone), clone.root, clone.latest) == (str(info.value), info.value.root, info.value.latest)
     assert not checkpoints.pending
     replica.finish_checkpoint()  # (the write itself went on: let it end before tmp_path goes)
+
+
+def test_rank0_death_after_committing_its_write_loses_nothing(tmp_path: Path) -> None:
+    """Rank 0 died once its write was committed (the driver sees the death only at the next call): the checkpoint
+    is there and restorable, so finish returns it (before: CheckpointWriterError "died before committing it ...
+    will never be restored", naming that very checkpoint as the latest committed one)."""
+    replica, _ = trained_replica()
+    group, checkpoints = LocalGroup(replica), ReplicaCheckpoints()
+    first_info = {"epoch_idx": 1, "mode": "train", "batch_idx": 2, "global_step": 2}
+    checkpoints.save(group, str(tmp_path), PAYLOAD, keep=None, info=first_info, timeout_s=60)
+    first = replica._saver.wait()  # committed; then rank 0 dies
+    group.dead = True
+    assert checkpoints.finish(group, timeout_s=60) == first == checkpoints.last_committed
+    # A write that did not commit (its manifest missing) is still reported as lost.
+    group.dead = False
+    checkpoints.save(group, str(tmp_path), PAYLOAD, keep=None, info={**first_info, "global_step": 4}, timeout_s=60)
+    second = replica._saver.wait()
+    (Path(second.removeprefix("file://")) / "MANIFEST.json").unlink()
+    group.dead = True
+    with pytest.raises(CheckpointWriterError, match="ckpt-000001"):
+        checkpoints.finish(group, timeout_s=60)
+    replica.finish_checkpoint()
 
 
 def test_a_snapshot_that_does_not_fit_is_raised_with_its_type(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pickle
+import threading
+import weakref
 
 import pytest
 
@@ -21,6 +23,14 @@ class NeedsTwoArgs(Exception):
 
     def __init__(self, a: int, b: int) -> None:
         super().__init__(f"{a}+{b}")
+
+
+class HoldsALock(Exception):
+    """An exception that cannot be pickled in any form (a lock among its attributes)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.lock = threading.Lock()
 
 
 def raise_in_op() -> None:
@@ -46,13 +56,57 @@ def test_captured_failure_rebuilds_the_original_type_with_the_remote_traceback()
     assert isinstance(rebuilt.__cause__, ReplicaError) and "raise_in_op" in str(rebuilt.__cause__)
 
 
-def test_an_exception_that_cannot_be_rebuilt_becomes_a_replica_error() -> None:
+def test_an_exception_whose_constructor_differs_from_its_args_keeps_its_type() -> None:
+    # Pickling calls NeedsTwoArgs("1+2"), a TypeError: it is rebuilt without its __init__ (before: a ReplicaError,
+    # which `except NeedsTwoArgs` around fit() did not catch).
     try:
         raise NeedsTwoArgs(1, 2)
     except NeedsTwoArgs as exc:
+        exc.code = 7
+        failure = capture_failure(exc, rank=0, node_ip="10.0.0.1", pid=3)
+    error = pickle.loads(pickle.dumps(failure)).to_exception()
+    assert type(error) is NeedsTwoArgs and error.args == ("1+2",) and str(error) == "1+2" and error.code == 7
+    assert error.replica_rank == 0 and isinstance(error.__cause__, ReplicaError)
+
+
+def test_an_exception_that_cannot_be_pickled_becomes_a_replica_error() -> None:
+    try:
+        raise HoldsALock("stuck")
+    except HoldsALock as exc:
         failure = capture_failure(exc, rank=0, node_ip="10.0.0.1", pid=3)
     error = failure.to_exception()
-    assert type(error) is ReplicaError and error.cause_type.endswith("NeedsTwoArgs") and error.message == "1+2"
+    assert type(error) is ReplicaError and error.cause_type.endswith("HoldsALock") and error.message == "stuck"
+
+
+def test_an_exception_class_of_the_drivers_script_comes_back_as_that_class(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A class defined in the user's script (here: inside a function, which cloudpickle also sends by value)
+    reaches the replica by value with the ops; the failure must rebuild the driver's class, not a look-alike copy
+    that ``except ScriptError`` misses and that does not pickle."""
+    from ray import cloudpickle
+    from ray.cloudpickle import cloudpickle as ray_tracker
+
+    standalone_tracker = pytest.importorskip("cloudpickle.cloudpickle")
+
+    class ScriptError(Exception):
+        pass
+
+    shipped = cloudpickle.dumps(ScriptError)  # the driver ships the ops (ScriptError among their globals)
+
+    # The replica: another process, so both cloudpickles' registries of by-value classes start empty there.
+    with monkeypatch.context() as replica:
+        for tracker in (ray_tracker, standalone_tracker):
+            replica.setattr(tracker, "_DYNAMIC_CLASS_TRACKER_BY_CLASS", weakref.WeakKeyDictionary())
+            replica.setattr(tracker, "_DYNAMIC_CLASS_TRACKER_BY_ID", weakref.WeakValueDictionary())
+        replica_class = cloudpickle.loads(shipped)
+        assert replica_class is not ScriptError
+        try:
+            raise replica_class("boom on rank 1")
+        except replica_class as exc:
+            failure = capture_failure(exc, rank=1, node_ip="10.0.0.2", pid=9)
+        payload = pickle.dumps(failure)
+
+    error = pickle.loads(payload).to_exception()  # back on the driver
+    assert type(error) is ScriptError and str(error) == "boom on rank 1" and error.replica_rank == 1
 
 
 def test_replica_failures_are_told_from_user_errors() -> None:

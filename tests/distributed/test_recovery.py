@@ -78,3 +78,22 @@ def test_only_a_failure_of_the_replicas_may_resume_and_only_max_failures_times(
         assert not may_recover(died, 2, 0, directory, [RestoreWizard(str(tmp_path / "elsewhere"))])
     assert "after 2 recoveries (max_failures=2); giving up" in caplog.text
     assert "no RestoreWizard(directory=" in caplog.text
+
+
+def test_recovery_finds_the_restore_wizard_among_the_traces_the_run_executes(tmp_path: Any,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """fit() checked the traces it runs (``system.traces_in_use``); recovery looked at ``system.traces`` only, a copy
+    of the list given to the Estimator: a RestoreWizard appended to ``estimator.traces`` passed the check, wrote the
+    checkpoints, and then "cannot recover: no RestoreWizard" ended the run at the first replica failure."""
+    from types import SimpleNamespace
+
+    from fe_ray.distributed import lifecycle
+
+    pytest.importorskip("ray")
+    ckpt = str(tmp_path / "ck")
+    network = fe.Network(classifier_network(torch_mlp()).ops, num_replicas=2, max_failures=1, checkpoint_dir=ckpt)
+    latest = SimpleNamespace(latest=lambda: f"{ckpt}/ckpt-000001")
+    monkeypatch.setattr(lifecycle, "CheckpointStore", lambda root, keep=None: latest)
+    system = SimpleNamespace(traces=[], traces_in_use=[RestoreWizard(ckpt)])
+    assert network.recover(ReplicaDiedError(1, "n", 2, "ActorDiedError", "died"), system)
+    assert network.recoveries == 1

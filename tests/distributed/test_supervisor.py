@@ -113,3 +113,69 @@ def test_an_interrupted_wait_still_kills_every_replica(monkeypatch: pytest.Monke
     with pytest.raises(KeyboardInterrupt):
         stop_groups(groups, grace_s=5.0)
     assert sorted(calls.killed) == ["a0", "b0"] and not supervisor._HOLDING
+
+
+class UpdateFailed(Exception):
+    """The weight update of a replica's previous step failed (raised there after the step had answered)."""
+
+
+class Ref:
+    """An actor call's result: ``value``, or never ready (a replica blocked in an all-reduce)."""
+
+    def __init__(self, value: Any = None, ready: bool = True) -> None:
+        self.value, self.ready = value, ready
+
+
+class FakeActor:
+    """Answers the methods in ``answers`` (name -> Ref) and records what was called."""
+
+    def __init__(self, answers: dict[str, Ref], called: list[str]) -> None:
+        self.answers, self.called = answers, called
+
+    def __getattr__(self, method: str) -> Any:
+        def remote(*args: Any) -> Ref:
+            self.called.append(method)
+            return self.answers[method]
+
+        return type("Method", (), {"remote": staticmethod(remote)})()
+
+
+def test_pulling_rank0s_state_raises_a_peers_failed_update_at_once(monkeypatch: pytest.MonkeyPatch,
+                                                                   calls: Calls) -> None:
+    """A step stream answers a torch step before its update; rank 1's update fails and rank 0 waits for it in the
+    (unwakeable) gloo all-reduce. The epoch's end then pulls rank 0's state: the driver must raise rank 1's error
+    now, not rank 0's collective timeout (default 600 s) or a ReplicaTimeoutError of the pull (measured before: a
+    gloo "Timed out waiting 40000ms" RuntimeError of rank 0, 40 s late, with step_timeout_s=20)."""
+    import fe_ray.distributed.group_waits as group_waits
+    from fe_ray.distributed.errors import capture_failure
+    from fe_ray.distributed.state_transfer import pull_rank0
+
+    try:
+        raise UpdateFailed("backward failed on rank 1")
+    except UpdateFailed as exc:
+        failure = capture_failure(exc, rank=1, node_ip="10.0.0.2", pid=42)
+    called: list[str] = []
+    made = group("g", 2, alive=True)
+    made.infos = [{"node_ip": "10.0.0.1", "pid": 41}, {"node_ip": "10.0.0.2", "pid": 42}]
+    made.actors = [FakeActor({"get_state": Ref(ready=False), "step_settled": Ref(ready=False)}, called),  # blocked
+                   FakeActor({"step_settled": Ref(failure)}, called)]
+    made._unsettled = True  # a step ran on the step stream (run_steps sets it)
+
+    def wait(refs: list[Ref], num_returns: int = 1, timeout: float | None = None) -> tuple[list[Ref], list[Ref]]:
+        return [ref for ref in refs if ref.ready], [ref for ref in refs if not ref.ready]
+
+    def get(ref: Ref, timeout: float | None = None) -> Any:
+        return ref.value
+
+    fake_ray = type("FakeRay", (), {"wait": staticmethod(wait), "get": staticmethod(get),
+                                    "exceptions": group_waits.ray.exceptions})
+    monkeypatch.setattr(group_waits, "ray", fake_ray)
+    with pytest.raises(UpdateFailed, match="backward failed on rank 1") as raised:
+        pull_rank0(made, [], "torch", timeout_s=0.2)
+    assert raised.value.replica_rank == 1 and "get_state" not in called and not made.alive
+
+
+def test_settling_is_skipped_when_no_step_ran_on_a_step_stream(calls: Calls) -> None:
+    made = group("g", 2, alive=True)
+    made.actors = []  # any call would fail
+    made.settle_steps(1.0)  # nothing to settle: no round trip
