@@ -53,15 +53,28 @@ def _to_array(value: Any) -> Any:
 
 
 def batch_size_of(arrays: Mapping[str, Any]) -> int | None:
-    """The batch size: the most common leading dimension among the arrays (None if none has an axis)."""
-    sizes = [int(np.shape(v)[0]) for v in arrays.values() if np.ndim(v) >= 1]
+    """The batch size: the most common leading dimension among the arrays (None if none has an axis). Arrays of
+    another length are per-batch constants (a class-weight vector), which every replica gets whole.
+
+    Raises:
+        ValueError: If two leading dimensions are equally common: which arrays hold the samples is then unknown
+            (in process, such a batch runs as in FastEstimator, whose ops then meet the mismatch).
+    """
+    sizes = {key: int(np.shape(v)[0]) for key, v in arrays.items() if np.ndim(v) >= 1}
     if not sizes:
         return None
-    if min(sizes) == max(sizes):  # the usual batch: every array has the same leading dimension
-        return sizes[0]
-    counts = Counter(sizes)
+    counts = Counter(sizes.values())
+    if len(counts) == 1:  # the usual batch: every array has the same leading dimension
+        return next(iter(counts))
     top = max(counts.values())
-    return max(size for size, count in counts.items() if count == top)
+    tied = [size for size, count in counts.items() if count == top]
+    if len(tied) > 1:
+        raise ValueError(f"Ragged batch: the keys the network reads have different batch sizes {sizes}, none the "
+                         "most common, so the replicas' slices cannot be cut; every per-sample array needs the same "
+                         "leading (batch) dimension. Batch all keys together in the Pipeline (resize or pad "
+                         "variable-length samples to one shape); an array of another length (a per-batch constant) "
+                         "goes whole to every replica.")
+    return tied[0]
 
 
 def split_for_replicas(batch: Mapping[str, Any], keys: Iterable[str],

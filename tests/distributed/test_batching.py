@@ -13,6 +13,8 @@ from fe_ray.distributed.batching import batch_size_of, merge_outputs, split_for_
 def test_batch_size_is_the_most_common_leading_dimension() -> None:
     assert batch_size_of({"x": np.zeros((5, 3)), "y": np.zeros(5), "table": np.zeros((2, 2))}) == 5
     assert batch_size_of({"lr": np.float32(0.1)}) is None
+    with pytest.raises(ValueError, match=r"Ragged batch: .*\{'x': 4, 'y': 5\}, none the most common"):
+        batch_size_of({"x": np.zeros((4, 3)), "y": np.zeros(5)})
 
 
 @pytest.mark.parametrize("size, expected", [(6, [3, 3]), (5, [3, 2]), (4, [2, 2]), (3, [3, 0]), (1, [1, 0])])

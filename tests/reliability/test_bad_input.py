@@ -84,7 +84,10 @@ def test_ragged_batch_and_disagreeing_slicers(ray_session: None, distributed: bo
     sliced = linear_network(slicers=[ChunkSlicer(n_chunks=2, slice="x", unslice="y_pred"),
                                      ChunkSlicer(n_chunks=3, slice="y", unslice="mse")], **kwargs)
     try:
-        with pytest.raises(ValueError, match=r"Ragged batch in mode 'train'.*\{'x': 4, 'y': 5\}.*same leading"):
+        # With replicas fe_ray cannot tell which key to slice; in process it runs as FastEstimator does, and the
+        # loss meets the mismatch.
+        with pytest.raises(ValueError if distributed else RuntimeError,
+                           match=r"Ragged batch: .*\{'x': 4, 'y': 5\}.*same leading" if distributed else "size"):
             run_step(network, batch(4, y_size=5))
         with pytest.raises(KeyError, match=r"Key 'y' needed by MeanSquaredError is missing"):
             run_step(network, {"x": batch()["x"]})
