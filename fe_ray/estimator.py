@@ -77,20 +77,27 @@ class Estimator(EstimatorWarmup):
                              f"{log_steps!r}.")
         self.pipeline = pipeline
         self.network = network
-        self.traces: list[Any] = drop_nones(to_list(traces))
-        for pos, trace in enumerate(get_current_items(self.traces)):
+        traces = drop_nones(to_list(traces))
+        for pos, trace in enumerate(get_current_items(traces)):
             if not isinstance(trace, Trace):
                 raise ValueError(f"traces[{pos}] is a {type(trace).__name__}, not a Trace; pass fe_ray.trace Traces "
                                  "(or Schedulers of them).")
         # None entries are dropped, as FastEstimator does (its monitor_names are Iterable[Optional[str]]).
         self.monitor_names: set[str] = {name for name in to_set(monitor_names) if name is not None}
         self.traces_in_use: list[Any] = []
-        self.system = System(network=network, pipeline=pipeline, traces=self.traces,
+        self.system = System(network=network, pipeline=pipeline, traces=traces,
                              num_devices=int(getattr(network, "num_replicas", None) or 1), log_steps=log_steps,
                              total_epochs=epochs, train_steps_per_epoch=train_steps_per_epoch,
                              eval_steps_per_epoch=eval_steps_per_epoch, eval_log_steps=eval_log_steps)
+        self.system.traces = traces  # the one list: a trace appended to estimator.traces is the System's too
 
     # ------------------------------------------------------------------ public API
+    @property
+    def traces(self) -> list[Any]:
+        """The user's traces (and Schedulers of them): ``system.traces`` itself, as in FastEstimator, so a trace
+        appended here runs in the next ``fit`` / ``test`` and is part of its checkpoints."""
+        return self.system.traces
+
     def fit(self, summary: str | None = None, warmup: bool = True, eager: bool = False) -> Summary:
         """Train (and evaluate after each epoch, if the pipeline has eval data).
 

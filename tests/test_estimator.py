@@ -632,3 +632,15 @@ def test_fastestimator_module_paths_of_data_dsdata_and_parse_freq() -> None:
     assert parse_freq("3e") == Freq(False, 3) and parse_freq(None) == Freq(False, 0)
     assert IfElse(0, "y", "n") == "n" and to_list(None) == [] and to_number(3) == 3
     assert Trace().mode == set() and Trace().ds_id == set()  # FastEstimator's empty sets: every mode / dataset
+
+
+def test_estimator_traces_is_the_systems_list_as_in_fastestimator() -> None:
+    """FastEstimator's Estimator.traces returns system.traces; fe_ray kept a copy, so a trace appended to
+    estimator.traces was missing from system.traces (where recovery and user traces look)."""
+    train, evaluation = digits_arrays(n_train=16, n_eval=8)
+    estimator = fe.Estimator(ToyPipeline(train, evaluation, batch_size=8), classifier_network(torch_mlp()), epochs=1,
+                             log_steps=None)
+    extra = fe.trace.Accuracy(true_key="y", pred_key="y_pred")
+    estimator.traces.append(extra)
+    assert estimator.traces is estimator.system.traces and estimator.system.traces == [extra]
+    assert "accuracy" in estimator.fit().history["eval"]
