@@ -34,8 +34,24 @@ _STAGING_RE = re.compile(r"^\.ckpt-(\d+)\.tmp-[0-9a-f]+$")
 
 
 def open_fs(url: str) -> tuple[fsspec.AbstractFileSystem, str]:
-    """Split a path or fsspec URL (``memory://x``, ``file:///x``, ``s3://bucket/x``) into (filesystem, path)."""
-    fs, path = fsspec.core.url_to_fs(url)
+    """Split a path or fsspec URL (``memory://x``, ``file:///x``, ``s3://bucket/x``) into (filesystem, path).
+
+    Raises:
+        ValueError: If the URL's protocol is unknown to fsspec, naming the URL and the known protocols.
+        ImportError: If the protocol's package (s3fs, gcsfs, ...) is missing, naming the URL and fsspec's fix.
+    """
+    try:
+        fs, path = fsspec.core.url_to_fs(url)
+    except ValueError as err:
+        if "Protocol not known" not in str(err):
+            raise
+        protocol = str(url).split("://", 1)[0]
+        raise ValueError(f"Checkpoint location {url!r}: fsspec knows no protocol {protocol!r}. Use a local path "
+                         "or a URL of a protocol it knows (e.g. s3://, gs://, abfs://, hdfs://, memory://; "
+                         "fsspec.available_protocols() lists them all).") from None
+    except ImportError as err:
+        raise ImportError(f"Checkpoint location {url!r}: {err} (pip install it on the driver and every node "
+                          "that runs replicas).") from err
     return fs, path
 
 

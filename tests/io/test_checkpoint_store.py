@@ -158,3 +158,21 @@ def test_local_staging_is_renamed(tmp_path) -> None:
 def test_bad_keep(keep) -> None:
     with pytest.raises(ValueError, match="keep"):
         CheckpointStore("memory://x", keep=keep)
+
+
+def test_an_unknown_or_uninstalled_protocol_names_the_location_and_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+    """fsspec's own words ('Protocol not known: foo') named neither the checkpoint location nor the fix."""
+
+    from fe_ray.io.checkpoint import open_fs
+
+    with pytest.raises(ValueError, match=r"Checkpoint location 'foo://bucket/run': fsspec knows no protocol 'foo'.*"
+                                         r"s3://"):
+        open_fs("foo://bucket/run")
+
+    def missing(url: str) -> None:
+        raise ImportError("Install s3fs to access S3")
+
+    monkeypatch.setattr(fsspec.core, "url_to_fs", missing)
+    with pytest.raises(ImportError, match=r"'s3://bucket/run': Install s3fs to access S3 \(pip install it on the "
+                                          r"driver and every node"):
+        open_fs("s3://bucket/run")
