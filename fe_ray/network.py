@@ -215,7 +215,8 @@ class BaseNetwork:
             merged = reverse_slicers(self.ctx_slicers, results, original_data=batch)
         else:
             merged = {**batch, **self._run_step(batch)}
-        forward_numpyop(self.ctx_postprocessing, merged, self.ctx_state, batched=True)
+        if self.ctx_postprocessing:
+            forward_numpyop(self.ctx_postprocessing, merged, self.ctx_state, batched=True)
         return merged
 
     def start_step(self, batch: Mapping[str, Any]) -> dict[str, Any]:
@@ -242,7 +243,8 @@ class BaseNetwork:
                                           self.ctx_outputs, device=self.device, mixed_precision=self.mixed_precision,
                                           tail=tail)
         merged = {**batch, **outputs}
-        forward_numpyop(self.ctx_postprocessing, merged, self.ctx_state, batched=True)
+        if self.ctx_postprocessing:
+            forward_numpyop(self.ctx_postprocessing, merged, self.ctx_state, batched=True)
         return merged
 
     def finish_step(self) -> None:
@@ -263,7 +265,8 @@ class BaseNetwork:
         """Finish any step left unfinished, then return ``batch`` as the framework's tensors, checked."""
         if not self.ctx_lock.locked() or not self.ctx_state:
             raise ValueError(f"{caller} must be called inside `with network(mode=..., epoch=...):`.")
-        self.finish_step()
+        if self._unfinished is not None:
+            self.finish_step()
         # The framework's tensors throughout, inputs included, as FastEstimator hands them to ops, pops and traces
         # (torch shares the arrays' memory; values already tensors pass through as the same objects).
         batch = self._backend.to_tensor(dict(batch))

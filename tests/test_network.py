@@ -474,3 +474,37 @@ def test_a_per_batch_constant_of_another_length_rides_along_with_the_samples(fra
     with network(mode="eval", epoch=1, ds_id=""):
         out = network.run_step(data)
     np.testing.assert_allclose(to_number(out["scaled"]).reshape(-1), [60.0, 30.0])
+
+
+def test_a_torch_training_step_makes_no_more_python_calls_than_it_needs() -> None:
+    """The Network's own per-step cost (issue 5): a ModelOp -> CrossEntropy -> UpdateOp training step calls 50 of
+    fe_ray's functions (it called 70 before the step's fast paths: nested walks of flat batches, moves of CPU tensors
+    to the CPU, no-op contexts, empty pop lists). A change that needs more calls per step raises this bound, saying
+    why."""
+    import sys
+
+    import torch
+
+    from fe_ray.op.tensorop.loss import CrossEntropy
+
+    package = os.path.dirname(fe.__file__) + os.sep
+    model = fe.build(lambda: torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.Softmax(dim=-1)), "adam")
+    network = fe.Network([ModelOp(model=model, inputs="x", outputs="y_pred"),
+                          CrossEntropy(inputs=("y_pred", "y"), outputs="ce"), UpdateOp(model=model, loss_name="ce")])
+    data = {"x": np.ones((2, 4), np.float32), "y": np.array([0, 2])}
+    calls: list[str] = []
+
+    def count(frame: Any, event: str, _arg: Any) -> None:
+        if event == "call" and frame.f_code.co_filename.startswith(package):
+            calls.append(frame.f_code.co_name)
+
+    with network(mode="train", epoch=1):
+        network.run_step(data)  # the context's first step
+        before = weights_of(model)
+        sys.setprofile(count)
+        try:
+            out = network.run_step(data)
+        finally:
+            sys.setprofile(None)
+    assert not np.array_equal(weights_of(model), before) and set(out) == {"x", "y", "y_pred", "ce"}
+    assert len(calls) <= 50, sorted(calls)

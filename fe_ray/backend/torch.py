@@ -273,9 +273,13 @@ def update_model(model: torch.nn.Module, gradients: Sequence[torch.Tensor], defe
     for param, grad in zip(trainable_variables(model) if variables is None else variables, gradients):
         if grad is None:
             continue
+        if grad.requires_grad:
+            # Only gradients that carry a graph (higher-order ones) need detaching: detaching the usual ones would
+            # make an alias of the same memory, 0.4 us a weight and step.
+            grad = grad.detach()
         # No clone: autograd hands us fresh tensors. Accumulation is out of place, so a gradient tensor that is
         # also referenced elsewhere (a `gradients` key, a merge_grad average) is never modified.
-        param.grad = grad.detach() if param.grad is None else param.grad + grad.detach()
+        param.grad = grad if param.grad is None else param.grad + grad
     if defer:
         if deferred is None:
             raise ValueError("update_model(defer=True) needs the step's `deferred` dict to store the update in.")

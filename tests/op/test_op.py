@@ -38,6 +38,17 @@ def test_a_missing_input_names_the_key_the_op_and_the_keys_available() -> None:
         forward_numpyop([NumpyPair(inputs="z", outputs="a")], dict(batch), {"mode": "train"})
 
 
+def test_a_one_key_op_reads_its_value_and_names_a_missing_key_as_a_several_key_op_does() -> None:
+    # One key (a str) is read without building a list; the value and the error are those of the general path.
+    batch = {"x": np.zeros(2), "y": np.ones(2)}
+    store: dict = dict(batch)
+    run_ops([Pair(inputs="y", outputs="a"), Pair(inputs=["y"], outputs="b")], store, {"mode": "train"})
+    assert store["a"] is batch["y"] and store["b"] == [batch["y"]]
+    with pytest.raises(KeyError, match=r"'z' needed by Pair \(inputs \['z'\]\) is not available; available keys: "
+                                       r"\['x', 'y'\]"):
+        run_ops([Pair(inputs="z", outputs="a")], dict(batch), {"mode": "train"})
+
+
 def test_an_op_returning_the_wrong_number_of_outputs_says_what_it_declared() -> None:
     batch = {"x": np.zeros(2)}
     message = r"Pair declares outputs \['a', 'b'\] but returned 1 value\(s\)"
