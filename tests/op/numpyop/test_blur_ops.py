@@ -161,10 +161,55 @@ def test_argument_errors(make: Any, match: str) -> None:
 
 
 def test_running_errors() -> None:
-    with pytest.raises(TypeError, match=r"uint8, float32 images, but \['x'\] has dtype int32"):
+    with pytest.raises(TypeError, match=r"uint8, uint16, float32, float64 images, but \['x'\] has dtype int32"):
         Blur("x", "x").apply(np.zeros((4, 4), np.int32), 3)
+    with pytest.raises(TypeError, match=r"uint8, uint16, float32 images, but \['x'\] has dtype float64"):
+        MedianBlur("x", "x").apply(np.zeros((4, 4)), 3)  # cv2.medianBlur has no float64 kernel either
+    with pytest.raises(ValueError, match="uint16 images with sizes 3 and 5 only"):
+        MedianBlur("x", "x").apply(np.zeros((8, 8), np.uint16), 7)
     with pytest.raises(ValueError, match=r"\(height, width\[, channels\]\)"):
         GaussianBlur("x", "x").apply(np.zeros(4, np.uint8), (3, 0.0))
+
+
+# The values cv2 4.11 gives on this uint16 image (FastEstimator's albumentations blurs uint16 and float64 images).
+_U16 = ((np.arange(30, dtype=np.int64).reshape(5, 6) * 7919) % 65536).astype(np.uint16)
+_CV2_U16 = {
+    "gaussian_11": [[33246, 33148, 32691, 32062, 31390, 31118], [32825, 32809, 32574, 32225, 31788, 31610],
+                    [31668, 31841, 32122, 32437, 32567, 32617], [30169, 30536, 31364, 32387, 33131, 33430],
+                    [29512, 29952, 30988, 32288, 33276, 33676]],
+    "gaussian_sigma_1.3": [[34142, 34342, 33314, 30372, 27961, 27248], [34362, 34733, 34310, 32116, 29964, 29195],
+                           [32215, 32922, 34018, 34216, 33658, 33274], [27258, 27998, 30213, 33092, 35144, 35777],
+                           [24647, 25259, 27689, 31618, 34949, 36156]],
+    "box_5": [[40305, 36646, 36155, 33588, 33096, 29437], [36701, 33042, 32550, 32605, 32113, 28454],
+              [28509, 27471, 29601, 29656, 31786, 30748], [30803, 29765, 31895, 31950, 34080, 33042],
+              [27199, 28782, 33534, 33589, 38340, 39924]],
+    "median_5": [[15838, 15838, 23757, 23757, 31676, 31676], [15838, 23757, 27308, 31676, 31676, 35227],
+                 [29492, 27308, 27308, 27308, 31676, 33043], [37411, 29492, 27308, 25124, 27308, 33043],
+                 [29492, 27308, 25124, 25124, 33043, 33043]],
+}
+
+
+def test_uint16_images_blur_as_opencv_does() -> None:
+    """uint16 Gaussians use OpenCV's 16-bit fixed-point kernels (error-diffused from size 11 / a given sigma)."""
+    results = {"gaussian_11": GaussianBlur("x", "x").apply(_U16, (11, 0.0)),
+               "gaussian_sigma_1.3": GaussianBlur("x", "x").apply(_U16, (0, 1.3)),
+               "box_5": Blur("x", "x").apply(_U16, 5), "median_5": MedianBlur("x", "x").apply(_U16, 5)}
+    for name, result in results.items():
+        assert result.dtype == np.uint16, name
+        np.testing.assert_array_equal(result, _CV2_U16[name], err_msg=name)
+
+
+def test_float64_images_blur_in_double_precision() -> None:
+    image = _U16 / 65535.0
+    for op, params in ((Blur("x", "x"), 5), (GaussianBlur("x", "x"), (11, 0.0)), (GaussianBlur("x", "x"), (0, 1.3))):
+        result = op.apply(image, params)
+        assert result.dtype == np.float64
+        # The same filter on the uint16 image: its kernel and result rounded to 16 bits, a level or two apart.
+        reference = op.apply(_U16, params) / 65535.0
+        np.testing.assert_allclose(result, reference, atol=2.0 / 65535)
+    kernel = advanced_kernel(3, 0.8, 0.5, 0.3, 1.5, np.ones((3, 3)))
+    np.testing.assert_allclose(correlate(image, kernel), ndimage.correlate(image, kernel.astype(np.float64),
+                                                                          mode="mirror"), rtol=1e-12)
 
 
 # ------------------------------------------------------------------ in a Pipeline

@@ -18,6 +18,7 @@ from fe_ray.op.numpyop.randomness import RNG_KEY
 from fe_ray.op.numpyop.univariate.defocus import Defocus, ZoomBlur, central_zoom, defocus_kernel
 from fe_ray.op.numpyop.univariate.domain_adaptation import FDA, HistogramMatching, PixelDistributionAdaptation
 from fe_ray.op.numpyop.univariate.invert import FromFloat, InvertImg
+from fe_ray.op.numpyop.univariate.motion_blur import MotionBlur
 from fe_ray.op.numpyop.univariate.multiplicative_noise import MultiplicativeNoise
 from fe_ray.op.numpyop.univariate.normalize import ToFloat
 from fe_ray.op.numpyop.univariate.random_shapes import RandomShapes, _convex_polygon, _ellipse
@@ -197,10 +198,24 @@ def test_blur_bad_arguments(make: Callable[[], NumpyOp], text: str) -> None:
         make()
 
 
+def test_camera_blurs_take_uint16_and_float64_images() -> None:
+    """As under FastEstimator (OpenCV filters and resizes uint16 and float64 images): the dtype is kept and the
+    values are the uint8 result's on the wider scale (within the uint8 result's rounding and truncation)."""
+    image = np.random.default_rng(3).integers(0, 256, (12, 11, 3), dtype=np.uint8)
+    for op in (Defocus("x", "x", radius=(2, 4)), ZoomBlur("x", "x", max_factor=(1.1, 1.2)), MotionBlur("x", "x")):
+        params = op.get_params(image, _state(1))
+        narrow = op.apply(image, params).astype(np.float64)
+        wide = op.apply(image.astype(np.uint16) * 257, params)
+        double = op.apply(image / 255.0, params)
+        assert wide.dtype == np.uint16 and double.dtype == np.float64, type(op).__name__
+        np.testing.assert_allclose(wide / 257.0, narrow, atol=2.0, err_msg=type(op).__name__)
+        np.testing.assert_allclose(double * 255.0, narrow, atol=2.0, err_msg=type(op).__name__)
+
+
 def test_blur_bad_images() -> None:
     for op in (Defocus("x", "x"), ZoomBlur("x", "x")):
-        with pytest.raises(TypeError, match="uint16"):
-            op.forward(np.zeros((8, 8), dtype=np.uint16), _state(0))
+        with pytest.raises(TypeError, match="uint8, uint16, float32, float64 images.*int32"):
+            op.forward(np.zeros((8, 8), dtype=np.int32), _state(0))
         with pytest.raises(ValueError, match="shape"):
             op.forward(np.zeros((2, 8, 8, 3), dtype=np.uint8), _state(0))
 

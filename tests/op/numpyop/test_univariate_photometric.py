@@ -224,6 +224,30 @@ def test_to_sepia_mixes_and_saturates() -> None:
         ToSepia("x", "x").forward(np.zeros((2, 2)), {})
 
 
+def test_uint16_gray_and_sepia_round_as_opencv() -> None:
+    """cv2.cvtColor weighs uint16 pixels with 15-bit fixed-point weights; cv2.transform rounds uint16 results."""
+    rgb = np.array([[[59069, 35814, 56438], [35227, 51824, 2718], [61415, 27728, 63515], [42028, 8397, 65227]]],
+                   np.uint16)
+    gray = ToGray("x", "x").forward(rgb, {})
+    assert gray.dtype == np.uint16
+    np.testing.assert_array_equal(gray[..., 0], [[45118, 41264, 41880, 24931]])  # cv2 4.11's values
+    rgb = np.array([[[917, 12030, 23143], [34256, 45369, 56482], [37682, 48795, 59908]]], np.uint16)
+    sepia = ToSepia("x", "x").forward(rgb, {})
+    assert sepia.dtype == np.uint16
+    np.testing.assert_array_equal(sepia, [[[13985, 12461, 9705], [59026, 52567, 40944], [63655, 56689, 44154]]])
+
+
+def test_brightness_contrast_and_solarize_refuse_dtypes_without_a_maximum() -> None:
+    """albumentations fails on them (no MAX_VALUES_BY_DTYPE entry) rather than clip to [0, 1]."""
+    for dtype in (np.int32, np.int64, np.bool_):
+        image = np.ones((2, 2, 3), dtype)
+        with pytest.raises(TypeError, match=f"has dtype {np.dtype(dtype)}"):
+            RandomBrightnessContrast("x", "x").apply(image, (1.2, 0.1))
+        with pytest.raises(TypeError, match=f"has dtype {np.dtype(dtype)}"):
+            Solarize("x", "x").apply(image, 128.0)
+    np.testing.assert_allclose(Solarize("x", "x").apply(np.array([0.2, 0.7]), 0.5), [0.2, 0.3])
+
+
 # ------------------------------------------------------------------ ChannelShuffle, ChannelDropout, RGBShift
 def test_channel_shuffle_permutes_alike_for_every_input() -> None:
     image = np.arange(12).reshape(2, 2, 3)

@@ -282,8 +282,8 @@ def test_motion_blur_draws_and_errors() -> None:
     for limit in (2, (3, 6), (5, 3), 7.5):
         with pytest.raises(ValueError, match="blur_limit"):
             MotionBlur("x", "x", blur_limit=limit)  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="float64"):
-        op.apply(np.zeros((4, 4)), motion_kernel(3, (0, 0), (2, 2)))
+    with pytest.raises(TypeError, match="int32"):
+        op.apply(np.zeros((4, 4), np.int32), motion_kernel(3, (0, 0), (2, 2)))
     with pytest.raises(ValueError, match="shape"):
         op.apply(np.zeros((2, 4, 4, 3), np.uint8), motion_kernel(3, (0, 0), (2, 2)))
 

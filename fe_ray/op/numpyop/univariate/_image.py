@@ -79,6 +79,21 @@ def check_dtype(image: np.ndarray, allowed: tuple[type, ...], op: str, inputs: l
                         "(e.g. (image * 255).astype(np.uint8) for a float image in [0, 1]).")
 
 
+def check_scaled(image: np.ndarray, op: str, inputs: list[str]) -> None:
+    """Raise TypeError unless ``image`` has a known pixel maximum: a float dtype (1.0) or one of
+    ``MAX_VALUES_BY_DTYPE``'s integer dtypes (albumentations looks the maximum up there and fails on others, e.g.
+    int32, int64 or bool, rather than clip them to [0, 1]).
+
+    Raises:
+        TypeError: If the dtype has no known maximum; the message names the dtype, the input and the fix.
+    """
+    if not np.issubdtype(image.dtype, np.floating) and np.dtype(image.dtype) not in MAX_VALUES_BY_DTYPE:
+        known = ", ".join(str(dtype) for dtype in MAX_VALUES_BY_DTYPE if not np.issubdtype(dtype, np.floating))
+        raise TypeError(f"{op} needs images whose maximum pixel value it knows ({known}, or floats in [0, 1]), but "
+                        f"{inputs} has dtype {image.dtype}; convert it first (e.g. image.astype(np.uint8) for "
+                        f"values in [0, 255], or image / 255.0).")
+
+
 def check_channels(image: np.ndarray, channels: int | None, op: str, inputs: list[str]) -> None:
     """Raise ValueError unless ``image`` is ``(height, width, channels)`` (any channel count when None).
 

@@ -4,8 +4,10 @@ FastEstimator wraps albumentations (1.3), which filters with OpenCV (``cv2.blur`
 ``sigma=0``, ``cv2.medianBlur``); the numpy code here repeats that arithmetic: a box mean rounded to the nearest
 uint8, OpenCV's Gaussian kernels (its fixed table up to size 9, its error-diffused 8-bit fixed-point kernels above)
 applied exactly and rounded half up, an exact median; borders mirror without repeating the edge pixel (OpenCV's
-``BORDER_REFLECT_101``) for the means and repeat the edge pixel for the median. uint8 results equal OpenCV's;
-float32 box and median results too, float32 Gaussian results may differ from OpenCV's in the last bit.
+``BORDER_REFLECT_101``) for the means and repeat the edge pixel for the median. The ops take the dtypes OpenCV's
+filters take under albumentations: uint8, uint16, float32 and float64 (MedianBlur: not float64, which
+``cv2.medianBlur`` refuses). uint8 and uint16 results equal OpenCV's (uint16 Gaussians with its 16-bit fixed-point
+kernels), float box and median results too; float Gaussian results may differ from OpenCV's in the last bit.
 
 The kernel size is drawn per sample from the sample's generator with albumentations' distribution (in a Pipeline
 exact across resumes and worker threads; the numbers differ from albumentations' Python ``random`` draws); several
@@ -34,6 +36,21 @@ _SMALL_GAUSSIAN = {3: [64, 128, 64], 5: [16, 64, 96, 64, 16], 7: [8, 28, 56, 72,
                    9: [4, 13, 30, 51, 60, 51, 30, 13, 4]}
 
 
+# The dtypes the filters here take: those cv2.blur / cv2.GaussianBlur / cv2.filter2D take under albumentations
+# (FastEstimator blurs uint16 and float64 images too; integers wider than 16 bits and bools OpenCV refuses or
+# converts, so they are refused here).
+FILTER_DTYPES: tuple[type, ...] = (np.uint8, np.uint16, np.float32, np.float64)
+
+
+def round_to(total: np.ndarray, dtype: np.dtype[Any]) -> np.ndarray:
+    """A float filter result as OpenCV's ``saturate_cast`` writes it to ``dtype``: integers rounded to the nearest
+    (half to even) and clipped to the dtype's range, floats cast as they are."""
+    if np.issubdtype(dtype, np.integer):
+        limits = np.iinfo(dtype)
+        return np.clip(np.rint(total), limits.min, limits.max).astype(dtype)
+    return np.asarray(total).astype(dtype)
+
+
 def _windows(image: np.ndarray, size: int, mode: str) -> tuple[np.ndarray, int, int]:
     """``image`` padded on both spatial axes (numpy pad ``mode``) for ``size`` x ``size`` windows anchored at
     ``size // 2`` as OpenCV anchors them (``size // 2`` before, ``(size - 1) // 2`` after: equal for odd sizes), with
@@ -44,15 +61,15 @@ def _windows(image: np.ndarray, size: int, mode: str) -> tuple[np.ndarray, int, 
 
 
 def box_blur(image: np.ndarray, size: int) -> np.ndarray:
-    """``cv2.blur(image, (size, size))`` for any ``size >= 1``: the window mean, rounded half up for uint8 images (an
-    odd area has no ties; for an even one OpenCV may round a tie down)."""
-    wide = image.dtype == np.uint8
-    padded, height, width = _windows(image.astype(np.int64 if wide else np.float64), size, "reflect")
+    """``cv2.blur(image, (size, size))`` for any ``size >= 1``: the window mean, rounded half up for integer images
+    (an odd area has no ties; for an even one OpenCV may round a tie down)."""
+    integer = np.issubdtype(image.dtype, np.integer)
+    padded, height, width = _windows(image.astype(np.int64 if integer else np.float64), size, "reflect")
     rows = sum(padded[i:i + height] for i in range(size))
     total = sum(rows[:, j:j + width] for j in range(size))
     area = size * size
-    if wide:
-        return ((2 * total + area) // (2 * area)).astype(np.uint8)
+    if integer:
+        return ((2 * total + area) // (2 * area)).astype(image.dtype)
     return (total / area).astype(image.dtype)
 
 
@@ -65,23 +82,33 @@ def _float_gaussian(size: int, sigma: float = 0.0) -> np.ndarray:
     return weights / weights.sum()
 
 
-def gaussian_kernel_256(size: int, sigma: float = 0.0) -> np.ndarray:
-    """OpenCV's 8-bit fixed-point Gaussian kernel (in 1/256 units, summing to 256) of an odd ``size``.
+def gaussian_kernel_fixed(size: int, sigma: float = 0.0, bits: int = 8) -> np.ndarray:
+    """OpenCV's fixed-point Gaussian kernel of an odd ``size`` with ``bits`` fraction bits (in ``1 / 2**bits``
+    units, summing to ``2**bits``): 8 bits for uint8 images, 16 for uint16 ones.
 
-    ``sigma <= 0`` takes sigma from the size (and OpenCV's fixed table for sizes up to 9).
+    ``sigma <= 0`` takes sigma from the size (and OpenCV's fixed table for sizes up to 9, exact in 8 bits).
     """
+    unit = 1 << bits
     if sigma <= 0 and size in _SMALL_GAUSSIAN:
-        return np.array(_SMALL_GAUSSIAN[size], dtype=np.int64)
+        return np.array(_SMALL_GAUSSIAN[size], dtype=np.int64) << (bits - 8)
     weights = _float_gaussian(size, sigma)
     # OpenCV rounds the weights from the outside in, carrying each rounding error inward; the centre takes the rest.
     kernel = np.zeros(size, dtype=np.int64)
     carried = 0.0
     for i in range(size // 2):
-        adjusted = weights[i] * 256 + carried
+        adjusted = weights[i] * unit + carried
         kernel[i] = kernel[size - 1 - i] = int(np.rint(adjusted))
         carried = adjusted - kernel[i]
-    kernel[size // 2] = 256 - 2 * int(kernel[:size // 2].sum())
+    kernel[size // 2] = unit - 2 * int(kernel[:size // 2].sum())
     return kernel
+
+
+def gaussian_kernel_256(size: int, sigma: float = 0.0) -> np.ndarray:
+    """OpenCV's 8-bit fixed-point Gaussian kernel (in 1/256 units, summing to 256) of an odd ``size``.
+
+    ``sigma <= 0`` takes sigma from the size (and OpenCV's fixed table for sizes up to 9).
+    """
+    return gaussian_kernel_fixed(size, sigma, 8)
 
 
 def gaussian_kernel_size(sigma: float, dtype: np.dtype[Any]) -> int:
@@ -98,15 +125,18 @@ def gaussian_blur(image: np.ndarray, size: int, sigma: float = 0.0) -> np.ndarra
             raise ValueError("gaussian_blur needs a size > 0 or a sigma > 0, got size 0 and sigma "
                              f"{sigma}.")
         size = gaussian_kernel_size(sigma, image.dtype)
-    kernel = gaussian_kernel_256(size, sigma)
-    if image.dtype == np.uint8:
+    if image.dtype in (np.uint8, np.uint16):
+        # OpenCV's bit-exact path: 8 (uint8) or 16 (uint16) fraction bits a pass, summed exactly, rounded half up.
+        bits = 8 if image.dtype == np.uint8 else 16
+        kernel = gaussian_kernel_fixed(size, sigma, bits)
         padded, height, width = _windows(image.astype(np.int64), size, "reflect")
         rows = sum(padded[:, j:j + width] * kernel[j] for j in range(size))
         total = sum(rows[i:i + height] * kernel[i] for i in range(size))
-        return ((total + (1 << 15)) >> 16).astype(np.uint8)  # exact in 16 fraction bits, rounded half up
+        return ((total + (1 << (2 * bits - 1))) >> (2 * bits)).astype(image.dtype)
+    # Float images filter in their own precision (OpenCV's kernel is float32 for float32 images, double for double).
     small = sigma <= 0 and size in _SMALL_GAUSSIAN
-    weights = (kernel / 256.0 if small else _float_gaussian(size, sigma)).astype(np.float32)
-    padded, height, width = _windows(image.astype(np.float32), size, "reflect")
+    weights = (gaussian_kernel_256(size) / 256.0 if small else _float_gaussian(size, sigma)).astype(image.dtype)
+    padded, height, width = _windows(image, size, "reflect")
     rows = sum(padded[:, j:j + width] * weights[j] for j in range(size))
     return sum(rows[i:i + height] * weights[i] for i in range(size)).astype(image.dtype)
 
@@ -136,13 +166,11 @@ def advanced_kernel(size: int, sigma_x: float, sigma_y: float, angle: float, bet
 
 def correlate(image: np.ndarray, kernel: np.ndarray) -> np.ndarray:
     """``cv2.filter2D(image, -1, kernel)`` for an odd square ``kernel``: a correlation (the kernel is not flipped)
-    with a mirrored border, rounded to the nearest integer (half to even) and clipped for uint8 images."""
+    with a mirrored border, rounded to the nearest integer (half to even) and clipped for integer images."""
     size = kernel.shape[0]
     padded, height, width = _windows(image.astype(np.float64), size, "reflect")
     total = sum(padded[i:i + height, j:j + width] * float(kernel[i, j]) for i in range(size) for j in range(size))
-    if image.dtype == np.uint8:
-        return np.clip(np.rint(total), 0, 255).astype(np.uint8)
-    return np.asarray(total).astype(image.dtype)
+    return round_to(total, image.dtype)
 
 
 def _int_range(value: int | Sequence[int], low: int, op: str) -> tuple[int, int]:
@@ -164,12 +192,13 @@ def _float_range(value: float | Sequence[float], name: str, op: str, low: float 
 
 
 class _RandomKernel(UnivariateOp):
-    """A random kernel per sample, applied by :meth:`filter` to uint8 or float32 images."""
+    """A random kernel per sample, applied by :meth:`filter` to images of a dtype in ``dtypes``."""
 
     is_random = True
+    dtypes: tuple[type, ...] = FILTER_DTYPES
 
     def apply(self, data: np.ndarray, params: Any) -> np.ndarray:
-        check_dtype(data, (np.uint8, np.float32), type(self).__name__, self.inputs)
+        check_dtype(data, self.dtypes, type(self).__name__, self.inputs)
         if data.ndim not in (2, 3):
             raise ValueError(f"{type(self).__name__} needs (height, width[, channels]) images; {self.inputs} has "
                              f"shape {data.shape}.")
@@ -185,7 +214,7 @@ class Blur(_RandomKernel):
     albumentations' AdvancedBlur kernel.
 
     The size is uniform over the odd numbers from ``blur_limit[0]`` to ``blur_limit[1]``; a single number ``v``
-    means ``(3, v)``, as albumentations reads it. uint8 means are rounded to the nearest integer.
+    means ``(3, v)``, as albumentations reads it. uint8 and uint16 means are rounded to the nearest integer.
 
     With ``advanced=True`` each sample draws, in this order, the size, ``sigma_x`` from ``sigmaX_limit``,
     ``sigma_y`` from ``sigmaY_limit``, an angle in degrees from ``rotate_limit``, ``beta`` (with probability 1/2
@@ -193,8 +222,8 @@ class Blur(_RandomKernel):
     and a ``size x size`` matrix of noise factors from ``noise_limit``; the kernel is
     ``exp(-0.5 * (p^T S^-1 p) ** beta) * noise`` over the grid offsets ``p``, normalised to sum to 1, where ``S``
     is the covariance ``diag(sigma_x^2, sigma_y^2)`` rotated by the angle. It is applied as ``cv2.filter2D``
-    (correlation, mirrored border, uint8 rounded to nearest); float sums are in double precision, so uint8 results
-    may differ from OpenCV's by one where a sum lies within float32 rounding of a half.
+    (correlation, mirrored border, integers rounded to nearest); float sums are in double precision, so integer
+    results may differ from OpenCV's by one where a sum lies within float32 rounding of a half.
 
     Args:
         inputs: Key(s) of the images.
@@ -216,7 +245,7 @@ class Blur(_RandomKernel):
             also run even sizes; fe_ray refuses them); with ``advanced=True``, if a range is malformed, a sigma or
             noise range goes below 0, both sigma ranges start at 0 or ``beta_limit`` does not hold 1 strictly
             inside; when running, if an image is not 2-D or 3-D.
-        TypeError: When running, if an image is neither uint8 nor float32.
+        TypeError: When running, if an image is not uint8, uint16, float32 or float64.
     """
 
     def __init__(self, inputs: str | Iterable[str], outputs: str | Iterable[str],
@@ -278,8 +307,8 @@ class GaussianBlur(_RandomKernel):
     probabilities 1/5, 2/5 and 2/5. Sigma is uniform over ``sigma_limit`` (a number ``v`` means ``(0, v)``); a
     sigma of 0 means OpenCV's default for the size, ``0.3 * ((size - 1) / 2 - 1) + 0.8``, and a size of 0 (possible
     only when ``sigma_limit`` starts above 0) means OpenCV's size for the sigma,
-    ``round(sigma * 2 * (3 for uint8, 4 for float32) + 1) | 1``. uint8 images use OpenCV's 8-bit fixed-point
-    kernels, so their results equal OpenCV's.
+    ``round(sigma * 2 * (3 for uint8, else 4) + 1) | 1``. uint8 and uint16 images use OpenCV's 8- and 16-bit
+    fixed-point kernels, so their results equal OpenCV's.
 
     Args:
         inputs: Key(s) of the images.
@@ -292,7 +321,7 @@ class GaussianBlur(_RandomKernel):
     Raises:
         ValueError: If ``blur_limit`` is not an int or a pair of ints whose ends are 0 or odd, or ``sigma_limit``
             is not a number or a pair with ``0 <= low <= high``; when running, if an image is not 2-D or 3-D.
-        TypeError: When running, if an image is neither uint8 nor float32.
+        TypeError: When running, if an image is not uint8, uint16, float32 or float64.
     """
 
     def __init__(self, inputs: str | Iterable[str], outputs: str | Iterable[str],
@@ -327,7 +356,7 @@ class MedianBlur(_RandomKernel):
     """Replace each pixel by the median of a window of a random odd size from ``blur_limit``.
 
     The size is uniform over the odd numbers from ``blur_limit[0]`` to ``blur_limit[1]``; a single number ``v``
-    means ``(3, v)``. float32 images take sizes 3 and 5 only, as OpenCV.
+    means ``(3, v)``. uint16 and float32 images take sizes 3 and 5 only, as OpenCV (which has no float64 median).
 
     Args:
         inputs: Key(s) of the images.
@@ -338,9 +367,11 @@ class MedianBlur(_RandomKernel):
 
     Raises:
         ValueError: If ``blur_limit`` is not an int or a pair of odd ints >= 3; when running, if an image is not
-            2-D or 3-D, or a float32 image meets a size above 5.
-        TypeError: When running, if an image is neither uint8 nor float32.
+            2-D or 3-D, or a uint16 or float32 image meets a size above 5.
+        TypeError: When running, if an image is not uint8, uint16 or float32.
     """
+
+    dtypes = (np.uint8, np.uint16, np.float32)
 
     def __init__(self, inputs: str | Iterable[str], outputs: str | Iterable[str],
                  mode: None | str | Iterable[str] = None, ds_id: None | str | Iterable[str] = None,
@@ -356,7 +387,7 @@ class MedianBlur(_RandomKernel):
         return int(sizes[get_rng(state).integers(len(sizes))])
 
     def filter(self, data: np.ndarray, size: int) -> np.ndarray:
-        if data.dtype == np.float32 and size > 5:
-            raise ValueError(f"MedianBlur filters float32 images with sizes 3 and 5 only (as OpenCV), but drew "
+        if data.dtype != np.uint8 and size > 5:
+            raise ValueError(f"MedianBlur filters {data.dtype} images with sizes 3 and 5 only (as OpenCV), but drew "
                              f"{size} for {self.inputs}: lower blur_limit to (3, 5) or convert to uint8.")
         return median_blur(data, size)

@@ -19,9 +19,10 @@ from fe_ray.op.numpyop.randomness import get_rng
 from fe_ray.op.numpyop.univariate._image import check_channels, clip_to, is_number, to_range
 from fe_ray.op.numpyop.univariate.univariate import UnivariateOp
 
-# OpenCV's RGB -> gray weights, and their 14-bit fixed-point form used for uint8 images (they sum to 1 << 14).
+# OpenCV's RGB -> gray weights, and the fixed-point forms it uses for integer images: 14 fraction bits for uint8
+# (and here other integers), 15 for uint16 (each set sums to 1 << bits).
 _GRAY_WEIGHTS = np.array([0.299, 0.587, 0.114], dtype=np.float32)
-_GRAY_FIXED = np.array([4899, 9617, 1868], dtype=np.int64)
+_GRAY_FIXED = {14: np.array([4899, 9617, 1868], dtype=np.int64), 15: np.array([9798, 19235, 3735], dtype=np.int64)}
 
 # The sepia matrix of albumentations' ToSepia: output channel i = SEPIA[i] . (R, G, B).
 SEPIA = np.array([[0.393, 0.769, 0.189], [0.349, 0.686, 0.168], [0.272, 0.534, 0.131]])
@@ -37,7 +38,8 @@ class _SampleShapeOp(UnivariateOp):
 class ToGray(_SampleShapeOp):
     """Convert RGB images to gray, kept as 3 equal channels: ``0.299 R + 0.587 G + 0.114 B``.
 
-    Integer images use OpenCV's 14-bit fixed-point weights with rounding (so the result equals ``cv2.cvtColor``);
+    Integer images use OpenCV's fixed-point weights (14 fraction bits, 15 for uint16) with rounding (so the result
+    equals ``cv2.cvtColor``);
     float images the weights in their own precision. Images already gray (``(height, width)`` or one channel) pass
     unchanged with a warning, as in albumentations.
 
@@ -58,7 +60,8 @@ class ToGray(_SampleShapeOp):
             return data
         check_channels(data, 3, "ToGray", self.inputs)
         if np.issubdtype(data.dtype, np.integer):
-            gray = ((data.astype(np.int64) @ _GRAY_FIXED + (1 << 13)) >> 14).astype(data.dtype)
+            bits = 15 if data.dtype == np.uint16 else 14
+            gray = ((data.astype(np.int64) @ _GRAY_FIXED[bits] + (1 << (bits - 1))) >> bits).astype(data.dtype)
         else:
             gray = data @ _GRAY_WEIGHTS.astype(data.dtype)
         return np.repeat(gray[..., None], 3, axis=-1)
@@ -67,8 +70,9 @@ class ToGray(_SampleShapeOp):
 class ToSepia(_SampleShapeOp):
     """Give RGB images a sepia tone: each output channel a fixed mix of R, G and B (:data:`SEPIA`).
 
-    uint8 results are rounded and saturated into [0, 255]; float results are clipped to [0, 1]. (OpenCV's uint8
-    path, which FastEstimator uses, works in 10-bit fixed point on most pixels, so a value may differ from it by 1.)
+    uint8 and uint16 results are rounded and saturated into the dtype's range; float results are clipped to [0, 1].
+    (OpenCV's vectorised paths, which FastEstimator uses, work in 10-bit fixed point on most pixels of a uint8
+    image and in single precision on uint16 ones, so a value may differ from OpenCV's by 1.)
 
     Args:
         inputs: Key(s) of the images.
@@ -82,9 +86,10 @@ class ToSepia(_SampleShapeOp):
 
     def apply(self, data: np.ndarray, params: Any) -> np.ndarray:
         check_channels(data, 3, "ToSepia", self.inputs)
-        if data.dtype == np.uint8:
+        if data.dtype in (np.uint8, np.uint16):
+            # cv2.transform rounds integer results (saturate_cast), where a float cast would truncate.
             mixed = data.astype(np.float64) @ SEPIA.T
-            return np.clip(np.rint(mixed), 0, 255).astype(np.uint8)
+            return np.clip(np.rint(mixed), 0, np.iinfo(data.dtype).max).astype(data.dtype)
         return clip_to(data.astype(np.float32) @ SEPIA.T.astype(np.float32), data.dtype)
 
 

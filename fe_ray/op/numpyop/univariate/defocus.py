@@ -4,7 +4,7 @@
 FastEstimator 1.7 wraps albumentations' Defocus and ZoomBlur. Defocus builds an "aliased disk" (the pixels within
 ``radius`` of the centre of a ``(2 max(8, radius) + 1)``-wide square, normalised to sum 1), smooths it with a 3x3
 Gaussian (5x5 above radius 8) of standard deviation ``alias_blur`` and filters the image with it (``cv2.filter2D``:
-correlation, mirrored borders, uint8 results rounded). ZoomBlur averages the image with central crops of it scaled
+correlation, mirrored borders, integer results rounded). ZoomBlur averages the image with central crops of it scaled
 back up by each factor of ``arange(1, max_factor, step_factor)`` (bilinear, ``cv2.resize``'s pixel mapping), and
 clips and truncates the mean into the input's dtype. The numpy code here repeats those steps with the project's
 filter (:func:`fe_ray.op.numpyop.univariate.motion_blur.filter2d`) and resizer
@@ -27,13 +27,13 @@ import numpy as np
 from fe_ray.op.numpyop.multivariate.interpolation import INTER_LINEAR, resize_array
 from fe_ray.op.numpyop.randomness import get_rng
 from fe_ray.op.numpyop.univariate._image import check_dtype, clip_to, to_range
-from fe_ray.op.numpyop.univariate.blur import gaussian_kernel_256
+from fe_ray.op.numpyop.univariate.blur import FILTER_DTYPES, gaussian_kernel_256
 from fe_ray.op.numpyop.univariate.motion_blur import filter2d
 from fe_ray.op.numpyop.univariate.univariate import UnivariateOp
 
 
 def _check_image(image: np.ndarray, op: str, inputs: list[str]) -> None:
-    check_dtype(image, (np.uint8, np.float32), op, inputs)
+    check_dtype(image, FILTER_DTYPES, op, inputs)
     if image.ndim not in (2, 3):
         raise ValueError(f"{op} needs (height, width[, channels]) images; {inputs} has shape {image.shape}.")
 
@@ -71,10 +71,10 @@ class Defocus(UnivariateOp):
     """Blur images as an out-of-focus lens does: filter them with a (slightly smoothed) disk of a random radius.
 
     Per sample ``radius`` is a uniform integer of ``radius`` (both ends included) and ``alias_blur`` a uniform
-    float of ``alias_blur``; the kernel is :func:`defocus_kernel`. uint8 results are rounded to the nearest level;
-    float32 results are not clipped (as in albumentations). From radius 7 on the disk comes within the smoothing's
-    reach of the kernel's edge, whose mirrored border adds up to about 1.5% to the kernel's sum, so such radii also
-    brighten images slightly, as in albumentations.
+    float of ``alias_blur``; the kernel is :func:`defocus_kernel`. uint8 and uint16 results are rounded to the
+    nearest level; float32 and float64 results are not clipped (as in albumentations). From radius 7 on the disk
+    comes within the smoothing's reach of the kernel's edge, whose mirrored border adds up to about 1.5% to the
+    kernel's sum, so such radii also brighten images slightly, as in albumentations.
 
     Args:
         inputs: Key(s) of the images.
@@ -87,7 +87,7 @@ class Defocus(UnivariateOp):
     Raises:
         ValueError: If ``radius`` is not an int or a pair of ints >= 1, or ``alias_blur`` not a non-negative number
             or pair; when running, if an image is not 2-D or 3-D.
-        TypeError: When running, if an image is neither uint8 nor float32 (fe_ray's filter supports those two).
+        TypeError: When running, if an image is not uint8, uint16, float32 or float64.
     """
 
     is_random = True
@@ -135,8 +135,9 @@ class ZoomBlur(UnivariateOp):
     """Blur images as a camera zooming during the exposure does: average them with central zooms of themselves.
 
     Per sample ``max_factor = uniform(max_factor)`` and ``step = uniform(step_factor)``; the image is averaged
-    (in float32) with one :func:`central_zoom` per factor of ``arange(1, max_factor, step)``, then clipped to the
-    dtype's range (``[0, 1]`` for float32) and truncated. A ``max_factor`` of exactly 1 leaves images unchanged.
+    (the zooms summed in float32, as albumentations does) with one :func:`central_zoom` per factor of
+    ``arange(1, max_factor, step)``, then clipped to the dtype's range (``[0, 1]`` for float images) and truncated.
+    A ``max_factor`` of exactly 1 leaves images unchanged.
 
     Args:
         inputs: Key(s) of the images.
@@ -149,7 +150,7 @@ class ZoomBlur(UnivariateOp):
     Raises:
         ValueError: If ``max_factor`` is not a number or pair >= 1, or ``step_factor`` not a positive number or pair;
             when running, if an image is not 2-D or 3-D.
-        TypeError: When running, if an image is neither uint8 nor float32.
+        TypeError: When running, if an image is not uint8, uint16, float32 or float64.
     """
 
     is_random = True

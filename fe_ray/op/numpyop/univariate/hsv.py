@@ -84,7 +84,7 @@ def hsv_to_rgb(hsv: np.ndarray) -> np.ndarray:
 def rgb_to_gray(image: np.ndarray) -> np.ndarray:
     """``cv2.cvtColor(image, cv2.COLOR_RGB2GRAY)``: fixed-point weights with rounding for uint8, float32 otherwise."""
     if image.dtype == np.uint8:
-        return ((image.astype(np.int64) @ _GRAY_FIXED + (1 << 13)) >> 14).astype(np.uint8)
+        return ((image.astype(np.int64) @ _GRAY_FIXED[14] + (1 << 13)) >> 14).astype(np.uint8)
     return image.astype(np.float32) @ _GRAY_WEIGHTS
 
 

@@ -5,8 +5,7 @@ FastEstimator wraps albumentations' MotionBlur: per sample a kernel size is draw
 ``blur_limit``, a segment between two random points of the ``size x size`` kernel is drawn with OpenCV's 8-connected
 line (``cv2.line``, thickness 1), the kernel is normalised to sum 1 and applied with ``cv2.filter2D`` (correlation,
 anchor at the kernel centre, borders mirrored without repeating the edge pixel). The numpy code here repeats those
-steps. (:mod:`fe_ray.op.numpyop.univariate.blur` has no general kernel filter to reuse: its filters are box,
-Gaussian and median ones.)
+steps.
 
 The kernel is drawn from the sample's generator (exact across resumes and worker threads in a Pipeline; the numbers
 differ from albumentations' Python ``random`` draws); several inputs of one op get the same kernel.
@@ -21,6 +20,7 @@ import numpy as np
 
 from fe_ray.op.numpyop.randomness import get_rng
 from fe_ray.op.numpyop.univariate._image import check_dtype, to_range
+from fe_ray.op.numpyop.univariate.blur import FILTER_DTYPES, round_to
 from fe_ray.op.numpyop.univariate.univariate import UnivariateOp
 
 
@@ -59,21 +59,21 @@ def motion_kernel(size: int, start: tuple[int, int], end: tuple[int, int]) -> np
 
 def filter2d(image: np.ndarray, kernel: np.ndarray) -> np.ndarray:
     """``cv2.filter2D(image, -1, kernel)``: correlation with the anchor at ``kernel.shape // 2``, borders mirrored
-    without repeating the edge pixel; single-precision sums, rounded and saturated for uint8 images.
+    without repeating the edge pixel; sums in single precision (double for float64 images, as OpenCV), rounded
+    and saturated for integer images.
 
     Only the kernel's non-zero taps are visited (a motion kernel has at most ``size`` of them).
     """
     rows, cols = kernel.shape
     top, left = rows // 2, cols // 2
     pad = [(top, rows - 1 - top), (left, cols - 1 - left)] + [(0, 0)] * (image.ndim - 2)
-    padded = np.pad(image.astype(np.float32), pad, mode="reflect")
+    precision = np.float64 if image.dtype == np.float64 else np.float32
+    padded = np.pad(image.astype(precision), pad, mode="reflect")
     height, width = image.shape[:2]
-    total = np.zeros(image.shape, dtype=np.float32)
+    total = np.zeros(image.shape, dtype=precision)
     for i, j in zip(*np.nonzero(kernel)):
-        total += padded[i:i + height, j:j + width] * np.float32(kernel[i, j])
-    if image.dtype == np.uint8:
-        return np.clip(np.rint(total), 0, 255).astype(np.uint8)
-    return total.astype(image.dtype)
+        total += padded[i:i + height, j:j + width] * precision(kernel[i, j])
+    return round_to(total, image.dtype)
 
 
 class MotionBlur(UnivariateOp):
@@ -82,7 +82,7 @@ class MotionBlur(UnivariateOp):
     The size is uniform over ``blur_limit[0], blur_limit[0] + 2, ...`` up to ``blur_limit[1]``; a single number
     ``v`` means ``(3, v)``. The line joins two random points of the kernel (two distinct rows when both points
     share a column), possibly off the kernel's centre (albumentations' ``allow_shifted=True``, which FastEstimator
-    keeps). uint8 results are rounded to the nearest level; float32 results are not clipped.
+    keeps). uint8 and uint16 results are rounded to the nearest level; float32 and float64 results are not clipped.
 
     Args:
         inputs: Key(s) of the images.
@@ -94,7 +94,7 @@ class MotionBlur(UnivariateOp):
     Raises:
         ValueError: If ``blur_limit`` is not an int or a pair of ints with ``3 <= low <= high`` and an odd ``high``
             (albumentations fails only when it draws a size below 3); when running, if an image is not 2-D or 3-D.
-        TypeError: When running, if an image is neither uint8 nor float32.
+        TypeError: When running, if an image is not uint8, uint16, float32 or float64.
     """
 
     is_random = True
@@ -121,7 +121,7 @@ class MotionBlur(UnivariateOp):
         return motion_kernel(size, (x1, y1), (x2, y2))
 
     def apply(self, data: np.ndarray, params: np.ndarray) -> np.ndarray:
-        check_dtype(data, (np.uint8, np.float32), "MotionBlur", self.inputs)
+        check_dtype(data, FILTER_DTYPES, "MotionBlur", self.inputs)
         if data.ndim not in (2, 3):
             raise ValueError(f"MotionBlur needs (height, width[, channels]) images; {self.inputs} has shape "
                              f"{data.shape}.")

@@ -21,6 +21,7 @@ from fe_ray.op.numpyop.univariate._image import (
     Range,
     check_channels,
     check_dtype,
+    check_scaled,
     clip_to,
     is_number,
     max_value,
@@ -47,6 +48,8 @@ class RandomBrightnessContrast(UnivariateOp):
 
     Raises:
         ValueError: If a limit is not a number or a pair.
+        TypeError: When running, if an image is not uint8, uint16, uint32 or float (as albumentations, which has
+            no maximum for other dtypes).
     """
 
     is_random = True
@@ -67,6 +70,7 @@ class RandomBrightnessContrast(UnivariateOp):
         return alpha, beta
 
     def apply(self, data: np.ndarray, params: tuple[float, float]) -> np.ndarray:
+        check_scaled(data, "RandomBrightnessContrast", self.inputs)
         alpha, beta = params
         if data.dtype == np.uint8:
             table = np.arange(256, dtype=np.float32)
@@ -250,6 +254,8 @@ class Solarize(UnivariateOp):
 
     Raises:
         ValueError: If ``threshold`` is not a number or a pair.
+        TypeError: When running, if an image is not uint8, uint16, uint32 or float (as albumentations, which has
+            no maximum for other dtypes).
     """
 
     is_random = True
@@ -265,6 +271,7 @@ class Solarize(UnivariateOp):
         return float(get_rng(state).uniform(*self.threshold))
 
     def apply(self, data: np.ndarray, params: float) -> np.ndarray:
+        check_scaled(data, "Solarize", self.inputs)
         top = max_value(data.dtype)
         if data.dtype == np.uint8:
             levels = np.arange(256)
