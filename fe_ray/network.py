@@ -398,6 +398,10 @@ def Network(ops: OpsArg, pops: OpsArg = None, slicers: Any = None, num_replicas:
     if "framework" in distributed_options:
         raise TypeError("Network() takes no framework argument: the framework is that of the models the ops use "
                         f"(got framework={distributed_options['framework']!r}). Drop it.")
+    if distributed_options:
+        from fe_ray.distributed.options import check_option_names  # imports neither Ray nor a framework
+
+        check_option_names(distributed_options)
     framework = detect_framework(ops)
     if num_replicas is None:
         if distributed_options:

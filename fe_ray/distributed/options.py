@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import difflib
 import numbers
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 #: Ray placement-group strategies a user may ask for.
 STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
@@ -18,6 +19,11 @@ PLACEMENT_TIMEOUT_S = 60.0
 #: ``placement_timeout_s`` when not given with ``wait_for_nodes=True``: booting cloud GPU nodes and installing their
 #: packages commonly takes 5-15 minutes.
 NODE_WAIT_TIMEOUT_S = 1800.0
+
+#: The keyword options of ``fe.Network(..., num_replicas=N, ...)`` beyond the ops (RayNetwork's parameters).
+OPTION_NAMES = ("resources_per_replica", "max_failures", "step_timeout_s", "checkpoint_dir", "placement_timeout_s",
+                "collective_timeout_s", "runtime_env", "placement_strategy", "collective_backend", "step_transport",
+                "wait_for_nodes")
 
 #: How steps may reach the replicas (see :mod:`fe_ray.distributed.step_stream` and ``step_graph``).
 TRANSPORTS = ("stream", "calls", "compiled")
@@ -98,3 +104,19 @@ def placement_timeout(placement_timeout_s: float | None, wait_for_nodes: bool) -
 
 __all__ = ["MAX_TIMEOUT_S", "NODE_WAIT_TIMEOUT_S", "PLACEMENT_TIMEOUT_S", "STRATEGIES", "TRANSPORTS", "check_options",
            "placement_timeout", "replica_env_vars"]
+
+
+def check_option_names(given: Iterable[str]) -> None:
+    """Raise a TypeError naming each option of ``fe.Network`` that is not one (with the closest valid name).
+
+    Raises:
+        TypeError: For an unknown option, naming it, a close valid name if there is one, and the valid options.
+    """
+    unknown = [name for name in given if name not in OPTION_NAMES and name != "num_replicas"]
+    if unknown:
+        hints = []
+        for name in unknown:
+            close = difflib.get_close_matches(name, [*OPTION_NAMES, "num_replicas"], n=1)
+            hints.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        raise TypeError(f"fe.Network got unknown option(s) {', '.join(hints)}; its options are num_replicas and "
+                        f"{', '.join(OPTION_NAMES)}.")
