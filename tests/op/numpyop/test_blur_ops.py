@@ -14,7 +14,7 @@ from fe_ray.dataset import NumpyDataset
 from fe_ray.op.numpyop import NumpyOp
 from fe_ray.op.numpyop.randomness import RNG_KEY
 from fe_ray.op.numpyop.univariate import Blur, Downscale, GaussianBlur, MedianBlur
-from fe_ray.op.numpyop.univariate.blur import advanced_kernel, correlate, gaussian_kernel_256, gaussian_kernel_size
+from fe_ray.op.numpyop.univariate.blur import advanced_kernel, filter2d, gaussian_kernel_256, gaussian_kernel_size
 from tests.op.numpyop.pipeline_checks import assert_position_seeded
 
 
@@ -113,6 +113,31 @@ def test_downscale_pixelates_by_opencvs_nearest_rule() -> None:
         Downscale("x", "x", scale_min=0.1, scale_max=0.1).apply(np.zeros((4, 4), np.uint8), 0.1)
 
 
+def test_downscale_bilinear_by_hand_and_as_opencv_gave_it() -> None:
+    """interpolation=1 (FastEstimator passes it to albumentations, which resizes both ways bilinearly in float32)."""
+    op = Downscale("x", "x", interpolation=1)
+    ramp = np.array([[0, 2, 4, 6]] * 2, np.float32)
+    # Shrunk to [1, 5] (pixel pairs' means); enlarged at positions -0.25, 0.25, 0.75, 1.25, edges repeated.
+    np.testing.assert_array_equal(op.apply(ramp, 0.5), [[1, 2, 4, 5]] * 2)
+    flat = np.full((3, 4, 1), 100, np.uint8)  # through float32(100 / 255) and back without losing a level
+    np.testing.assert_array_equal(op.apply(flat, 0.5), flat)
+    # Reference values from albumentations 1.4.1's F.downscale(image, scale, 1, 1) with OpenCV 4.11 (IPP).
+    floats = ((np.arange(15).reshape(3, 5) * 7 % 11) / 10).astype(np.float32)
+    expected = np.array([[0.192857146, 0.39785713, 0.640561223, 0.749642909, 0.642857194],
+        [0.259948969, 0.429591835, 0.51964283, 0.611607194, 0.785714269],
+        [0.327040821, 0.46132654, 0.398724496, 0.47357145, 0.928571403]], np.float32)
+    np.testing.assert_allclose(op.apply(floats, 0.7), expected, rtol=0, atol=3e-7)
+    image = (np.arange(72).reshape(4, 6, 3) * 37 % 256).astype(np.uint8)
+    opencv = np.array([[[59, 96, 133], [123, 75, 112], [180, 70, 88], [152, 137, 79], [119, 142, 80], [94, 131, 83]],
+                       [[67, 104, 141], [106, 79, 116], [147, 67, 90], [157, 119, 85], [127, 132, 94], [94, 131, 104]],
+                       [[81, 118, 155], [71, 86, 123], [81, 60, 93], [167, 84, 97], [141, 111, 123], [94, 131, 147]],
+                       [[89, 126, 163], [53, 90, 127], [48, 57, 94], [172, 66, 103], [149, 100, 137], [94, 132, 169]]])
+    out = op.apply(image, 0.6)
+    assert out.dtype == np.uint8 and np.abs(out.astype(int) - opencv).max() <= 1 and (out != opencv).sum() <= 1
+    with pytest.raises(TypeError, match="uint8 or float32 images, but .* has dtype uint16"):
+        op.apply(np.zeros((4, 4), np.uint16), 0.5)
+
+
 def test_filters_match_opencv_when_available() -> None:
     cv2 = pytest.importorskip("cv2")
     for shape in SHAPES:
@@ -153,7 +178,7 @@ def test_kernel_sizes_follow_albumentations_distributions() -> None:
     (lambda: Blur("x", "x", blur_limit=(3.5, 7)), "int or a pair"),
     (lambda: Downscale("x", "x", scale_min=0.5, scale_max=0.3), "0 < scale_min <= scale_max < 1"),
     (lambda: Downscale("x", "x", scale_max=1.0), "0 < scale_min <= scale_max < 1"),
-    (lambda: Downscale("x", "x", interpolation=1), "INTER_NEAREST"),
+    (lambda: Downscale("x", "x", interpolation=2), r"0 \(cv2.INTER_NEAREST\) or 1 \(cv2.INTER_LINEAR\), got 2"),
 ])
 def test_argument_errors(make: Any, match: str) -> None:
     with pytest.raises(ValueError, match=match):
@@ -208,7 +233,7 @@ def test_float64_images_blur_in_double_precision() -> None:
         reference = op.apply(_U16, params) / 65535.0
         np.testing.assert_allclose(result, reference, atol=2.0 / 65535)
     kernel = advanced_kernel(3, 0.8, 0.5, 0.3, 1.5, np.ones((3, 3)))
-    np.testing.assert_allclose(correlate(image, kernel), ndimage.correlate(image, kernel.astype(np.float64),
+    np.testing.assert_allclose(filter2d(image, kernel), ndimage.correlate(image, kernel.astype(np.float64),
                                                                           mode="mirror"), rtol=1e-12)
 
 
@@ -289,20 +314,32 @@ def test_gaussian_sigma_draws() -> None:
 
 
 # ------------------------------------------------------------------ Blur(advanced=True)
-def test_correlate_is_opencvs_filter2d_not_a_convolution() -> None:
+def test_filter2d_is_opencvs_correlation_not_a_convolution() -> None:
     image = np.arange(20, dtype=np.uint8).reshape(4, 5)
     right = np.zeros((3, 3), np.float32)
     right[1, 2] = 1.0  # weight on the right neighbour: out[y, x] = image[y, x + 1], mirrored at the last column
     expected = np.concatenate([image[:, 1:], image[:, 3:4]], axis=1)
-    np.testing.assert_array_equal(correlate(image, right), expected)
+    np.testing.assert_array_equal(filter2d(image, right), expected)
     kernel = np.random.default_rng(1).uniform(0, 1, (5, 5)).astype(np.float32)
     kernel /= kernel.sum()
     colour = _image((7, 6, 3), 5)
     reference = _per_channel(colour, lambda c: ndimage.correlate(c.astype(np.float64), kernel, mode="mirror"))
-    np.testing.assert_array_equal(correlate(colour, kernel), np.rint(reference).astype(np.uint8))
+    np.testing.assert_array_equal(filter2d(colour, kernel), np.rint(reference).astype(np.uint8))
     floats = colour.astype(np.float32) / 255
-    np.testing.assert_allclose(correlate(floats, kernel), reference / 255, rtol=1e-5)
-    assert correlate(floats, kernel).dtype == np.float32
+    np.testing.assert_allclose(filter2d(floats, kernel), reference / 255, rtol=1e-5)
+    assert filter2d(floats, kernel).dtype == np.float32
+
+
+def test_filter2d_rounds_as_opencv_direct_and_dft_paths() -> None:
+    """Values from cv2.filter2D (OpenCV 4.11). A small kernel sums by float32 fused multiply-adds (float32 products
+    and sums, or double sums, round differently); from 130 taps OpenCV goes through a DFT, in double precision."""
+    kernel = (np.array([[4, 3, 4], [6, 5, 1], [1, 8, 7]]) / 20).astype(np.float32)
+    out = filter2d(np.full((1, 1), 0.828, np.float32), kernel)  # a 1x1 image mirrors to itself: 0.828 * sum
+    assert out.dtype == np.float32 and float(out[0, 0]) == 1.6146001815795898  # two roundings: 1.6145999 / 1.6146001
+    kernel = (np.array([[5, 6, 2], [4, 8, 8], [3, 6, 1]]) / 20).astype(np.float32)
+    assert float(filter2d(np.full((2, 2), 0.725, np.float32), kernel)[1, 1]) == 1.5587499141693115
+    uniform = np.full((13, 13), np.float32(1 / 169), np.float32)
+    assert float(filter2d(np.full((1, 1), 0.761, np.float32), uniform)[0, 0]) == 0.7609999775886536  # float32: 0.760999
 
 
 def test_advanced_kernel_shapes() -> None:
@@ -342,7 +379,7 @@ def test_advanced_blur_draws_and_applies() -> None:
     image = _image((10, 9, 3), 6)
     out = op.apply(image, kernel)
     assert out.dtype == np.uint8 and out.shape == image.shape
-    np.testing.assert_array_equal(out, correlate(image, kernel))
+    np.testing.assert_array_equal(out, filter2d(image, kernel))
     flat = np.full((6, 6), 77, np.uint8)  # a normalised kernel keeps a flat image flat
     np.testing.assert_array_equal(op.apply(flat, kernel), flat)
     assert not Blur("x", "x").advanced and isinstance(Blur("x", "x").get_params(None, _state(3)), int)

@@ -20,6 +20,7 @@ from fe_ray.op.numpyop.multivariate import (
     Rotate,
 )
 from fe_ray.op.numpyop.multivariate.distortion import gaussian_blur_17
+from fe_ray.op.numpyop.randomness import RNG_KEY
 from tests.op.numpyop.pipeline_checks import assert_position_seeded
 
 RAMP = np.arange(24, dtype=np.float32).reshape(4, 6)  # pixel (r, c) holds 6 * r + c
@@ -265,8 +266,21 @@ def test_argument_errors(make: Any, match: str) -> None:
 def test_too_small_images_are_refused_when_run() -> None:
     with pytest.raises(ValueError, match=r"grid=\(3, 3\) is too fine for a 5x9 image"):
         RandomGridShuffle(image_in="x").forward(np.zeros((5, 9)), {})
-    with pytest.raises(ValueError, match="num_steps=5 needs images at least that many pixels .* got 4x9"):
-        GridDistortion(image_in="x").forward(np.zeros((4, 9)), {})
+
+
+def test_grid_distortion_keeps_a_side_shorter_than_num_steps() -> None:
+    """No whole cell fits a side under num_steps: all its pixels are leftovers, running from 0 to the edge, so that
+    side is kept (albumentations smears its first row / column over it) and the other is still distorted."""
+    image = np.arange(36, dtype=np.float64).reshape(4, 9)
+    op = GridDistortion(num_steps=5, distort_limit=(0.5, 0.5), border_mode=1, image_in="x")
+    out = op.forward(image, {RNG_KEY: np.random.default_rng(0)})
+    rows, cols = op.get_params(4, 9, {RNG_KEY: np.random.default_rng(0)})
+    np.testing.assert_array_equal(rows[:, 0], np.arange(4))  # the short side: identity
+    np.testing.assert_array_equal(cols[0, :2], [0.0, 1.5])  # the long side: 1 pixel cells stretched by 1.5
+    assert out.shape == image.shape and not np.array_equal(out, image)
+    tiny = np.arange(6, dtype=np.uint8).reshape(2, 3)
+    np.testing.assert_array_equal(GridDistortion(image_in="x").forward(tiny, {RNG_KEY: np.random.default_rng(1)}),
+                                  tiny)
 
 
 # ------------------------------------------------------------------ in a Pipeline

@@ -97,6 +97,45 @@ def test_rotate_equals_pillow(shape: tuple[int, ...]) -> None:
                                       np.array(image_module.fromarray(image).rotate(angle)))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.bool_])
+def test_affine_ops_equal_pillow_on_gray_float_int_and_bool_images(dtype: type) -> None:
+    """Pillow makes F, I and 1 mode images of these arrays: F and I warp bicubically (F's row differences in single
+    precision), 1 always nearest neighbour (its scaling path when there is no shear)."""
+    image_module = importlib.import_module("PIL.Image")  # Pillow is a dev dependency: never skipped
+    transform = importlib.import_module("PIL.ImageTransform")  # Pillow is a dev dependency: never skipped
+    rng = np.random.default_rng(9)
+    for shape in ((9, 7), (2, 3)):
+        image = (rng.random(shape) * 3 - 1 if dtype != np.int32 else rng.integers(-9000, 9000, shape)).astype(dtype)
+        if dtype == np.bool_:
+            image = rng.random(shape) > 0.5
+        pil = image_module.fromarray(image)
+        height, width = shape
+
+        def warp(size: tuple[int, int], matrix: tuple[float, ...], pil: Any = pil) -> Any:
+            return pil.transform(size, transform.AffineTransform(matrix), resample=image_module.BICUBIC)
+
+        for coef in (-0.31, 0.0, 0.137, 0.5):
+            shift = round(abs(coef) * width)
+            sheared = warp((width + shift, height), (1.0, coef, -shift if coef > 0 else 0.0, 0.0, 1.0, 0.0))
+            cases = [(ShearX("x", "x").apply(image, coef), np.array(sheared.resize((width, height)))),
+                     (TranslateX("x", "x").apply(image, coef),
+                      np.array(warp((width, height), (1.0, 0.0, coef * width, 0.0, 1.0, 0.0)))),
+                     (TranslateY("x", "x").apply(image, coef),
+                      np.array(warp((width, height), (1.0, 0.0, 0.0, 0.0, 1.0, coef * height)))),
+                     (Rotate("x", "x").apply(image, coef * 100), np.array(pil.rotate(coef * 100)))]
+            shift = round(abs(coef) * height)
+            sheared = warp((width, height + shift), (1.0, 0.0, 0.0, coef, 1.0, -shift if coef > 0 else 0.0))
+            cases.append((ShearY("x", "x").apply(image, coef), np.array(sheared.resize((width, height)))))
+            for ours, expected in cases:
+                assert ours.dtype == expected.dtype  # float64 comes back float32, as from Pillow's F mode
+                np.testing.assert_array_equal(ours, expected)
+
+
+def test_rua_rotate_takes_uint16_images() -> None:
+    image = np.arange(30, dtype=np.uint16).reshape(5, 6) * 1000
+    np.testing.assert_array_equal(Rotate("x", "x").apply(image, 180.0), image[::-1, ::-1])
+
+
 # ------------------------------------------------------------------ hand-computed values (no Pillow needed)
 def test_autocontrast_and_equalize_tables_by_hand() -> None:
     image = np.array([[50, 100], [150, 150]], dtype=np.uint8)
@@ -134,8 +173,10 @@ def test_ops_keep_one_channel_images_and_reject_others() -> None:
     np.testing.assert_array_equal(Color("x", "x").apply(image, 0.0), image)
     with pytest.raises(ValueError, match=r"RGBA is not supported"):
         ShearX("x", "x").apply(_image((4, 4, 4)), 0.1)
-    with pytest.raises(TypeError, match=r"uint8 images, but \['x'\] has dtype float32"):
-        TranslateY("x", "x").apply(np.zeros((4, 4), np.float32), 0.1)
+    with pytest.raises(TypeError, match=r"uint8, int32, float32, float64, bool images, but \['x'\] has dtype uint16"):
+        TranslateY("x", "x").apply(np.zeros((4, 4), np.uint16), 0.1)  # Pillow's bicubic warp misreads uint16
+    with pytest.raises(TypeError, match=r"float32 images in grayscale only"):
+        ShearX("x", "x").apply(np.zeros((4, 4, 3), np.float32), 0.1)  # Pillow can't make an image of it
     with pytest.raises(TypeError, match="uint8"):
         AutoContrast("x", "x").forward(np.zeros((4, 4), np.float32), {})
     with pytest.raises(ValueError, match=r"grayscale \(height, width\[, 1\]\) or RGB"):

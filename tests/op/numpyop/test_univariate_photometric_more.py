@@ -14,6 +14,7 @@ import pytest
 from fe_ray.dataset import NumpyDataset
 from fe_ray.op.numpyop import NumpyOp
 from fe_ray.op.numpyop.randomness import RNG_KEY
+from fe_ray.op.numpyop.univariate._drawing import add_weighted
 from fe_ray.op.numpyop.univariate.clahe import CLAHE, clahe_gray, lab8_to_rgb, rgb_to_lab8
 from fe_ray.op.numpyop.univariate.compression import ImageCompression, ImageCompressionType
 from fe_ray.op.numpyop.univariate.hsv import ColorJitter, HueSaturationValue, hsv_to_rgb, rgb_to_hsv
@@ -151,8 +152,33 @@ def test_color_jitter_ranges_draws_and_errors() -> None:
                    {"saturation": "high"}):
         with pytest.raises(ValueError):
             ColorJitter("x", "x", **kwargs)  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="uint16"):
-        op.apply(np.zeros((2, 2, 3), np.uint16), ((1.0, 1.0, 1.0, 0.0), np.arange(4)))
+    with pytest.raises(TypeError, match="float64"):
+        op.apply(np.zeros((2, 2, 3)), ((1.0, 1.0, 1.0, 0.0), np.arange(4)))
+    with pytest.raises(TypeError, match="hue=0"):  # OpenCV, under FastEstimator, has no uint16 HSV either
+        op.apply(np.zeros((2, 2, 3), np.uint16), ((1.0, 1.0, 1.0, 0.05), np.arange(4)))
+
+
+def test_color_jitter_uint16_values_as_opencv_gives_them() -> None:
+    """uint16 goes as albumentations takes it: brightness in float64 (90 * 0.7 = 62.99... truncates to 62, float32
+    would give 63), gray by OpenCV's 15-bit fixed point, saturation by cv2.addWeighted; hue only for gray images."""
+    np.testing.assert_array_equal(_jitter(np.array([[90, 1000]], np.uint16), (0.7, 1, 1, 0.3)), [[62, 700]])
+    pixel = np.array([[[60000, 20000, 1000]]], np.uint16)
+    np.testing.assert_array_equal(_jitter(pixel, (1, 1, 0, 0)), [[[29795] * 3]])  # OpenCV's gray, 15-bit weights
+    np.testing.assert_array_equal(_jitter(pixel, (1, 0, 1, 0)), [[[29795] * 3]])  # contrast 0: the rounded mean
+    np.testing.assert_array_equal(_jitter(pixel, (1.2, 1, 1, 0)), [[[65535, 24000, 1200]]])  # clipped at 65535
+    # Saturation 1.5: fma(x, 1.5, gray * -0.5), rounded half to even: 60000 * 1.5 - 14897.5 = 75102.5 -> 65535.
+    np.testing.assert_array_equal(_jitter(pixel, (1, 1, 1.5, 0)), [[[65535, 15102, 0]]])
+
+
+def test_add_weighted_is_opencvs_fused_multiply_add() -> None:
+    """cv2.addWeighted's vector code rounds fma(a, alpha, b * beta) once (checked against OpenCV 4.11): two
+    roundings, a * alpha + b * beta in float32, give one level less for these pixels."""
+    got = add_weighted(np.array([124, 215, 165], np.uint8), 1.7, np.array([249, 190, 180], np.uint8), 1 - 1.7)
+    np.testing.assert_array_equal(got, [37, 233, 155])
+    got = add_weighted(np.array([52295, 55248, 17490], np.uint16), 1.7, np.array([51690, 45193, 33295], np.uint16),
+                       1 - 1.7)
+    np.testing.assert_array_equal(got, [52719, 62287, 6427])
+    assert got.dtype == np.uint16
 
 
 # ------------------------------------------------------------------ ISONoise

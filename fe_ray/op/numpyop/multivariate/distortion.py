@@ -156,8 +156,9 @@ class GridDistortion(_Warp):
     Differences from albumentations 1.3/1.4 (which FastEstimator 1.7 wraps): albumentations spaces a cell's samples
     from its start to its end inclusive, so even a zero distortion stretches every cell by a pixel; fe_ray excludes
     the end, so ``distort_limit=0`` returns the input. The leftover pixels always run to the image edge
-    (albumentations leaves pixels past ``(num_steps + 1) * (width // num_steps)`` reading column 0). Images must be
-    at least ``num_steps`` pixels on each side. OpenCV's cubic, area and Lanczos interpolations are not available.
+    (albumentations leaves pixels past ``(num_steps + 1) * (width // num_steps)`` reading column 0). So a side
+    shorter than ``num_steps`` (no whole cell) is kept as it is, where albumentations makes every pixel of it read
+    the first column (or row). OpenCV's cubic, area and Lanczos interpolations are not available.
 
     Args:
         num_steps: The number of grid cells along each side.
@@ -172,8 +173,7 @@ class GridDistortion(_Warp):
 
     Raises:
         ValueError: If ``num_steps`` is not a positive int, ``distort_limit`` is not a number or an ordered pair,
-            ``interpolation`` / ``border_mode`` is not a supported flag, or (when run) the image is smaller than
-            ``num_steps``.
+            or ``interpolation`` / ``border_mode`` is not a supported flag.
     """
 
     def __init__(self, num_steps: int = 5, distort_limit: float | Sequence[float] = 0.3,
@@ -203,9 +203,6 @@ class GridDistortion(_Warp):
         return sources
 
     def get_params(self, height: int, width: int, state: dict[str, Any]) -> Coords:
-        if min(height, width) < self.num_steps:
-            raise ValueError(f"GridDistortion num_steps={self.num_steps} needs images at least that many pixels on "
-                             f"each side, got {height}x{width}; lower num_steps.")
         rng = get_rng(state)
         steps_x = 1.0 + rng.uniform(*self.distort_limit, size=self.num_steps + 1)
         steps_y = 1.0 + rng.uniform(*self.distort_limit, size=self.num_steps + 1)

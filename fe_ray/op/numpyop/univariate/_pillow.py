@@ -7,7 +7,10 @@ truncation, its fixed-point resampling, its nearest-neighbour affine transform i
 ops give Pillow's images without needing Pillow.
 
 Images are uint8 ``(height, width)`` or ``(height, width, channels)``; every channel goes through the same
-arithmetic, as Pillow treats the bands of an ``L`` or ``RGB`` image.
+arithmetic, as Pillow treats the bands of an ``L`` or ``RGB`` image. The geometric functions also take the two other
+gray images Pillow makes of numpy arrays and warps: float32 (Pillow's ``F`` mode, computed in double precision and
+stored as float32, not clipped), int32 (mode ``I``: truncated after a warp, rounded half away from zero after a
+resize, not clipped) and bool (mode ``1``, which Pillow always warps and resizes nearest neighbour).
 """
 
 from __future__ import annotations
@@ -101,21 +104,26 @@ def smooth(image: np.ndarray) -> np.ndarray:
 
 
 def _cubic(v1: np.ndarray, v2: np.ndarray, v3: np.ndarray, v4: np.ndarray, d: np.ndarray) -> np.ndarray:
-    """Pillow's bicubic interpolation between ``v2`` and ``v3`` (a = -1 kernel), in double precision."""
-    p2 = -v1 + v3
-    p3 = 2 * (v1 - v2) + v3 - v4
-    p4 = -v1 + v2 - v3 + v4
-    return v2 + d * (p2 + d * (p3 + d * p4))
+    """Pillow's bicubic interpolation between ``v2`` and ``v3`` (a = -1 kernel), in double precision.
+
+    The differences of the four values are taken in their own dtype (Pillow's macro adds float32 pixels in single
+    precision, uint8 ones as exact ints) and only then widened to double.
+    """
+    p2 = (-v1 + v3).astype(np.float64)
+    p3 = (2 * (v1 - v2) + v3 - v4).astype(np.float64)
+    p4 = (-v1 + v2 - v3 + v4).astype(np.float64)
+    return v2.astype(np.float64) + d * (p2 + d * (p3 + d * p4))
 
 
 def affine_bicubic(image: np.ndarray, size: tuple[int, int], matrix: tuple[float, ...]) -> np.ndarray:
     """``Image.transform(size, AFFINE, matrix, resample=BICUBIC)`` with a black fill.
 
     The output pixel at column x, row y samples the input at ``(a x' + b y' + c, d x' + e y' + f)`` for pixel centres
-    ``x' = x + 0.5``, ``y' = y + 0.5``; samples outside the input are black; values are clipped and truncated.
+    ``x' = x + 0.5``, ``y' = y + 0.5``; samples outside the input are black. uint8 values are clipped and truncated,
+    int32 ones (Pillow's ``I`` mode) truncated, float32 ones (``F`` mode) stored as computed.
 
     Args:
-        image: The uint8 image.
+        image: The uint8, int32 or float32 image.
         size: The output ``(width, height)``, Pillow's order.
         matrix: ``(a, b, c, d, e, f)``.
     """
@@ -133,21 +141,33 @@ def affine_bicubic(image: np.ndarray, size: tuple[int, int], matrix: tuple[float
     # Out-of-image neighbours repeat the edge pixel (Pillow's clipping of the 4x4 window).
     cols = [np.clip(x0.astype(np.int64) + k, 0, in_width - 1) for k in (-1, 0, 1, 2)]
     rows = [np.clip(y0.astype(np.int64) + k, 0, in_height - 1) for k in (-1, 0, 1, 2)]
-    values = image.astype(np.float64)
+    # Integer differences are exact (Pillow's C takes them as ints); float32 ones are taken in float32, as there.
+    values = image if image.dtype == np.float32 else image.astype(np.int64)
     if image.ndim == 3:
         dx, dy, inside = dx[..., None], dy[..., None], inside[..., None]
     per_row = [_cubic(*(values[row, col] for col in cols), dx) for row in rows]
     result = _cubic(*per_row, dy)
-    return np.where(inside, np.trunc(np.clip(result, 0.0, 255.0)), 0).astype(np.uint8)
+    if image.dtype == np.uint8:
+        result = np.clip(result, 0.0, 255.0)
+    if image.dtype != np.float32:
+        result = np.trunc(result)  # C's cast of the double to the pixel type
+    return np.where(inside, result, 0).astype(image.dtype)
 
 
-def affine_nearest(image: np.ndarray, matrix: tuple[float, ...]) -> np.ndarray:
-    """``Image.transform(image.size, AFFINE, matrix)`` (nearest neighbour, black fill), as Pillow's 16.16 fixed point
-    arithmetic computes it for a matrix that does not only scale (its other path)."""
+def affine_nearest(image: np.ndarray, matrix: tuple[float, ...], size: tuple[int, int] | None = None) -> np.ndarray:
+    """``Image.transform(size, AFFINE, matrix)`` (nearest neighbour, black fill), as Pillow's 16.16 fixed point
+    arithmetic computes it for a matrix that does not only scale (its other path).
+
+    Args:
+        image: The image (any dtype: nearest neighbour only copies values).
+        matrix: ``(a, b, c, d, e, f)``, as for :func:`affine_bicubic`.
+        size: The output ``(width, height)``; the input's size when None.
+    """
     a, b, c, d, e, f = (float(v) for v in matrix)
-    height, width = image.shape[:2]
+    in_height, in_width = image.shape[:2]
+    width, height = (in_width, in_height) if size is None else size
     if abs(width * a + height * b + c) >= 32768.0 or abs(width * d + height * e + f) >= 32768.0:
-        raise ValueError(f"Image of shape {image.shape} is too large for the rotation's fixed-point arithmetic.")
+        raise ValueError(f"Image of shape {image.shape} is too large for the warp's fixed-point arithmetic.")
 
     def fix(value: float) -> int:
         return math.floor(value * 65536.0 + 0.5)
@@ -157,10 +177,54 @@ def affine_nearest(image: np.ndarray, matrix: tuple[float, ...]) -> np.ndarray:
     x_fixed = fix(c + a * 0.5 + b * 0.5) + ys * fix(b) + xs * fix(a)
     y_fixed = fix(f + d * 0.5 + e * 0.5) + ys * fix(e) + xs * fix(d)
     x_in, y_in = x_fixed >> 16, y_fixed >> 16
-    inside = (x_in >= 0) & (x_in < width) & (y_in >= 0) & (y_in < height)
-    sampled = image[np.clip(y_in, 0, height - 1), np.clip(x_in, 0, width - 1)]
+    inside = (x_in >= 0) & (x_in < in_width) & (y_in >= 0) & (y_in < in_height)
+    sampled = image[np.clip(y_in, 0, in_height - 1), np.clip(x_in, 0, in_width - 1)]
     mask = inside if image.ndim == 2 else inside[..., None]
-    return np.where(mask, sampled, 0).astype(np.uint8)
+    return np.where(mask, sampled, 0).astype(image.dtype)
+
+
+def _scale_coords(offset: float, step: float, count: int) -> np.ndarray:
+    """Pillow's nearest source index of each of ``count`` outputs of a pure scale: ``offset`` advanced by ``step``
+    one addition at a time (so its rounding drift is kept), truncated toward zero, -1 when negative."""
+    positions = np.empty(count, dtype=np.float64)
+    value = offset
+    for i in range(count):
+        positions[i] = value
+        value += step
+    return np.where(positions < 0.0, -1, np.trunc(positions)).astype(np.int64)
+
+
+def scale_nearest(image: np.ndarray, size: tuple[int, int], matrix: tuple[float, ...]) -> np.ndarray:
+    """``Image.transform(size, AFFINE, matrix)`` (nearest neighbour, black fill) for a matrix that only scales and
+    shifts (``b == d == 0``): Pillow's scaling path, which also serves its nearest-neighbour ``Image.resize``.
+
+    Args:
+        image: The image (any dtype).
+        size: The output ``(width, height)``.
+        matrix: ``(a, 0, c, 0, e, f)``.
+    """
+    a, _, c, _, e, f = (float(v) for v in matrix)
+    width, height = size
+    in_height, in_width = image.shape[:2]
+    cols = _scale_coords(c + a * 0.5, a, width)
+    rows = _scale_coords(f + e * 0.5, e, height)
+    inside = ((rows >= 0) & (rows < in_height))[:, None] & ((cols >= 0) & (cols < in_width))[None, :]
+    sampled = image[np.clip(rows, 0, in_height - 1)][:, np.clip(cols, 0, in_width - 1)]
+    mask = inside if image.ndim == 2 else inside[..., None]
+    return np.where(mask, sampled, 0).astype(image.dtype)
+
+
+def transform(image: np.ndarray, size: tuple[int, int], matrix: tuple[float, ...]) -> np.ndarray:
+    """``Image.fromarray(image).transform(size, AFFINE, matrix, resample=BICUBIC)`` as a numpy array.
+
+    Pillow warps bool images (mode ``1``) nearest neighbour whatever is asked, by its scaling path when the matrix
+    has no shear or rotation; other images bicubically.
+    """
+    if image.dtype != np.bool_:
+        return affine_bicubic(image, size, matrix)
+    if matrix[1] == 0 and matrix[3] == 0:
+        return scale_nearest(image, size, matrix)
+    return affine_nearest(image, matrix, size)
 
 
 def _bicubic_weight(x: np.ndarray) -> np.ndarray:
@@ -172,19 +236,27 @@ def _bicubic_weight(x: np.ndarray) -> np.ndarray:
 
 
 def resize_axis(image: np.ndarray, out_size: int, axis: int) -> np.ndarray:
-    """``Image.resize`` (bicubic) along one axis (0: rows, 1: columns), in Pillow's fixed-point arithmetic.
+    """``Image.resize`` (bicubic) along one axis (0: rows, 1: columns), in Pillow's arithmetic.
 
-    Pillow widens the kernel by the reduction factor when shrinking (antialiasing), normalises each output's weights,
-    rounds them to 22 fraction bits, and rounds the sums; the other axis, whose size is kept, is not resampled.
+    Pillow widens the kernel by the reduction factor when shrinking (antialiasing) and normalises each output's
+    weights; for uint8 images it rounds them to 22 fraction bits and rounds the sums, for float32 and int32 ones
+    (modes ``F`` and ``I``) it sums in double precision and stores float32, or rounds half away from zero. The
+    other axis, whose size is kept, is not resampled. Bool images (mode ``1``) are resized nearest neighbour, as
+    Pillow always resizes them.
     """
     in_size = image.shape[axis]
     if out_size == in_size:
         return image.copy()
+    if image.dtype == np.bool_:
+        height, width = image.shape[:2]
+        size, step = ((out_size, height), in_size / out_size) if axis == 1 else ((width, out_size), in_size / out_size)
+        matrix = (step, 0.0, 0.0, 0.0, 1.0, 0.0) if axis == 1 else (1.0, 0.0, 0.0, 0.0, step, 0.0)
+        return scale_nearest(image, size, matrix)
     scale = in_size / out_size
     filter_scale = max(scale, 1.0)
     support = 2.0 * filter_scale
     ksize = int(math.ceil(support)) * 2 + 1
-    weights = np.zeros((out_size, ksize), dtype=np.int64)
+    weights = np.zeros((out_size, ksize), dtype=np.float64)
     starts = np.zeros(out_size, dtype=np.int64)
     for out in range(out_size):
         centre = (out + 0.5) * scale
@@ -194,17 +266,26 @@ def resize_axis(image: np.ndarray, out_size: int, axis: int) -> np.ndarray:
         total = taps.sum()
         if total != 0.0:
             taps = taps / total
-        scaled = taps * (1 << _PRECISION_BITS)
-        weights[out, :high - low] = np.where(scaled < 0, np.trunc(scaled - 0.5), np.trunc(scaled + 0.5))
+        weights[out, :high - low] = taps
         starts[out] = low
-    moved = np.moveaxis(image, axis, 0).astype(np.int64)
-    padded = np.concatenate([moved, np.zeros((ksize,) + moved.shape[1:], dtype=np.int64)])
-    acc = np.full((out_size,) + moved.shape[1:], 1 << (_PRECISION_BITS - 1), dtype=np.int64)
-    for k in range(ksize):
-        tap = weights[:, k].reshape((out_size,) + (1,) * (moved.ndim - 1))
+    fixed = image.dtype == np.uint8
+    if fixed:
+        scaled = weights * (1 << _PRECISION_BITS)
+        weights = np.where(scaled < 0, np.trunc(scaled - 0.5), np.trunc(scaled + 0.5))
+    work = np.int64 if fixed else np.float64
+    moved = np.moveaxis(image, axis, 0).astype(work)
+    padded = np.concatenate([moved, np.zeros((ksize,) + moved.shape[1:], dtype=work)])
+    acc = np.full((out_size,) + moved.shape[1:], 1 << (_PRECISION_BITS - 1) if fixed else 0, dtype=work)
+    for k in range(ksize):  # tap by tap, the order of Pillow's sums
+        tap = weights[:, k].astype(work).reshape((out_size,) + (1,) * (moved.ndim - 1))
         acc += padded[starts + k] * tap
-    out_values = np.clip(acc >> _PRECISION_BITS, 0, 255).astype(np.uint8)
-    return np.moveaxis(out_values, 0, axis)
+    if fixed:
+        out_values = np.clip(acc >> _PRECISION_BITS, 0, 255)
+    elif image.dtype == np.int32:
+        out_values = np.trunc(acc + np.where(acc >= 0.0, 0.5, -0.5))  # Pillow's ROUND_UP: half away from zero
+    else:
+        out_values = acc
+    return np.moveaxis(out_values.astype(image.dtype), 0, axis)
 
 
 def rotate(image: np.ndarray, angle: float) -> np.ndarray:

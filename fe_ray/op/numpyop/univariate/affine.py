@@ -6,9 +6,11 @@ FastEstimator implements these with Pillow's ``Image.transform`` (bicubic, black
 needing Pillow. Each op draws one factor per sample (shared by all its inputs) from the sample's generator: in a
 Pipeline the draws are exact across resumes and worker threads. Each has ``set_rua_level`` for :class:`RUA`.
 
-Images are uint8 grayscale ``(height, width)`` or RGB ``(height, width, 3)``; fe_ray also takes
-``(height, width, 1)``. Unlike FastEstimator, RGBA images are rejected: Pillow warps them in premultiplied alpha,
-which is not repeated here.
+Images are uint8 grayscale ``(height, width)`` or RGB ``(height, width, 3)``, or grayscale float32 / float64
+(Pillow's ``F`` mode: warped in double precision, returned as float32, not clipped), int32 (mode ``I``) or bool (mode
+``1``: always nearest neighbour); RUA's Rotate also takes uint16 (Pillow's bicubic warp misreads uint16 images, so
+the others refuse them). fe_ray also takes ``(height, width, 1)``. Unlike FastEstimator, RGBA images are rejected:
+Pillow warps them in premultiplied alpha, which is not repeated here.
 """
 
 from __future__ import annotations
@@ -20,15 +22,17 @@ import numpy as np
 
 from fe_ray.op.numpyop.randomness import get_rng
 from fe_ray.op.numpyop.univariate._image import Range, check_dtype, shrink_range, symmetric_range
-from fe_ray.op.numpyop.univariate._pillow import affine_bicubic, resize_axis, rotate
+from fe_ray.op.numpyop.univariate._pillow import resize_axis, rotate, transform
 from fe_ray.op.numpyop.univariate.univariate import UnivariateOp
 
 
 class _RandomWarp(UnivariateOp):
-    """A factor drawn uniformly from ``self.<range_name>`` per sample, applied by :meth:`warp` to uint8 images."""
+    """A factor drawn uniformly from ``self.<range_name>`` per sample, applied by :meth:`warp` to each image."""
 
     is_random = True
     range_name = "limit"
+    # The dtypes Pillow warps correctly (its bicubic warp reads uint16 images byte by byte, so those are refused).
+    dtypes: tuple[type, ...] = (np.uint8, np.int32, np.float32, np.float64, np.bool_)
 
     def __init__(self, inputs: str | Iterable[str], outputs: str | Iterable[str],
                  mode: None | str | Iterable[str], ds_id: None | str | Iterable[str],
@@ -46,11 +50,19 @@ class _RandomWarp(UnivariateOp):
 
     def apply(self, data: np.ndarray, params: float) -> np.ndarray:
         name = type(self).__name__
-        check_dtype(data, (np.uint8,), name, self.inputs)
+        check_dtype(data, self.dtypes, name, self.inputs)
         if not (data.ndim == 2 or (data.ndim == 3 and data.shape[-1] in (1, 3))):
             raise ValueError(f"{name} needs a grayscale (height, width[, 1]) or RGB (height, width, 3) image; "
                              f"{self.inputs} has shape {data.shape} (RGBA is not supported: drop the alpha channel "
                              "first).")
+        if data.dtype != np.uint8:
+            # Pillow (which FastEstimator hands the array to) makes float and bool arrays one-band images only.
+            if data.ndim == 3 and data.shape[-1] != 1:
+                raise TypeError(f"{name} takes {data.dtype} images in grayscale only, but {self.inputs} has shape "
+                                f"{data.shape}; convert an RGB image to uint8 first (e.g. (image * 255).astype("
+                                "np.uint8) for floats in [0, 1]).")
+            if data.dtype == np.float64:
+                data = data.astype(np.float32)  # Pillow's F mode holds float32, as FastEstimator returns
         return self.warp(data, params)
 
     def warp(self, data: np.ndarray, factor: float) -> np.ndarray:
@@ -59,7 +71,7 @@ class _RandomWarp(UnivariateOp):
 
 
 class ShearX(_RandomWarp):
-    """Shear uint8 images horizontally by a random coefficient ``s = uniform(shear_coef)``.
+    """Shear images horizontally by a random coefficient ``s = uniform(shear_coef)``.
 
     Row ``y`` moves by ``-s * y`` pixels on a canvas ``round(|s| * width)`` wider (bicubic, black fill), which is
     then resized back to the input width (bicubic, antialiased), as FastEstimator does with Pillow.
@@ -73,7 +85,7 @@ class ShearX(_RandomWarp):
 
     Raises:
         ValueError: If ``shear_coef`` is not a number or a pair; when running, if an image is not gray or RGB.
-        TypeError: When running, if an image is not uint8.
+        TypeError: When running, if an image is not uint8, int32, float or bool (or is a non-uint8 RGB image).
     """
 
     range_name = "shear_coef"
@@ -88,11 +100,11 @@ class ShearX(_RandomWarp):
         height, width = data.shape[:2]
         shift = round(abs(factor) * width)  # Python's round (half to even), as FastEstimator
         matrix = (1.0, factor, -shift if factor > 0 else 0.0, 0.0, 1.0, 0.0)
-        return resize_axis(affine_bicubic(data, (width + shift, height), matrix), width, axis=1)
+        return resize_axis(transform(data, (width + shift, height), matrix), width, axis=1)
 
 
 class ShearY(_RandomWarp):
-    """Shear uint8 images vertically by a random coefficient ``s = uniform(shear_coef)``.
+    """Shear images vertically by a random coefficient ``s = uniform(shear_coef)``.
 
     Column ``x`` moves by ``-s * x`` pixels on a canvas ``round(|s| * height)`` taller (bicubic, black fill), which
     is then resized back to the input height (bicubic, antialiased), as FastEstimator does with Pillow.
@@ -106,7 +118,7 @@ class ShearY(_RandomWarp):
 
     Raises:
         ValueError: If ``shear_coef`` is not a number or a pair; when running, if an image is not gray or RGB.
-        TypeError: When running, if an image is not uint8.
+        TypeError: When running, if an image is not uint8, int32, float or bool (or is a non-uint8 RGB image).
     """
 
     range_name = "shear_coef"
@@ -121,11 +133,11 @@ class ShearY(_RandomWarp):
         height, width = data.shape[:2]
         shift = round(abs(factor) * height)
         matrix = (1.0, 0.0, 0.0, factor, 1.0, -shift if factor > 0 else 0.0)
-        return resize_axis(affine_bicubic(data, (width, height + shift), matrix), height, axis=0)
+        return resize_axis(transform(data, (width, height + shift), matrix), height, axis=0)
 
 
 class TranslateX(_RandomWarp):
-    """Shift uint8 images horizontally by a random fraction ``t = uniform(shift_limit)`` of their width.
+    """Shift images horizontally by a random fraction ``t = uniform(shift_limit)`` of their width.
 
     The content moves left by ``t * width`` pixels (right for negative ``t``), sampled bicubically; uncovered
     pixels are black, as FastEstimator's Pillow transform gives them.
@@ -139,7 +151,7 @@ class TranslateX(_RandomWarp):
 
     Raises:
         ValueError: If ``shift_limit`` is not a number or a pair; when running, if an image is not gray or RGB.
-        TypeError: When running, if an image is not uint8.
+        TypeError: When running, if an image is not uint8, int32, float or bool (or is a non-uint8 RGB image).
     """
 
     range_name = "shift_limit"
@@ -152,11 +164,11 @@ class TranslateX(_RandomWarp):
 
     def warp(self, data: np.ndarray, factor: float) -> np.ndarray:
         height, width = data.shape[:2]
-        return affine_bicubic(data, (width, height), (1.0, 0.0, factor * width, 0.0, 1.0, 0.0))
+        return transform(data, (width, height), (1.0, 0.0, factor * width, 0.0, 1.0, 0.0))
 
 
 class TranslateY(_RandomWarp):
-    """Shift uint8 images vertically by a random fraction ``t = uniform(shift_limit)`` of their height.
+    """Shift images vertically by a random fraction ``t = uniform(shift_limit)`` of their height.
 
     The content moves up by ``t * height`` pixels (down for negative ``t``), sampled bicubically; uncovered pixels
     are black, as FastEstimator's Pillow transform gives them.
@@ -170,7 +182,7 @@ class TranslateY(_RandomWarp):
 
     Raises:
         ValueError: If ``shift_limit`` is not a number or a pair; when running, if an image is not gray or RGB.
-        TypeError: When running, if an image is not uint8.
+        TypeError: When running, if an image is not uint8, int32, float or bool (or is a non-uint8 RGB image).
     """
 
     range_name = "shift_limit"
@@ -183,11 +195,11 @@ class TranslateY(_RandomWarp):
 
     def warp(self, data: np.ndarray, factor: float) -> np.ndarray:
         height, width = data.shape[:2]
-        return affine_bicubic(data, (width, height), (1.0, 0.0, 0.0, 0.0, 1.0, factor * height))
+        return transform(data, (width, height), (1.0, 0.0, 0.0, 0.0, 1.0, factor * height))
 
 
 class Rotate(_RandomWarp):
-    """Rotate uint8 images counter-clockwise about their centre by a random angle ``uniform(limit)`` in degrees.
+    """Rotate images counter-clockwise about their centre by a random angle ``uniform(limit)`` in degrees.
 
     Nearest-neighbour sampling, same size, black corners, as Pillow's ``Image.rotate`` (which FastEstimator's
     ``fe.op.numpyop.univariate.rua.Rotate`` uses). This is RUA's Rotate; the multivariate
@@ -203,8 +215,11 @@ class Rotate(_RandomWarp):
 
     Raises:
         ValueError: If ``limit`` is not a number or a pair; when running, if an image is not gray or RGB.
-        TypeError: When running, if an image is not uint8.
+        TypeError: When running, if an image is not uint8, uint16, int32, float or bool (or is a non-uint8 RGB
+            image).
     """
+
+    dtypes = (*_RandomWarp.dtypes, np.uint16)  # nearest neighbour copies uint16 values as they are
 
     def __init__(self, inputs: str | Iterable[str], outputs: str | Iterable[str],
                  mode: None | str | Iterable[str] = None, ds_id: None | str | Iterable[str] = None,

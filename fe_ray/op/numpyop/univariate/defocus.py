@@ -7,9 +7,8 @@ Gaussian (5x5 above radius 8) of standard deviation ``alias_blur`` and filters t
 correlation, mirrored borders, integer results rounded). ZoomBlur averages the image with central crops of it scaled
 back up by each factor of ``arange(1, max_factor, step_factor)`` (bilinear, ``cv2.resize``'s pixel mapping), and
 clips and truncates the mean into the input's dtype. The numpy code here repeats those steps with the project's
-filter (:func:`fe_ray.op.numpyop.univariate.motion_blur.filter2d`) and resizer
-(:func:`fe_ray.op.numpyop.multivariate.interpolation.resize_array`); OpenCV filters large kernels through a DFT, so
-its float sums may differ from these in the last bits (a uint8 level at most).
+filter (:func:`fe_ray.op.numpyop.univariate.blur.filter2d`, which follows OpenCV's direct and DFT sums) and
+resizer (:func:`fe_ray.op.numpyop.multivariate.interpolation.resize_array`).
 
 Parameters are drawn per sample from the sample's generator with albumentations' distributions (exact across
 resumes and worker threads in a Pipeline; the numbers differ from albumentations' Python ``random`` draws); several
@@ -27,8 +26,7 @@ import numpy as np
 from fe_ray.op.numpyop.multivariate.interpolation import INTER_LINEAR, resize_array
 from fe_ray.op.numpyop.randomness import get_rng
 from fe_ray.op.numpyop.univariate._image import check_dtype, clip_to, to_range
-from fe_ray.op.numpyop.univariate.blur import FILTER_DTYPES, gaussian_kernel_256
-from fe_ray.op.numpyop.univariate.motion_blur import filter2d
+from fe_ray.op.numpyop.univariate.blur import FILTER_DTYPES, filter2d, gaussian_kernel_256
 from fe_ray.op.numpyop.univariate.univariate import UnivariateOp
 
 

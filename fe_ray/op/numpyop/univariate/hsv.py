@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from fe_ray.op.numpyop.randomness import get_rng
+from fe_ray.op.numpyop.univariate._drawing import add_weighted
 from fe_ray.op.numpyop.univariate._image import Range, check_dtype, clip_to, is_number, symmetric_range
 from fe_ray.op.numpyop.univariate.color import _GRAY_FIXED, _GRAY_WEIGHTS
 from fe_ray.op.numpyop.univariate.univariate import UnivariateOp
@@ -82,9 +83,11 @@ def hsv_to_rgb(hsv: np.ndarray) -> np.ndarray:
 
 
 def rgb_to_gray(image: np.ndarray) -> np.ndarray:
-    """``cv2.cvtColor(image, cv2.COLOR_RGB2GRAY)``: fixed-point weights with rounding for uint8, float32 otherwise."""
-    if image.dtype == np.uint8:
-        return ((image.astype(np.int64) @ _GRAY_FIXED[14] + (1 << 13)) >> 14).astype(np.uint8)
+    """``cv2.cvtColor(image, cv2.COLOR_RGB2GRAY)``: fixed-point weights with rounding for uint8 (14 bits) and uint16
+    (15 bits), float32 otherwise."""
+    if image.dtype in (np.uint8, np.uint16):
+        bits = 15 if image.dtype == np.uint16 else 14
+        return ((image.astype(np.int64) @ _GRAY_FIXED[bits] + (1 << (bits - 1))) >> bits).astype(image.dtype)
     return image.astype(np.float32) @ _GRAY_WEIGHTS
 
 
@@ -92,8 +95,9 @@ def _is_gray(image: np.ndarray) -> bool:
     return image.ndim == 2 or (image.ndim == 3 and image.shape[-1] == 1)
 
 
-def _check_image(image: np.ndarray, op: str, inputs: list[str]) -> None:
-    check_dtype(image, (np.uint8, np.float32), op, inputs)
+def _check_image(image: np.ndarray, op: str, inputs: list[str], dtypes: tuple[type, ...] = (np.uint8, np.float32)
+                 ) -> None:
+    check_dtype(image, dtypes, op, inputs)
     if not (_is_gray(image) or (image.ndim == 3 and image.shape[-1] == 3)):
         raise ValueError(f"{op} needs RGB images (height, width, 3) or gray ones (height, width[, 1]); {inputs} has "
                          f"shape {image.shape}.")
@@ -202,7 +206,8 @@ def adjust_brightness(image: np.ndarray, factor: float) -> np.ndarray:
         return image
     if image.dtype == np.uint8:
         return np.clip(np.arange(256) * factor, 0, 255).astype(np.uint8)[image]
-    return clip_to(image * np.float32(factor), image.dtype)
+    # albumentations multiplies by a Python float: float32 stays float32, uint16 goes to float64 (then truncated).
+    return clip_to(image * (np.float32(factor) if image.dtype == np.float32 else factor), image.dtype)
 
 
 def adjust_contrast(image: np.ndarray, factor: float) -> np.ndarray:
@@ -211,7 +216,7 @@ def adjust_contrast(image: np.ndarray, factor: float) -> np.ndarray:
         return image
     mean = float((image if _is_gray(image) else rgb_to_gray(image)).mean())
     if factor == 0:
-        return np.full_like(image, int(mean + 0.5) if image.dtype == np.uint8 else mean)
+        return np.full_like(image, mean if image.dtype == np.float32 else int(mean + 0.5))
     if image.dtype == np.uint8:
         return np.clip(np.arange(256) * factor + mean * (1 - factor), 0, 255).astype(np.uint8)[image]
     return clip_to(image.astype(np.float32) * np.float32(factor) + np.float32(mean * (1 - factor)), image.dtype)
@@ -224,10 +229,8 @@ def adjust_saturation(image: np.ndarray, factor: float) -> np.ndarray:
     gray = np.repeat(rgb_to_gray(image)[..., None], 3, axis=-1)
     if factor == 0:
         return gray
-    if image.dtype == np.uint8:
-        # cv2.addWeighted on uint8: single-precision sum, rounded to the nearest level and saturated.
-        mixed = image.astype(np.float32) * np.float32(factor) + gray.astype(np.float32) * np.float32(1 - factor)
-        return np.clip(np.rint(mixed), 0, 255).astype(np.uint8)
+    if image.dtype in (np.uint8, np.uint16):
+        return add_weighted(image, factor, gray, 1 - factor)
     return clip_to(image.astype(np.float64) * factor + gray.astype(np.float64) * (1 - factor), image.dtype)
 
 
@@ -235,6 +238,10 @@ def adjust_hue(image: np.ndarray, factor: float) -> np.ndarray:
     """Turn the hue by ``factor`` of a full circle (torchvision's hue) in OpenCV's HSV; gray images pass."""
     if factor == 0 or _is_gray(image):
         return image
+    if image.dtype not in (np.uint8, np.float32):
+        # OpenCV (under FastEstimator) has no RGB -> HSV conversion of other dtypes, so it fails here too.
+        raise TypeError(f"ColorJitter turns the hue of uint8 or float32 RGB images only, got dtype {image.dtype}; "
+                        "pass hue=0 to jitter the other properties of such images, or convert them first.")
     hsv = rgb_to_hsv(image)
     if image.dtype == np.uint8:
         table = np.mod(np.arange(256, dtype=np.int16) + 180 * factor, 180).astype(np.uint8)
@@ -251,8 +258,10 @@ class ColorJitter(UnivariateOp):
     Per sample: brightness, contrast and saturation factors ``uniform(range)`` and a hue factor ``uniform(hue)``
     (a fraction of the hue circle), then the four adjustments in a random order. Brightness scales values;
     contrast blends with the mean gray level; saturation blends with the gray image; hue turns the OpenCV hue.
-    uint8 results are truncated (brightness, contrast, hue tables) or rounded (saturation); float32 results are
-    clipped to [0, 1]. Gray images get brightness and contrast only.
+    uint8 results are truncated (brightness, contrast, hue tables) or rounded (saturation); uint16 ones likewise,
+    clipped to [0, 65535]; float32 results are clipped to [0, 1]. Gray images get brightness and contrast only. As
+    under FastEstimator (whose OpenCV has no uint16 HSV), the hue of uint16 RGB images can't be turned: give them
+    ``hue=0``.
 
     Args:
         inputs: Key(s) of the images.
@@ -268,7 +277,8 @@ class ColorJitter(UnivariateOp):
     Raises:
         ValueError: If an argument is not a number or pair in its bounds; when running, if an image is neither RGB
             nor gray.
-        TypeError: When running, if an image is neither uint8 nor float32.
+        TypeError: When running, if an image is not uint8, uint16 or float32, or a uint16 RGB image gets a hue
+            factor other than 0.
     """
 
     is_random = True
@@ -290,7 +300,7 @@ class ColorJitter(UnivariateOp):
         return factors, rng.permutation(len(_ADJUSTMENTS))
 
     def apply(self, data: np.ndarray, params: tuple[tuple[float, ...], np.ndarray]) -> np.ndarray:
-        _check_image(data, "ColorJitter", self.inputs)
+        _check_image(data, "ColorJitter", self.inputs, (np.uint8, np.uint16, np.float32))
         factors, order = params
         for index in order:
             data = _ADJUSTMENTS[index](data, factors[index])

@@ -20,7 +20,7 @@ import numpy as np
 
 from fe_ray.op.numpyop.randomness import get_rng
 from fe_ray.op.numpyop.univariate._image import check_dtype, to_range
-from fe_ray.op.numpyop.univariate.blur import FILTER_DTYPES, round_to
+from fe_ray.op.numpyop.univariate.blur import FILTER_DTYPES, filter2d
 from fe_ray.op.numpyop.univariate.univariate import UnivariateOp
 
 
@@ -55,25 +55,6 @@ def motion_kernel(size: int, start: tuple[int, int], end: tuple[int, int]) -> np
     for x, y in line_points(start, end):
         kernel[y, x] = 1
     return kernel / np.float32(kernel.sum())
-
-
-def filter2d(image: np.ndarray, kernel: np.ndarray) -> np.ndarray:
-    """``cv2.filter2D(image, -1, kernel)``: correlation with the anchor at ``kernel.shape // 2``, borders mirrored
-    without repeating the edge pixel; sums in single precision (double for float64 images, as OpenCV), rounded
-    and saturated for integer images.
-
-    Only the kernel's non-zero taps are visited (a motion kernel has at most ``size`` of them).
-    """
-    rows, cols = kernel.shape
-    top, left = rows // 2, cols // 2
-    pad = [(top, rows - 1 - top), (left, cols - 1 - left)] + [(0, 0)] * (image.ndim - 2)
-    precision = np.float64 if image.dtype == np.float64 else np.float32
-    padded = np.pad(image.astype(precision), pad, mode="reflect")
-    height, width = image.shape[:2]
-    total = np.zeros(image.shape, dtype=precision)
-    for i, j in zip(*np.nonzero(kernel)):
-        total += padded[i:i + height, j:j + width] * precision(kernel[i, j])
-    return round_to(total, image.dtype)
 
 
 class MotionBlur(UnivariateOp):
