@@ -20,9 +20,9 @@ class InMemoryDataset(ImmutableDataset):
     LabeledDirDataset) keep their rows this way.
 
     The rows must not be changed once the dataset is in a Pipeline: Pipelines rely on the dataset being immutable,
-    which is why :meth:`state_dict` is empty. (:meth:`split` takes rows out, as FastEstimator's does: call it before
-    building the Pipeline; a restored run repeats it, being the same program.) FastEstimator's ``__setitem__`` is
-    left out for that reason: build a new dataset from edited rows instead.
+    which is why :meth:`state_dict` is empty. (:meth:`split` takes rows out and ``dataset[key] = values`` edits them,
+    as FastEstimator's do: call them before building the Pipeline; a restored run repeats them, being the same
+    program.)
 
     Args:
         data: ``{0: row, 1: row, ...}`` (keys exactly 0..n-1) or a list of rows; each row a dict of string keys.
@@ -81,6 +81,44 @@ class InMemoryDataset(ImmutableDataset):
             raise IndexError(f"{name} index {index} out of range for {size} samples.")
         # A new dict: a caller adding keys to the sample must not add them to the dataset's row.
         return dict(self.data[index % size])
+
+    def __setitem__(self, key: int | str, value: Any) -> None:
+        """Edit the rows in place, as FastEstimator's ``InMemoryDataset`` allows (before building the Pipeline).
+
+        ``dataset["x"] = column`` sets (or adds) a key in every row, one value per row; ``dataset[3] = {...}`` replaces
+        row 3.
+
+        Args:
+            key: A key (a column of values, one per row) or a row index (a dict of the row's values).
+            value: A sequence of ``len(dataset)`` values for a key; a ``{key: value}`` dict for an index.
+
+        Raises:
+            TypeError: If ``key`` is neither a string nor an int, a key's value is not a sequence, or a row is not a
+                dict with string keys.
+            ValueError: If a column's length differs from the dataset's.
+            IndexError: If a row index is out of range.
+        """
+        name = type(self).__name__
+        size = len(self.data)
+        if isinstance(key, str):
+            if isinstance(value, (str, bytes, Mapping)) or not hasattr(value, "__len__"):
+                raise TypeError(f"{name}[{key!r}] = ... needs a sequence of {size} values (one per row), got "
+                                f"{type(value).__name__}.")
+            if len(value) != size:
+                raise ValueError(f"{name}[{key!r}] = ... needs {size} values (one per row), got {len(value)}.")
+            # New row dicts: rows may be shared with a dataset split off earlier (``_new_like`` shares them).
+            self.data = {index: {**row, key: value[index]} for index, row in self.data.items()}
+            return
+        if not isinstance(key, (int, np.integer)) or isinstance(key, bool):
+            raise TypeError(f"{name}[...] = ... takes a key (a column) or an int (a row), got {type(key).__name__}: "
+                            f"{key!r:.100}.")
+        index = int(key)
+        if not -size <= index < size:
+            raise IndexError(f"{name} index {index} out of range for {size} rows.")
+        if not isinstance(value, Mapping) or not all(isinstance(field, str) for field in value):
+            raise TypeError(f"{name}[{index}] = ... needs a {{key: value}} dict with string keys, got "
+                            f"{type(value).__name__}.")
+        self.data = {**self.data, index % size: dict(value)}
 
     def keys(self) -> list[str]:
         """The keys of the samples (those of the first row; empty for an empty dataset)."""

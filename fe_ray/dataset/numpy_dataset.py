@@ -32,8 +32,9 @@ class NumpyDataset(ImmutableDataset):
     """A map-style dataset: sample ``i`` is ``{key: array[i] for key, array in data.items()}``.
 
     The arrays are kept as given (no copy) and must not be modified afterwards: Pipelines rely on the dataset being
-    immutable, which is also why :meth:`state_dict` is empty. (:meth:`split` takes samples out, as FastEstimator's
-    does: call it before the dataset goes into a Pipeline.)
+    immutable, which is also why :meth:`state_dict` is empty. (:meth:`split` takes samples out and ``dataset[key] =
+    values`` edits it, as FastEstimator's do: call them before the dataset goes into a Pipeline; a row edit copies the
+    arrays first, so the caller's arrays stay as they were.)
 
     A key given as a list (or tuple) gives each sample its list entry as it is, as FastEstimator does (Python
     ``int`` / ``float`` / ``str`` values, a list for a list entry), and ``dataset[key]`` returns the entries as a
@@ -73,6 +74,7 @@ class NumpyDataset(ImmutableDataset):
         # arrays in ``data`` make the batches.
         self._lists = lists
         self._size = next(iter(lengths.values()))
+        self._owned: set[str] = set()  # keys whose arrays this dataset copied (row edits may write into them)
 
     def __len__(self) -> int:
         return self._size
@@ -108,6 +110,77 @@ class NumpyDataset(ImmutableDataset):
         lists = self._lists
         return {key: lists[key][index] if key in lists else array[index] for key, array in self.data.items()}
 
+    def __setitem__(self, key: int | str, value: Any) -> None:
+        """Edit the dataset in place, as FastEstimator's in-memory datasets allow (before it goes into a Pipeline).
+
+        ``dataset["x"] = scaler.fit_transform(dataset["x"])`` replaces a key's values for every sample, and
+        ``dataset["index"] = np.arange(len(dataset))`` adds a key; ``dataset[3] = {"x": ..., "y": ...}`` replaces
+        sample 3 (same keys; a value of another dtype widens the key's dtype as FastEstimator's batches would).
+
+        Args:
+            key: A key (a column of values, one per sample) or a sample index (a dict of the sample's values).
+            value: A sequence of ``len(dataset)`` values for a key; a ``{key: value}`` dict for an index.
+
+        Raises:
+            TypeError: If ``key`` is neither a string nor an int, a key's value is not a sequence, or a sample's value
+                is not a dict.
+            ValueError: If a column's length differs from the dataset's, an index is out of range, or a sample's keys
+                or value shapes differ from the dataset's.
+        """
+        if isinstance(key, str):
+            if isinstance(value, (str, bytes, Mapping)) or not hasattr(value, "__len__"):
+                raise TypeError(f"NumpyDataset[{key!r}] = ... needs a sequence of {self._size} values (one per "
+                                f"sample), got {type(value).__name__}.")
+            array = _as_sample_array(value)
+            if array.ndim == 0 or len(array) != self._size:
+                raise ValueError(f"NumpyDataset[{key!r}] = ... needs {self._size} values (one per sample), got "
+                                 f"{len(value)}.")
+            # New dicts, not edits of the current ones: a subset split off earlier shares nothing with them anyway,
+            # but a caller holding ``dataset.data`` keeps what it had.
+            self.data = {**self.data, key: array}
+            lists = {name: entries for name, entries in self._lists.items() if name != key}
+            if isinstance(value, (list, tuple)):
+                lists[key] = list(value)
+            self._lists = lists
+            self._owned = getattr(self, "_owned", set()) - {key}
+            return
+        if not isinstance(key, (int, np.integer)) or isinstance(key, bool):
+            raise TypeError(f"NumpyDataset[...] = ... takes a key (a column) or an int (a sample), got "
+                            f"{type(key).__name__}: {key!r:.100}.")
+        index = int(key)
+        if not -self._size <= index < self._size:
+            raise IndexError(f"NumpyDataset index {index} out of range for {self._size} samples.")
+        if not isinstance(value, Mapping):
+            raise TypeError(f"NumpyDataset[{index}] = ... needs a {{key: value}} dict of the sample, got "
+                            f"{type(value).__name__}.")
+        if set(value) != set(self.data):
+            raise ValueError(f"NumpyDataset[{index}] = ... needs the dataset's keys {sorted(self.data)}, got "
+                             f"{sorted(value, key=str)}; set a new key for every sample with dataset[key] = column.")
+        data = dict(self.data)
+        owned = set(getattr(self, "_owned", set()))
+        for name, array in data.items():
+            entry = value[name]
+            if array.dtype == object and array.ndim == 1:  # one object per sample: any shape fits
+                if name not in owned:
+                    array = array.copy()
+                array[index] = entry
+            else:
+                entry_array = np.asarray(entry)
+                if entry_array.shape != array.shape[1:]:
+                    raise ValueError(f"NumpyDataset[{index}][{name!r}] has shape {entry_array.shape}, but the key's "
+                                     f"samples have shape {array.shape[1:]}; give a value of that shape.")
+                wide = np.promote_types(array.dtype, entry_array.dtype)
+                if wide != array.dtype or name not in owned:
+                    # Copy once (the given arrays belong to the caller), widening where the value needs it.
+                    array = array.astype(wide, copy=True)
+                array[index] = entry_array
+            data[name] = array
+            owned.add(name)
+        self.data = data
+        self._owned = owned
+        for name, entries in self._lists.items():
+            entries[index] = value[name]
+
     def get_batch(self, indices: Sequence[int] | np.ndarray) -> dict[str, np.ndarray]:
         """Return the samples at ``indices`` stacked along a new leading axis, in one fancy-indexing call.
 
@@ -135,6 +208,7 @@ class NumpyDataset(ImmutableDataset):
         self.data = source.get_batch(indices)
         self._lists = lists
         self._size = int(indices.size)
+        self._owned = set(self.data)  # fancy indexing copied them: row edits need no further copy
 
     def _take(self, indices: np.ndarray) -> NumpyDataset:
         return self.subset(indices)

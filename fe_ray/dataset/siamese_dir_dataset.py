@@ -205,6 +205,11 @@ class SiameseDirDataset(LabeledDirDataset):
         result._index_classes()
         return result
 
+    def __setitem__(self, key: int | str, value: Any) -> None:
+        """Edit rows as :class:`InMemoryDataset` does, then re-index the classes (labels may have changed)."""
+        super().__setitem__(key, value)
+        self._index_classes()
+
     def _keep(self, indices: np.ndarray) -> None:
         super()._keep(indices)
         self._index_classes()

@@ -62,7 +62,17 @@ def plan_split(fractions: Sequence[Any], size: int, seed: int | None, owner: str
             chosen = np.asarray(drawn, dtype=np.int64)
             parts = np.split(chosen, np.cumsum(counts)[:-1])
     else:
-        parts = [np.asarray(list(part)).reshape(-1) for part in fractions]
+        parts = []
+        for given in fractions:
+            try:
+                part = np.asarray(list(given))
+            except ValueError:  # ragged nesting: not a flat list of indices either
+                part = None
+            if part is None or part.ndim != 1:
+                # A nested list is no index list (FastEstimator fails on it too): it must not be flattened silently.
+                raise TypeError(f"{owner}.split index lists hold ints, got {given!r:.100}; pass each part as its own "
+                                "flat list: split([0, 1], [2, 3]).")
+            parts.append(part)
         for given, part in zip(fractions, parts):
             if part.size and not np.issubdtype(part.dtype, np.integer):
                 raise TypeError(f"{owner}.split index lists hold ints, got {given!r:.100}; pass fractions "

@@ -70,6 +70,16 @@ class DatasetSummary(str):
         summary.class_key = class_key
         return summary
 
+    def __getstate__(self) -> dict[str, Any]:
+        """The fields that are set (FastEstimator's ``DatasetSummary.__getstate__``), in its order."""
+        fields = {"num_instances": self.num_instances, "class_key": self.class_key, "num_classes": self.num_classes,
+                  "class_key_mapping": self.class_key_mapping, "keys": self.keys}
+        return {key: value for key, value in fields.items() if value is not None}
+
+    def __repr__(self) -> str:
+        # FastEstimator's repr (what a notebook shows for ``ds.summary()``); ``str()`` and printing keep the line.
+        return f"<DatasetSummary {self.__getstate__()}>"
+
     def __reduce__(self) -> tuple[Any, ...]:  # a str subclass with fields: pickle them too
         return (DatasetSummary, (str(self), self.num_instances, self.keys, self.num_classes, self.class_key_mapping,
                                  self.class_key))

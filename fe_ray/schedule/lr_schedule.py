@@ -40,12 +40,19 @@ def cosine_decay(time: int, cycle_length: float, init_lr: float, min_lr: float =
     if time < start:
         return init_lr * time / start if warmup else init_lr  # (start > time >= 0 here: no division by 0)
     position = time - start + 1  # 1 on the first step (or epoch) of the first cycle
-    length, before = cycle_length, 0
+    length, before, cycle = cycle_length, 0, 0
     while position > before + length:  # walk to the cycle holding this position (few cycles in any real run)
         before += length
         length *= cycle_multiplier
+        cycle += 1
+    if cycle_multiplier > 1:
+        # The cycle's start and length in FastEstimator's closed forms, so the rates match it to the last bit (the
+        # walk above finds the cycle exactly, where a logarithm could round to the neighbouring one).
+        before = cycle_length * (cycle_multiplier**cycle - 1) / (cycle_multiplier - 1)
+        length = cycle_length * cycle_multiplier**cycle
     progress = (position - before) / length  # in (0, 1]: 1 at the last step of the cycle
-    return min_lr + (init_lr - min_lr) * (1.0 + math.cos(math.pi * progress)) / 2.0
+    # FastEstimator's order of operations: the same floats, bit for bit.
+    return (init_lr - min_lr) / 2 * math.cos(progress * math.pi) + (init_lr + min_lr) / 2
 
 
 __all__ = ["cosine_decay"]

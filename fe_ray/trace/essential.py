@@ -3,6 +3,7 @@ testing."""
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -83,7 +84,20 @@ class TrainEssential(Trace):
         data.write_with_log("total_time(sec)", round(time.perf_counter() - self.train_start, 2))
         for model in self.system.network.models:  # the final learning rates, as FastEstimator logs them
             if getattr(model, "current_optimizer", None) is not None:
-                data.write_with_log(f"{model.model_name}_lr", get_lr(model))
+                data.write_with_log(f"{model.model_name}_lr", _as_logged_lr(get_lr(model)))
+
+
+def _as_logged_lr(lr: Any) -> Any:
+    """A learning rate as FastEstimator's final log line shows it: a float32 where the optimizer holds one.
+
+    TensorFlow optimizers (and rates set by ``LRScheduler``) hold float32 values, which FastEstimator logs as numpy
+    float32s (``0.001``); ``get_lr`` returns them as Python floats, whose repr would show the float32's binary
+    expansion (``0.0010000000474974513``). A float that float32 represents exactly is logged as that float32, which
+    prints the same digits FastEstimator does; any other float (a torch rate set from Python) stays as it is.
+    """
+    if isinstance(lr, float) and math.isfinite(lr) and float(np.float32(lr)) == lr:
+        return np.float32(lr)
+    return lr
 
 
 def epoch_mean(values: list[Any]) -> Any:

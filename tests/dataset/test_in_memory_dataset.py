@@ -69,3 +69,21 @@ def test_pipeline_and_resume() -> None:
     assert sorted(y for batch in first_epoch for y in batch["y"]) == [i * 10 for i in range(9)]
     assert np.asarray(first_epoch[0]["x"]).shape == (2, 2)
     assert interrupted_run(make, 2, stop_epoch=1, taken=4) == batches(make(), range(1, 3))
+
+
+def test_setitem_edits_columns_and_rows_as_fastestimator() -> None:
+    rows = [{"x": np.array([float(i)]), "y": i % 2} for i in range(3)]
+    ds = InMemoryDataset(rows)
+    other = ds.split([0])  # shares its row with nothing left here; edits below must not reach it
+    ds["x"] = ds["x"] * 10
+    ds["name"] = ["b", "c"]
+    assert ds[0] == {"x": np.array([10.0]), "y": 1, "name": "b"} and rows[1]["x"].tolist() == [1.0]
+    assert list(other[0]) == ["x", "y"]
+    ds[-1] = {"x": np.array([0.0]), "y": 5, "name": "z"}
+    assert ds[1]["y"] == 5 and ds.keys() == ["x", "y", "name"]
+    with pytest.raises(ValueError, match=r"needs 2 values \(one per row\), got 3"):
+        ds["y"] = [1, 2, 3]
+    with pytest.raises(TypeError, match="needs a {key: value} dict with string keys"):
+        ds[0] = [1]
+    with pytest.raises(IndexError, match="index 2 out of range for 2 rows"):
+        ds[2] = {"x": 1}

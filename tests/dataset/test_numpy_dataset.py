@@ -99,6 +99,8 @@ def test_split_moves_samples_out_as_fastestimator_does() -> None:
     (([7],), ValueError, r"indices in \[0, 5\), got \[7\]"),
     (("0.2",), TypeError, "got str: '0.2'"),
     (((0.1, 0.2),), TypeError, r"index lists hold ints, got \(0.1, 0.2\); pass fractions as separate arguments"),
+    (([[0, 1]],), TypeError, r"index lists hold ints, got \[\[0, 1\]\]; pass each part as its own flat list"),
+    (([[0, 1], [2]],), TypeError, "pass each part as its own flat list"),
 ])
 def test_bad_splits_are_named(parts: tuple, error: type[Exception], match: str) -> None:
     ds = _dataset(5)
@@ -165,3 +167,47 @@ def test_summary_is_its_line_and_fastestimators_fields() -> None:
     assert (summary.keys["y"].shape, summary.keys["y"].num_unique_values) == ([], 3)
     again = pickle.loads(pickle.dumps(summary))
     assert again == summary and again.keys["y"].num_unique_values == 3
+
+
+def test_summary_repr_is_fastestimators() -> None:
+    summary = NumpyDataset({"x": np.zeros((3, 28, 28), np.uint8), "y": np.array([0, 1, 1], np.uint8)}).summary()
+    assert repr(summary) == ("<DatasetSummary {'num_instances': 3, 'keys': {'x': <KeySummary {'shape': [28, 28], "
+                             "'dtype': 'uint8'}>, 'y': <KeySummary {'num_unique_values': 2, 'shape': [], "
+                             "'dtype': 'uint8'}>}}>")
+    assert str(summary) == "NumpyDataset(3 samples; x: uint8 (28, 28), y: uint8 ())"
+
+
+def test_setitem_edits_columns_and_rows_as_fastestimator() -> None:
+    x = np.arange(12, dtype=np.float32).reshape(4, 3)
+    y = np.array([0, 1, 0, 1], np.uint8)
+    ds = NumpyDataset({"x": x, "y": y})
+    ds["x"] = (ds["x"] - 1) / 2  # global editing before the Pipeline (FastEstimator's advanced tutorial 1)
+    ds["index"] = np.arange(4).reshape(4, 1)  # a new key for every sample (its XAI tutorial)
+    assert list(ds[2]) == ["x", "y", "index"] and ds[2]["index"].tolist() == [2]
+    np.testing.assert_array_equal(ds["x"], (x - 1) / 2)
+    ds[1] = {"x": np.full(3, 7.0, np.float32), "y": 1.5, "index": np.array([9])}  # float into uint8: widened
+    assert ds["y"].dtype == np.float64 and ds["y"].tolist() == [0, 1.5, 0, 1]
+    assert ds[1]["x"].tolist() == [7.0] * 3 and ds[1]["index"].tolist() == [9]
+    assert y.tolist() == [0, 1, 0, 1] and x[1].tolist() == [3, 4, 5]  # the caller's arrays are untouched
+    ds["tag"] = ["a", "b", "c", "d"]  # a list stays Python values
+    assert ds[3]["tag"] == "d" and ds["tag"] == ["a", "b", "c", "d"]
+    ds[3] = {"x": np.zeros(3, np.float32), "y": 0, "index": np.array([3]), "tag": "z"}
+    assert ds[3]["tag"] == "z" and ds.get_batch([3])["tag"].tolist() == ["z"]
+    batch = fe.Pipeline(train_data=ds, batch_size=4).get_results()
+    assert batch["index"].tolist() == [[0], [9], [2], [3]]
+
+
+@pytest.mark.parametrize("key, value, error, match", [
+    ("x", np.zeros(3), ValueError, r"needs 4 values \(one per sample\), got 3"),
+    ("x", 5, TypeError, "needs a sequence of 4 values"),
+    (4, {"x": 1}, IndexError, "index 4 out of range for 4 samples"),
+    (0, [1], TypeError, "needs a {key: value} dict of the sample"),
+    (0, {"z": 1}, ValueError, r"needs the dataset's keys \['x'\]"),
+    (0, {"x": np.zeros(2)}, ValueError, r"has shape \(2,\), but the key's samples have shape \(\)"),
+    (1.0, {"x": 1}, TypeError, "takes a key .* or an int"),
+])
+def test_bad_setitem_is_named(key: object, value: object, error: type[Exception], match: str) -> None:
+    ds = NumpyDataset({"x": np.arange(4)})
+    with pytest.raises(error, match=match):
+        ds[key] = value
+    assert ds["x"].tolist() == [0, 1, 2, 3]

@@ -51,3 +51,18 @@ def test_cosine_decay_takes_a_float_cycle_and_start_0_as_fastestimator() -> None
     # start=0: the first cycle's position is time + 1 (FastEstimator's formula)
     assert cosine_decay(5, 10, 1.0, start=0) == pytest.approx(cosine_decay(6, 10, 1.0))
 
+
+
+@pytest.mark.parametrize("kwargs, expected", [
+    # FastEstimator 1.7's values, bit for bit (printed by its cosine_decay).
+    ({"time": 2, "cycle_length": 4, "init_lr": 1e-3}, 0.0005005),
+    ({"time": 4, "cycle_length": 4, "init_lr": 1e-3}, 9.999999999999159e-07),
+    ({"time": 3, "cycle_length": 4, "init_lr": 1e-3}, 0.00014730016279731946),
+    ({"time": 3, "cycle_length": 4, "init_lr": 0.1, "min_lr": 0.01, "start": 2}, 0.055),
+    ({"time": 5, "cycle_length": 4, "init_lr": 1e-3, "min_lr": 1e-4, "start": 3, "cycle_multiplier": 2},
+     0.0002318019484660537),
+    ({"time": 13, "cycle_length": 4, "init_lr": 1e-3, "min_lr": 1e-4, "start": 3, "cycle_multiplier": 2},
+     0.00013425421036992102),
+])
+def test_cosine_decay_matches_fastestimator_bit_for_bit(kwargs: dict, expected: float) -> None:
+    assert cosine_decay(**kwargs) == expected

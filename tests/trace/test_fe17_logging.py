@@ -124,3 +124,22 @@ def test_logged_values_print_as_fastestimators_logger_prints_them() -> None:
                                               np.array([1.0]), np.int64(7), "adam")] == [
         "2.3113186", "1e-04", "1.0", "0.7555555555555555", "[1.]", "7", "adam"]
     assert format_value(ValWithError(0.1, 0.5949536561965942, 0.9)) == "(0.1, 0.5949536561965942, 0.9)"
+
+
+def test_the_final_learning_rate_prints_as_fastestimator_logs_it(capsys) -> None:
+    """The Finish line's rate: a float32 rate (LRScheduler's, TensorFlow's) prints as FastEstimator's numpy float32
+    does ('0.0009'), not as the float32's binary expansion ('0.0008999999845400453'); a Python rate stays as set."""
+    from fe_ray.trace.adapt import LRScheduler
+
+    train, _ = digits_arrays(n_train=8, n_eval=8)
+    model = torch_mlp(lr=1 / 3)
+    pipeline = fe.Pipeline(train_data=NumpyDataset(train), batch_size=8)
+    estimator = fe.Estimator(pipeline, classifier_network(model), epochs=1, log_steps=1)
+    estimator.fit()
+    assert "mlp_lr: 0.3333333333333333; total_time" in capsys.readouterr().out  # not float32-exact: kept
+    estimator = fe.Estimator(pipeline, classifier_network(model), epochs=1, log_steps=1,
+                             traces=LRScheduler(model=model, lr_fn=lambda epoch: 0.0009))
+    history = estimator.fit().history["train"]["mlp_lr"]
+    out = capsys.readouterr().out
+    assert "FastEstimator-Finish: step: 1; mlp_lr: 0.0009; total_time" in out
+    assert isinstance(history[1], np.float32)
