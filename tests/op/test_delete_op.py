@@ -47,3 +47,14 @@ def test_numpy_delete_among_the_pops_drops_the_key_from_the_outputs() -> None:
         result = network.run_step(BATCH)
     assert "pred" not in result and "plus" in result
     assert fe.op.tensorop.Delete is Delete
+
+
+def test_a_pipeline_delete_of_a_missing_key_raises_as_fastestimator() -> None:
+    """FastEstimator's Delete reads its keys, so a key that is not there (misspelled, or never written in this mode)
+    raises KeyError; fe_ray skipped it silently."""
+    data = fe.dataset.NumpyDataset({"x": np.ones((4, 2), np.float32), "y": np.arange(4)})
+    pipeline = fe.Pipeline(train_data=data, batch_size=2, ops=[NumpyDelete("y")])
+    assert set(pipeline.get_results()) == {"x"}
+    pipeline = fe.Pipeline(train_data=data, batch_size=2, ops=[NumpyDelete("zz")])
+    with pytest.raises(KeyError, match="'zz' is not in the data"):
+        pipeline.get_results()

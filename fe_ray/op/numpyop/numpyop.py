@@ -224,7 +224,12 @@ def forward_numpyop(ops: list[NumpyOp], data: MutableMapping[str, Any], state: d
     for position, op in enumerate(ops):
         if isinstance(op, Delete):
             for key in op.inputs:
-                data.pop(key, None)
+                if key not in data:
+                    # As FastEstimator, whose Delete reads its keys first: a missing key is a mistake in the op
+                    # list (a misspelled key, or one deleted or never written in this mode), not something to skip.
+                    raise KeyError(f"Delete: key {key!r} is not in the data (keys: {sorted(data)}); delete only keys "
+                                   "an earlier op or the dataset wrote in this mode.")
+                del data[key]
             continue
         op_state = state
         if entropy is not None and op.is_random:
