@@ -45,6 +45,15 @@ def test_traceable_keeps_the_class_working_and_records_its_lists() -> None:
         traceable()(lambda: None)
 
 
+def test_fastestimator_util_module_paths_import() -> None:
+    """FastEstimator programs import these from their modules: fe_ray keeps the paths."""
+    from fe_ray.util.cli_util import parse_string_to_python
+    from fe_ray.util.traceability_util import traceable as traceable_from_path
+
+    assert traceable_from_path is traceable
+    assert parse_string_to_python("{'a': [1, 2.5]}") == {"a": [1, 2.5]}
+
+
 def test_warn_prints_a_yellow_fastestimator_line(capsys: pytest.CaptureFixture[str]) -> None:
     warn("careful")
     assert capsys.readouterr().out == "\033[93mFastEstimator-Warn: careful\033[00m\n"

@@ -325,8 +325,9 @@ def set_lr(model: Any, lr: float, weight_decay: float | None = None) -> None:
     get_backend(model).set_lr(model, lr, weight_decay)
 
 
-def get_lr(model: Any) -> float:
-    """Return the learning rate of the model's current optimizer."""
+def get_lr(model: Any) -> Any:
+    """Return the learning rate of the model's current optimizer: a float for torch, a numpy scalar of the rate
+    variable's dtype (float32 as a rule) for TF, as FastEstimator returns them."""
     return get_backend(model).get_lr(model)
 
 

@@ -114,8 +114,8 @@ class Backend(Protocol):
     def set_lr(self, model: Any, lr: float, weight_decay: float | None = None) -> None:
         """Set the current optimizer's learning rate (and weight decay, see ``fe_ray.backend.set_lr``)."""
 
-    def get_lr(self, model: Any) -> float:
-        """Read the current optimizer's learning rate."""
+    def get_lr(self, model: Any) -> Any:
+        """Read the current optimizer's learning rate (torch: a float; TF: a numpy scalar of the variable's dtype)."""
 
     def known_lr(self, model: Any) -> float:
         """The learning rate as last set or read through this backend, where reading it costs device work (TF);

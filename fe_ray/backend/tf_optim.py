@@ -155,11 +155,16 @@ def set_lr(model: keras.Model, lr: float, weight_decay: float | None = None) -> 
     setattr(optimizer, KNOWN_LR_ATTR, float(np.asarray(lr, dtype=getattr(dtype, "as_numpy_dtype", dtype))))
 
 
-def get_lr(model: keras.Model) -> float:
-    """The current learning rate of ``model.current_optimizer`` (read from its variable)."""
+def get_lr(model: keras.Model) -> np.floating:
+    """The current learning rate of ``model.current_optimizer`` (read from its variable).
+
+    Returns:
+        A numpy scalar of the variable's dtype (float32 as a rule), as FastEstimator's TF ``get_lr`` returns: the
+        Finish log line and the history show ``0.0009997196`` rather than float64's ``0.0009997196029871702``.
+    """
     optimizer = _current_optimizer(model)
-    lr = float(keras.ops.convert_to_numpy(optimizer.learning_rate))
-    setattr(optimizer, KNOWN_LR_ATTR, lr)
+    lr = np.asarray(keras.ops.convert_to_numpy(optimizer.learning_rate))[()]
+    setattr(optimizer, KNOWN_LR_ATTR, float(lr))
     return lr
 
 

@@ -29,8 +29,9 @@ class Op:
         self.out_list = not isinstance(outputs, str)
         self.inputs: list[str] = _check_keys(to_list(inputs), "inputs", type(self).__name__)
         self.outputs: list[str] = _check_keys(to_list(outputs), "outputs", type(self).__name__)
-        self.mode: set[str] | None = parse_modes(to_set(mode)) if mode is not None else None
-        self.ds_id: set[str] | None = parse_ds_ids(ds_id)
+        # Empty sets mean every mode / every dataset, as FastEstimator's ops (and fe_ray's traces) hold them.
+        self.mode: set[str] = parse_modes(to_set(mode)) if mode is not None else set()
+        self.ds_id: set[str] = parse_ds_ids(ds_id) or set()
 
     def forward(self, data: Any, state: dict[str, Any]) -> Any:
         """Transform ``data`` (one value, or a list when the op has several inputs). Identity by default."""

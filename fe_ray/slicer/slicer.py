@@ -27,8 +27,9 @@ class Slicer:
             unslice = slice  # FastEstimator's default: fuse back the keys that were cut
         self.slice_inputs: list[str] = to_list(slice)
         self.unslice_inputs: list[str] = to_list(unslice)
-        self.mode: set[str] | None = parse_modes(to_set(mode)) if mode is not None else None
-        self.ds_id: set[str] | None = to_set(ds_id) if ds_id is not None else None
+        # Empty sets mean every mode / every dataset, as FastEstimator's slicers hold them.
+        self.mode: set[str] = parse_modes(to_set(mode)) if mode is not None else set()
+        self.ds_id: set[str] = to_set(ds_id) if ds_id is not None else set()
         if not self.slice_inputs and not self.unslice_inputs:
             raise ValueError(f"{type(self).__name__} needs at least one 'slice' or 'unslice' key.")
 

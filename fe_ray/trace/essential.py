@@ -90,10 +90,11 @@ class TrainEssential(Trace):
 def _as_logged_lr(lr: Any) -> Any:
     """A learning rate as FastEstimator's final log line shows it: a float32 where the optimizer holds one.
 
-    TensorFlow optimizers (and rates set by ``LRScheduler``) hold float32 values, which FastEstimator logs as numpy
-    float32s (``0.001``); ``get_lr`` returns them as Python floats, whose repr would show the float32's binary
-    expansion (``0.0010000000474974513``). A float that float32 represents exactly is logged as that float32, which
-    prints the same digits FastEstimator does; any other float (a torch rate set from Python) stays as it is.
+    FastEstimator's ``LRScheduler`` sets float32 rates, which it logs as numpy float32s (``0.0009``); a torch
+    optimizer keeps fe_ray's rate as a Python float, whose repr would show the float32's binary expansion
+    (``0.0008999999845400453``). A float that float32 represents exactly is logged as that float32, which prints the
+    same digits FastEstimator does; any other float (a torch rate set from Python) stays as it is. (TF's ``get_lr``
+    already returns the rate variable's float32.)
     """
     if isinstance(lr, float) and math.isfinite(lr) and float(np.float32(lr)) == lr:
         return np.float32(lr)

@@ -288,6 +288,16 @@ def test_make_optimizer_mixed_precision() -> None:
         get_backend("tf").make_optimizer(model_of("tf", None), lambda: 1, False)
 
 
+def test_tf_get_lr_is_a_float32_scalar() -> None:
+    """FastEstimator's TF get_lr returns the variable's numpy value, so the Finish line shows 0.0009997196 (float32),
+    not float64's 0.0009997196029871702."""
+    from fe_ray.backend import get_lr
+
+    model = linear("tf", lr=0.0009997196)
+    lr = get_lr(model)
+    assert isinstance(lr, np.float32) and str(lr) == "0.0009997196"
+
+
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_set_and_get_lr(framework: str) -> None:
     backend = get_backend(framework)

@@ -48,7 +48,7 @@ def test_fe_module_paths_and_defaults() -> None:
     assert fe.op.tensorop.augmentation.CutMixBatch is CutMixBatch
     mixup = MixUpBatch(inputs="x", outputs=["x_mix", "lam"])
     # FastEstimator 1.7's default: one lambda per sample.
-    assert (mixup.mode, mixup.alpha, mixup.shared_beta, mixup.ds_id) == ({"train"}, 1.0, False, None)
+    assert (mixup.mode, mixup.alpha, mixup.shared_beta, mixup.ds_id) == ({"train"}, 1.0, False, set())
     cutmix = CutMixBatch(inputs="x", outputs=["x_mix", "lam"])
     assert (cutmix.mode, cutmix.alpha) == ({"train"}, 1.0)
 

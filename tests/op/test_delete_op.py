@@ -58,3 +58,16 @@ def test_a_pipeline_delete_of_a_missing_key_raises_as_fastestimator() -> None:
     pipeline = fe.Pipeline(train_data=data, batch_size=2, ops=[NumpyDelete("zz")])
     with pytest.raises(KeyError, match="'zz' is not in the data"):
         pipeline.get_results()
+
+
+def test_ops_and_slicers_without_modes_hold_empty_sets_as_fastestimator() -> None:
+    """FastEstimator's ops, traces and slicers hold ``mode`` / ``ds_id`` as sets, empty for "every mode"; user code
+    such as ``"train" in op.mode`` must not meet None."""
+    from fe_ray.slicer import MeanUnslicer
+
+    for item in (NumpyLambda(fn=lambda x: x, inputs="x", outputs="x"), LambdaOp(fn=lambda x: x, inputs="x",
+                                                                             outputs="x"),
+                 MeanUnslicer(unslice="x")):
+        assert item.mode == set() and item.ds_id == set() and "train" not in item.mode
+    assert NumpyLambda(fn=lambda x: x, inputs="x", outputs="x", mode="!eval", ds_id="a").mode == \
+        {"train", "test", "infer"}

@@ -227,7 +227,7 @@ def test_dice_loss_perfect_overlap_is_minus_one() -> None:
 def test_l2_regularization_adds_half_sum_of_squares(framework: str) -> None:
     model = linear(framework)  # weights [1, 2, 3]: sum of squares 14
     op = L2Regularizaton(inputs="ce", outputs="total", model=model, beta=0.5)
-    assert not op.in_list and op.mode is None
+    assert not op.in_list and op.mode == set()
     assert float(run(op, framework, np.float32(1.25))) == pytest.approx(1.25 + 0.5 * 7.0, rel=1e-6)
     assert float(run(L2Regularizaton("ce", "total", model), framework, np.float32(0.0))) == pytest.approx(0.07)
 

@@ -47,13 +47,13 @@ def test_fe_module_paths() -> None:
 
 
 def test_defaults_follow_fastestimator() -> None:
-    assert Argmax(inputs="x", outputs="y").axis == 0 and Argmax(inputs="x", outputs="y").mode is None
+    assert Argmax(inputs="x", outputs="y").axis == 0 and Argmax(inputs="x", outputs="y").mode == set()
     assert Permute(inputs="x", outputs="y").permutation == [0, 3, 1, 2]
     assert Reshape(inputs="x", outputs="y", shape=(-1,)).mode == {"train", "eval", "test"}  # '!infer'
     norm = Normalize(inputs="x", outputs="y")
     assert (norm.mean, norm.std, norm.max_pixel_value) == ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225), 255.0)
     fgsm = FGSM(data="x", loss="l", outputs="a")
-    assert (fgsm.epsilon, fgsm.clip_low, fgsm.clip_high, fgsm.mode) == (0.01, None, None, None)
+    assert (fgsm.epsilon, fgsm.clip_low, fgsm.clip_high, fgsm.mode) == (0.01, None, None, set())
 
 
 # ----------------------------------------------------------------------------------- Argmax / Permute / Reshape

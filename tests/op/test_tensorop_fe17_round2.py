@@ -51,12 +51,12 @@ def test_fe_module_paths_and_defaults() -> None:
     assert tensorop.gather.Gather is Gather and tensorop.resize3d.Resize3D is Resize3D
     assert tensorop.un_hadamard.UnHadamard is UnHadamard
     gather = Gather(inputs="x", outputs="y")
-    assert (gather.inputs, gather.num_indices, gather.mode, gather.ds_id) == (["x"], 0, None, None)
+    assert (gather.inputs, gather.num_indices, gather.mode, gather.ds_id) == (["x"], 0, set(), set())
     assert Gather(inputs=["a", "b"], outputs=["c", "d"], indices="i").inputs == ["i", "a", "b"]
     resize = Resize3D(inputs="v", outputs="w", output_shape=(2, 3, 4))
-    assert (resize.resize_mode, resize.output_shape, resize.mode) == ("nearest", (2, 3, 4), None)
+    assert (resize.resize_mode, resize.output_shape, resize.mode) == ("nearest", (2, 3, 4), set())
     unhadamard = UnHadamard(inputs="c", outputs="p", n_classes=10)
-    assert (unhadamard.code_length, unhadamard.mode) == (16, None)
+    assert (unhadamard.code_length, unhadamard.mode) == (16, set())
     assert Hadamard(inputs="y", outputs="c", n_classes=4).code_length == 4
     assert Hadamard(inputs="y", outputs="c", n_classes=5).code_length == 8
 

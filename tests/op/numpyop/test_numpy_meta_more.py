@@ -151,7 +151,7 @@ def test_repeat_condition_keys_become_inputs() -> None:
 
 def test_repeat_a_random_op_draws_anew_each_run_from_the_same_generator() -> None:
     op = Repeat(Brightness("x", "x", limit=0.5), repeat=3)
-    assert op.is_random and op.mode is None
+    assert op.is_random and op.mode == set()
     image = np.full((2, 2), 100, np.uint8)
     out = op.forward([image], _state(4))[0]
     rng = np.random.default_rng(4)
