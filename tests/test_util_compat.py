@@ -84,3 +84,40 @@ def test_is_valid_file_reads_archives_through(tmp_path: Path) -> None:
     plain = tmp_path / "e.txt"
     plain.write_text("anything")
     assert is_valid_file(str(plain))
+
+
+def test_fastestimator_one_module_per_op_paths_import_fe_rays_ops() -> None:
+    """FastEstimator keeps each NumpyOp in its own module; fe_ray groups them, and serves the long paths."""
+    import importlib
+
+    from fe_ray.op.numpyop.univariate.calibate import Calibrate  # FastEstimator's spelling of the module
+    from fe_ray.op.numpyop.univariate.expand_dims import ExpandDims
+
+    from fe_ray.op.numpyop import multivariate, univariate
+    from fe_ray.op.numpyop.univariate.color import Color
+    from fe_ray.schedule.lr_schedule import ARC
+
+    assert (ExpandDims, Calibrate, Color) == (univariate.ExpandDims, univariate.Calibrate, univariate.Color)
+    assert importlib.import_module("fe_ray.op.numpyop.multivariate.horizontal_flip").HorizontalFlip is \
+        multivariate.HorizontalFlip
+    assert univariate.word_to_id.WordtoId is univariate.WordtoId and ARC is fe.schedule.ARC
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("fe_ray.op.numpyop.univariate.expand_dimz")
+
+
+def test_module_aliases_leave_existing_modules_and_attributes_alone() -> None:
+    import sys
+    import types
+
+    from fe_ray.util.module_aliases import register_module_aliases
+
+    package = types.ModuleType("fe_ray_alias_probe")
+    package.Thing, package.taken = type("Thing", (), {}), "kept"
+    sys.modules["fe_ray_alias_probe"] = package
+    try:
+        register_module_aliases("fe_ray_alias_probe", {"thing": "Thing", "taken": "Thing"})
+        assert sys.modules["fe_ray_alias_probe.thing"].Thing is package.Thing and package.thing.Thing is package.Thing
+        assert package.taken == "kept" and "fe_ray_alias_probe.taken" not in sys.modules
+    finally:
+        for name in ("fe_ray_alias_probe", "fe_ray_alias_probe.thing"):
+            sys.modules.pop(name, None)

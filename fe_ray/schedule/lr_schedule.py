@@ -55,4 +55,7 @@ def cosine_decay(time: int, cycle_length: float, init_lr: float, min_lr: float =
     return (init_lr - min_lr) / 2 * math.cos(progress * math.pi) + (init_lr + min_lr) / 2
 
 
-__all__ = ["cosine_decay"]
+__all__ = ["ARC", "cosine_decay"]
+
+# FastEstimator defines ARC in ``lr_schedule``; fe_ray keeps it in ``arc.py``: importable from here too.
+from fe_ray.schedule.arc import ARC  # noqa: E402

@@ -17,9 +17,21 @@ from fe_ray.op.numpyop.multivariate.resized_crop import RandomResizedCrop, Rando
 from fe_ray.op.numpyop.multivariate.rotate import Rotate
 from fe_ray.op.numpyop.multivariate.shift_scale_rotate import ShiftScaleRotate
 from fe_ray.op.numpyop.multivariate.transpose import RandomRotate90, Transpose
+from fe_ray.util.module_aliases import register_module_aliases
 
 __all__ = ["Affine", "CenterCrop", "Crop", "CropAndPad", "CropNonEmptyMaskIfExists", "ElasticTransform", "Flip",
            "GridDistortion", "HorizontalFlip", "LongestMaxSize", "MaskDropout", "MultiVariateOp", "OpticalDistortion",
            "PadIfNeeded", "RandomCrop", "RandomCropFromBorders", "RandomGridShuffle", "RandomResizedCrop",
            "RandomRotate90", "RandomScale", "RandomSizedCrop", "ReadMat", "Resize", "Rotate", "ShiftScaleRotate",
            "SmallestMaxSize", "Transpose", "VerticalFlip"]
+
+# FastEstimator's one-module-per-op paths (``...multivariate.horizontal_flip.HorizontalFlip``), served by the modules
+# above.
+register_module_aliases(__name__, {
+    "center_crop": "CenterCrop", "crop_non_empty_mask_if_exists": "CropNonEmptyMaskIfExists",
+    "elastic_transform": "ElasticTransform", "grid_distortion": "GridDistortion", "horizontal_flip": "HorizontalFlip",
+    "longest_max_size": "LongestMaxSize", "optical_distortion": "OpticalDistortion", "random_crop": "RandomCrop",
+    "random_crop_from_borders": "RandomCropFromBorders", "random_grid_shuffle": "RandomGridShuffle",
+    "random_resized_crop": "RandomResizedCrop", "random_rotate_90": "RandomRotate90", "random_scale": "RandomScale",
+    "random_sized_crop": "RandomSizedCrop", "smallest_max_size": "SmallestMaxSize", "vertical_flip": "VerticalFlip",
+})

@@ -36,6 +36,7 @@ from fe_ray.op.numpyop.univariate.text import PadSequence, Tokenize, WordtoId
 from fe_ray.op.numpyop.univariate.to_array import ToArray
 from fe_ray.op.numpyop.univariate.univariate import UnivariateOp
 from fe_ray.op.numpyop.univariate.weather import RandomFog, RandomRain, RandomShadow, RandomSnow, RandomSunFlare
+from fe_ray.util.module_aliases import register_module_aliases
 
 __all__ = ["AutoContrast", "Binarize", "Blur", "Brightness", "CLAHE", "Calibrate", "ChannelDropout", "ChannelShuffle",
            "ChannelTranspose", "CoarseDropout", "Color", "ColorJitter", "Contrast", "Defocus", "Downscale",
@@ -46,3 +47,21 @@ __all__ = ["AutoContrast", "Binarize", "Blur", "Brightness", "CLAHE", "Calibrate
            "RandomGamma", "RandomRain", "RandomShadow", "RandomShapes", "RandomSnow", "RandomSunFlare", "ReadImage",
            "Reshape", "Sharpness", "ShearX", "ShearY", "Solarize", "ToArray", "ToFloat", "ToGray", "ToSepia",
            "Tokenize", "TranslateX", "TranslateY", "UnivariateOp", "WordtoId", "ZoomBlur"]
+
+# FastEstimator's one-module-per-op paths (``...univariate.expand_dims.ExpandDims``), served by the modules above.
+register_module_aliases(__name__, {
+    "autocontrast": "AutoContrast", "binarize": "Binarize", "brightness": "Brightness", "calibate": "Calibrate",
+    "channel_dropout": "ChannelDropout", "channel_shuffle": "ChannelShuffle", "channel_transpose": "ChannelTranspose",
+    "color_jitter": "ColorJitter", "contrast": "Contrast", "expand_dims": "ExpandDims", "fda": "FDA",
+    "from_float": "FromFloat", "gaussian_blur": "GaussianBlur", "gaussian_noise": "GaussianNoise",
+    "histogram_matching": "HistogramMatching", "hue_saturation_value": "HueSaturationValue",
+    "image_compression": "ImageCompression", "invert_img": "InvertImg", "iso_noise": "ISONoise",
+    "median_blur": "MedianBlur", "minmax": "Minmax", "onehot": "Onehot", "pad_sequence": "PadSequence",
+    "pixel_distribution_adaptation": "PixelDistributionAdaptation", "posterize": "Posterize",
+    "random_brightness_contrast": "RandomBrightnessContrast", "random_fog": "RandomFog", "random_gamma": "RandomGamma",
+    "random_rain": "RandomRain", "random_shadow": "RandomShadow", "random_snow": "RandomSnow",
+    "random_sun_flare": "RandomSunFlare", "rgb_shift": "RGBShift", "sharpness": "Sharpness", "shear_x": "ShearX",
+    "shear_y": "ShearY", "solarize": "Solarize", "to_float": "ToFloat", "to_gray": "ToGray", "to_sepia": "ToSepia",
+    "tokenize": "Tokenize", "translate_x": "TranslateX", "translate_y": "TranslateY", "word_to_id": "WordtoId",
+    "zoom_blur": "ZoomBlur",
+})

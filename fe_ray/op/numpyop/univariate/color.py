@@ -208,3 +208,8 @@ class RGBShift(UnivariateOp):
             tables = np.clip(tables, 0, 255).astype(np.uint8)
             return tables[data, np.arange(3)]
         return clip_to(data + params.astype(data.dtype), data.dtype)
+
+
+# FastEstimator's ``univariate/color.py`` holds the Pillow ``Color`` enhancement, which fe_ray keeps with its
+# siblings in ``enhance.py``: importable from here too, as FastEstimator's path reads.
+from fe_ray.op.numpyop.univariate.enhance import Color  # noqa: E402, F401
