@@ -86,7 +86,8 @@ class System:
         train_steps_per_epoch: Cut or extend every training epoch to this many steps (None: one pass over the data).
         eval_steps_per_epoch: Same for evaluation.
         eval_log_steps: Evaluation batch indices after which a progress line is printed (kept as
-            ``eval_log_steps_request``; default: the first, a third, two thirds and the last batch).
+            ``eval_log_steps_request``; default: the first, a third, two thirds and the last batch; ``[-1]``, an
+            index no batch has: none).
         system_config: A description of the Estimator configuration, stored in the Summary.
 
     Attributes:
@@ -343,17 +344,20 @@ class System:
 
 
 def _step_list(steps: Any) -> list[int]:
-    """``eval_log_steps`` as a list of batch indices (an int or a sequence of them, each at least 1).
+    """``eval_log_steps`` as a list of batch indices (an int or a sequence of them; None or empty: the default).
+
+    As in FastEstimator, an entry matching no batch (below 1, or past the epoch's end) is accepted and prints
+    nothing: ``eval_log_steps=[-1]`` is FastEstimator's way to silence evaluation progress lines.
 
     Raises:
         TypeError: If it, or an entry, is not an int (a "1,2" string, a float).
-        ValueError: If an entry is below 1.
     """
+    if steps is None:
+        return []
     entries = list(steps) if hasattr(steps, "__iter__") and not isinstance(steps, (str, bytes)) else [steps]
     for step in entries:
         if not isinstance(step, numbers.Integral) or isinstance(step, bool):
             raise TypeError(f"eval_log_steps must be a sequence of batch indices (ints from 1), got {steps!r}: entry "
-                            f"{step!r} is a {type(step).__name__}. Pass e.g. eval_log_steps=[1, 50, 100].")
-        if step < 1:
-            raise ValueError(f"eval_log_steps entries are batch indices counted from 1, got {step!r} in {steps!r}.")
+                            f"{step!r} is a {type(step).__name__}. Pass e.g. eval_log_steps=[1, 50, 100], or [-1] "
+                            "for no evaluation progress lines.")
     return [int(step) for step in entries]

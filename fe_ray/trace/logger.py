@@ -85,7 +85,9 @@ class Logger(Trace):
             else:
                 inline.append(f"{key}: {format_value(value)}; ")
         if not header:
-            step = (self.system.global_step or 0) if step is None else step
+            # As FastEstimator: before any training step (test() without fit(), a fit stopped in on_begin) the
+            # step is None and printed so; the Summary records such values at step 0.
+            step = self.system.global_step if step is None else step
             header = f"{PREFIX}{event}: step: {step}; "
         print(f"{header}{extra}{''.join(inline)}".rstrip() + "".join(deferred), flush=True)
 

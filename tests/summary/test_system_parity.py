@@ -35,8 +35,23 @@ def test_eval_log_steps_are_batch_indices() -> None:
     network = classifier_network(torch_mlp())
     assert System(network, None, eval_log_steps=range(1, 4)).eval_log_steps_request == [1, 2, 3]
     assert System(network, None, eval_log_steps=5).eval_log_steps_request == [5]
-    for bad, error, match in [("1,2", TypeError, r"got '1,2': entry '1,2' is a str"),
-                              ([1, 1.5], TypeError, r"entry 1.5 is a float"),
-                              ([0, 3], ValueError, r"counted from 1, got 0")]:
-        with pytest.raises(error, match=match):
+    # As FastEstimator: None is the default, and indices no batch has are accepted ([-1] silences progress lines).
+    assert System(network, None, eval_log_steps=None).eval_log_steps_request == []
+    assert System(network, None, eval_log_steps=[-1]).eval_log_steps_request == [-1]
+    assert System(network, None, eval_log_steps=[0, 3]).eval_log_steps_request == [0, 3]
+    for bad, match in [("1,2", r"got '1,2': entry '1,2' is a str"), ([1, 1.5], r"entry 1.5 is a float")]:
+        with pytest.raises(TypeError, match=match):
             System(network, None, eval_log_steps=bad)
+
+
+def test_eval_log_steps_minus_one_prints_no_eval_progress(capsys: pytest.CaptureFixture[str]) -> None:
+    """FastEstimator's tutorials pass eval_log_steps=[-1] to silence the evaluation progress lines."""
+    import fe_ray as fe
+
+    train, evaluation = digits_arrays(n_train=16, n_eval=16)
+    estimator = fe.Estimator(ToyPipeline(train, evaluation, batch_size=8), classifier_network(torch_mlp()), epochs=1,
+                             log_steps=0, eval_log_steps=[-1])
+    estimator.fit()
+    out = capsys.readouterr().out
+    assert "FastEstimator-Eval: step: 2; epoch: 1;" in out and "Eval Progress" not in out
+    assert estimator.system.eval_log_steps[0] == [-1]

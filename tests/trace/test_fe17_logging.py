@@ -143,3 +143,21 @@ def test_the_final_learning_rate_prints_as_fastestimator_logs_it(capsys) -> None
     out = capsys.readouterr().out
     assert "FastEstimator-Finish: step: 1; mlp_lr: 0.0009; total_time" in out
     assert isinstance(history[1], np.float32)
+
+
+def test_lines_before_any_training_step_print_step_none(capsys) -> None:
+    """As FastEstimator: test() without fit(), and a fit stopped in on_begin, print 'step: None' (the Summary keeps
+    their values at step 0)."""
+    class Stop(Trace):
+        def on_begin(self, data: Any) -> None:
+            self.system.stop_training = True
+
+    train, evaluation = digits_arrays(n_train=8, n_eval=8)
+    pipeline = fe.Pipeline(train_data=NumpyDataset(train), test_data=NumpyDataset(evaluation), batch_size=8)
+    network = classifier_network(torch_mlp())
+    summary = fe.Estimator(pipeline, network, epochs=1, traces=Accuracy("y", "y_pred")).test()
+    stopped = fe.Estimator(pipeline, network, epochs=1, traces=Stop(mode="train")).fit()
+    out = capsys.readouterr().out
+    assert "FastEstimator-Test: step: None; epoch: 1; accuracy: " in out
+    assert "FastEstimator-Finish: step: None; mlp_lr: " in out
+    assert list(summary.history["test"]["accuracy"]) == [0] and list(stopped.history["train"]["mlp_lr"]) == [0]
