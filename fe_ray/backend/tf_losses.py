@@ -7,6 +7,8 @@ saturated sigmoid output's loss inf or NaN.
 
 from __future__ import annotations
 
+import warnings
+
 import keras
 import tensorflow as tf
 
@@ -40,6 +42,15 @@ def cross_entropy(y_pred: tf.Tensor, y_true: tf.Tensor, form: str, from_logits: 
                          f"{tuple(y_pred.shape)}; use form='binary' for one probability per sample.")
     if not from_logits:
         y_pred, from_logits = _logits_behind(y_pred, "Sigmoid" if form == "binary" else "Softmax")
+    elif getattr(y_pred, "_keras_logits", None) is not None:
+        # ``from_logits=True`` on a Keras sigmoid / softmax output, which holds probabilities: Keras 2 (and so
+        # FastEstimator 1.7) computes the loss from the logits behind the activation and warns, where Keras 3
+        # would apply the activation a second time and train on a wrong loss.
+        warnings.warn(f"{form} cross entropy got from_logits=True, but the prediction is the output of a Keras "
+                      "sigmoid / softmax activation (probabilities, not logits): the loss is computed from the "
+                      "logits behind the activation, as Keras 2 and FastEstimator do. Pass from_logits=False, or "
+                      "drop the model's final activation.", stacklevel=2)
+        y_pred = y_pred._keras_logits
     y_pred = tf.cast(y_pred, tf.float32)
     if form == "binary":
         y_true = tf.reshape(tf.cast(y_true, tf.float32), tf.shape(y_pred))

@@ -236,6 +236,27 @@ def test_tf_focal_loss_saturated_probabilities_match_keras2_and_stay_finite() ->
     np.testing.assert_allclose(weights, [9.99888134, 10.00111866, -0.01118576], rtol=1e-5)  # FastEstimator's step
 
 
+def test_tf_cross_entropy_from_logits_on_a_keras_activation_uses_the_logits_behind_it() -> None:
+    """Keras 2 (FastEstimator 1.7's) computes a cross entropy asked for ``from_logits=True`` on a sigmoid / softmax
+    output from the logits behind the activation, with a warning; applying the activation again (Keras 3) gave
+    FastEstimator's ALOCC a different loss from the first step."""
+    x = tf.constant([[1.0, 2.0], [0.3, -0.4]])
+    binary = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1, activation="sigmoid")])
+    binary.set_weights([np.array([[0.5], [-1.0]], np.float32), np.array([0.2], np.float32)])
+    logits = x.numpy() @ np.array([[0.5], [-1.0]]) + 0.2
+    y = np.array([[1.0], [0.0]])
+    expected = np.mean(y * np.log1p(np.exp(-logits)) + (1 - y) * np.log1p(np.exp(logits)))
+    with pytest.warns(UserWarning, match="from_logits=True, but the prediction is the output of a Keras"):
+        loss = fe.backend.binary_crossentropy(y_pred=binary(x), y_true=tf.constant(y, tf.float32), from_logits=True)
+    np.testing.assert_allclose(float(loss), expected, rtol=1e-6)
+    softmax = keras.Sequential([keras.Input((2,)), keras.layers.Dense(3, activation="softmax")])
+    labels = tf.constant([0, 2])
+    with pytest.warns(UserWarning, match="sparse cross entropy got from_logits=True"):
+        twice = fe.backend.sparse_categorical_crossentropy(y_pred=softmax(x), y_true=labels, from_logits=True)
+    np.testing.assert_allclose(float(twice), float(fe.backend.sparse_categorical_crossentropy(
+        y_pred=softmax(x), y_true=labels)), rtol=1e-6)
+
+
 @pytest.mark.parametrize("framework", LOSS_FRAMEWORKS)
 @pytest.mark.parametrize("kwargs, message", [
     ({"gamma": -1.0}, r"gamma must be a number >= 0, got -1\.0"), ({"gamma": None}, r"gamma .* got None"),
