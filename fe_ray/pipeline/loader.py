@@ -15,10 +15,16 @@ import numpy as np
 
 from fe_ray.op.numpyop.numpyop import NumpyOp, forward_numpyop, may_draw_globally
 from fe_ray.op.numpyop.randomness import pass_entropy, sample_entropy, seeded_globals
-from fe_ray.pipeline.batching import Stage, batch_entropy
+from fe_ray.pipeline.batching import Stage, batch_entropy, describe
 from fe_ray.pipeline.checkpoint import dataset_state, holds_state
 from fe_ray.pipeline.collation import collate, owned_sample
 from fe_ray.pipeline.composite import SampleRef, interleave_refs, read, stream_refs, unwrap_extended
+from fe_ray.pipeline.filtering import Refill, candidate_indices, filtered_everything, replacement_entropy
+from fe_ray.types import FilteredData
+
+#: At least this many batches are tried in a row to replace a filtered batch before giving up (more for a large
+#: dataset: two passes' worth of batches).
+_MIN_BATCH_ATTEMPTS = 100
 
 
 def epoch_permutation(seed: int, mode: str, ds_id: str, epoch: int, data_pass: int, size: int) -> np.ndarray:
@@ -57,6 +63,19 @@ class Loader:
     Batched ops (``batch_ops``, the ops after a :class:`~fe_ray.op.numpyop.Batch` op) run on each collated batch;
     random ones draw from generators seeded by the batch's index in the epoch (see
     :func:`fe_ray.pipeline.batching.batch_entropy`), so they are part of the same pure function.
+
+    Filtering (an op returning :class:`~fe_ray.types.FilteredData`, e.g. :class:`~fe_ray.op.numpyop.RemoveIf`)
+    keeps that purity. A sample filtered with ``replacement=True`` is replaced, in its place, by the first sample
+    passing the ops from batch ``b``'s own stream of candidates (permutations of the dataset seeded by ``b``'s
+    position, the first skipping the batch's samples; see :mod:`fe_ray.pipeline.filtering`), so batches keep their
+    size and the epoch its steps; with ``replacement=False`` it is dropped and batch ``b`` comes out shorter. A batch
+    the batched ops filter is made again from that stream's samples (``replacement=True``; its random batched ops
+    draw anew) or skipped (``replacement=False``), as is a batch left with no sample. A dataset of whole batches
+    (BatchDataset) loses the whole batch when one of its samples is filtered, as in FastEstimator, and its
+    replacement is another of its batches. After two passes' worth of candidates in a row are all filtered the
+    loader raises a ValueError naming the op. Unlike FastEstimator, replacements may repeat samples of the epoch
+    (FastEstimator shifts the epoch's order instead), and ``replacement=False`` shortens batches rather than
+    the epoch (whose batches FastEstimator keeps full).
 
     Ops that run user code (a LambdaOp's function, an op class of one's own, a ``collate_fn``) may draw from numpy's
     or Python's global generator instead: without worker threads, each of their batches is made with both seeded by
@@ -270,49 +289,154 @@ class Loader:
         return [(int(index), self.dataset[int(index)]) for index in indices]
 
     def make_batch(self, indices: np.ndarray, data_pass: int = 0,
-                   batch_index: int | None = None) -> dict[str, np.ndarray]:
+                   batch_index: int | None = None) -> dict[str, np.ndarray] | None:
         """Load the samples at ``indices``, run the ops on each, stack them, and run the batched ops on the batch.
 
         Args:
             indices: Dataset indices of the batch's samples.
             data_pass: The pass over the dataset the batch belongs to; it seeds random ops, so that a sample seen
                 twice in one epoch (``steps_per_epoch`` beyond one pass) is augmented differently each time.
-            batch_index: The batch's index in the epoch, which seeds random batched ops; None: they draw anew (as
-                in :meth:`Pipeline.transform`).
-        """
-        if self._fast:
-            return self.finish(self.dataset.get_batch(indices), self._main, self.ds_id, batch_index)
-        state = {"mode": self.mode, "epoch": self.epoch, "ds_id": self.ds_id}
-        prefix = pass_entropy(self.seed, self.mode, self.ds_id, self.epoch, data_pass) if self._random else None
-        samples = []
-        for index, item in self.numbered_items(indices, data_pass):
-            sample = owned_sample(item, f"Dataset item {index}")
-            entropy = sample_entropy(prefix, index) if prefix is not None else None
-            forward_numpyop(self.ops, sample, state, entropy=entropy)
-            samples.append(sample)
-        return self.finish(self.collate_samples(samples, self._main), self._main, self.ds_id, batch_index)
+            batch_index: The batch's index in the epoch, which seeds random batched ops and the replacements of
+                filtered samples; None: they draw anew (as in :meth:`Pipeline.transform`).
 
-    def _make_from_refs(self, stage: Stage, ds_id: str, refs: list[SampleRef], index: int) -> dict[str, np.ndarray]:
-        """Load planned samples (maybe of several passes), run the stage's ops on each, stack them and finish."""
+        Returns:
+            The batch, or None where ops filtered it away (see the class docstring).
+        """
+        if self._batched:
+            return self._dataset_batch(int(indices[0]), data_pass, batch_index)
+        key = (self.seed, self.mode, self.ds_id, self.epoch, data_pass) if self._keyed else None
+        reader = self._reader(key)
         if self._fast:
-            batch = self.dataset.get_batch(np.array([ref.index for ref in refs], dtype=np.int64))
-            return self.finish(batch, stage, ds_id, index)
-        ops = stage.ops
-        state = {"mode": self.mode, "epoch": self.epoch, "ds_id": ds_id}
-        random = any(op.is_random for op in ops)
+            return self._finished(self.dataset.get_batch(indices), self._main, self.ds_id, batch_index, len(indices),
+                                  reader, self.size, indices)
+        prefix = pass_entropy(self.seed, self.mode, self.ds_id, self.epoch, data_pass) if self._random else None
+        entries = [(index, item, sample_entropy(prefix, index) if prefix is not None else None)
+                   for index, item in self.numbered_items(indices, data_pass)]
+        return self._assemble(self._main, self.ds_id, batch_index, entries, reader, self.size, indices)
+
+    def _reader(self, key: tuple[int, str, str, int, int] | None) -> Callable[[int], Any]:
+        """Dataset index -> item, for the replacements of filtered samples (a keyed dataset's items of ``key``)."""
+        if key is not None:
+            return functools.partial(self.dataset.keyed_item, key=key)
+        return self.dataset.__getitem__
+
+    def _make_from_refs(self, stage: Stage, ds_id: str, refs: list[SampleRef],
+                        index: int) -> dict[str, np.ndarray] | None:
+        """Load planned samples (maybe of several passes), run the stage's ops on each, stack them and finish."""
+        first = refs[0]
+        reader: Callable[[int], Any] = lambda position: read(first._replace(index=position))  # noqa: E731
+        size, indices = len(first.dataset), [ref.index for ref in refs]
+        if self._fast:
+            batch = self.dataset.get_batch(np.array(indices, dtype=np.int64))
+            return self._finished(batch, stage, ds_id, index, len(refs), reader, size, indices)
+        random = any(op.is_random for op in stage.ops)
         prefixes: dict[int, tuple[int, ...]] = {}
-        samples = []
+        entries = []
         for ref in refs:
-            sample = owned_sample(read(ref), f"Dataset item {ref.index}")
             entropy = None
             if random:
                 if ref.data_pass not in prefixes:
                     prefixes[ref.data_pass] = pass_entropy(self.seed, self.mode, self.ds_id, self.epoch,
                                                            ref.data_pass)
                 entropy = sample_entropy(prefixes[ref.data_pass], ref.number)
-            forward_numpyop(ops, sample, state, entropy=entropy)
-            samples.append(sample)
-        return self.finish(self.collate_samples(samples, stage), stage, ds_id, index)
+            entries.append((ref.index, read(ref), entropy))
+        return self._assemble(stage, ds_id, index, entries, reader, size, indices)
+
+    def _assemble(self, stage: Stage, ds_id: str, index: int | None,
+                  entries: list[tuple[int, Any, tuple[int, ...] | None]], reader: Callable[[int], Any], size: int,
+                  indices: Any) -> dict[str, np.ndarray] | None:
+        """Run the stage's ops on each planned ``(dataset index, item, entropy)``, replace or drop the filtered
+        samples, collate and finish; None where no sample is left."""
+        state = {"mode": self.mode, "epoch": self.epoch, "ds_id": ds_id}
+        refills: list[Refill] = []
+        samples = []
+        for position, item, entropy in entries:
+            sample = owned_sample(item, f"Dataset item {position}")
+            verdict = forward_numpyop(stage.ops, sample, state, entropy=entropy)
+            if verdict is None:
+                samples.append(sample)
+            elif verdict.replacement:
+                samples.append(self._refill(refills, stage, state, index, reader, size, indices).sample())
+        if not samples:
+            return None  # every sample dropped without replacement: the batch is skipped
+        return self._finished(self.collate_samples(samples, stage), stage, ds_id, index, len(samples), reader, size,
+                              indices, refills)
+
+    def _refill(self, refills: list[Refill], stage: Stage, state: dict[str, Any], index: int | None,
+                reader: Callable[[int], Any], size: int, indices: Any) -> Refill:
+        """The batch's replacement stream, made on first use and kept in ``refills``."""
+        if not refills:
+            entropy = replacement_entropy(self.seed, self.mode, self.ds_id, self.epoch, index)
+            refills.append(Refill(stage.ops, state, reader, size, entropy, [int(i) for i in indices],
+                                  any(op.is_random for op in stage.ops), self._where(index)))
+        return refills[0]
+
+    def _where(self, index: int | None) -> str:
+        return describe(self.mode, self.epoch, self.ds_id) + (f", batch {index}" if index is not None else "")
+
+    def _finished(self, batch: dict[str, Any], stage: Stage, ds_id: str, index: int | None, count: int,
+                  reader: Callable[[int], Any], size: int, indices: Any,
+                  refills: list[Refill] | None = None) -> dict[str, Any] | None:
+        """Run the batched ops on ``batch``; a batch they filter is made again from ``count`` replacement samples
+        until one passes (``replacement=True``), or skipped (None)."""
+        refills = [] if refills is None else refills
+        state = {"mode": self.mode, "epoch": self.epoch, "ds_id": ds_id}
+        filtered_by: list[NumpyOp] = []
+        limit = max(_MIN_BATCH_ATTEMPTS, 2 * -(-size // count))
+        attempt = 0
+        while True:
+            result = self.finish(batch, stage, ds_id, index, attempt, filtered_by)
+            if not isinstance(result, FilteredData):
+                return result
+            if not result.replacement:
+                return None
+            attempt += 1
+            if attempt >= limit:
+                raise filtered_everything(filtered_by[-1], attempt, "batch", self._where(index), "batches")
+            refill = self._refill(refills, stage, state, index, reader, size, indices)
+            batch = self.collate_samples([refill.sample("batch") for _ in range(count)], stage)
+
+    def _dataset_batch(self, within: int, data_pass: int, index: int | None) -> dict[str, np.ndarray] | None:
+        """Batch ``within`` of a dataset of whole batches; if an op filters one of its samples or the batch, another
+        of its batches from the batch's replacement stream (``replacement=True``), or None."""
+        key = (self.seed, self.mode, self.ds_id, self.epoch, data_pass)
+        state = {"mode": self.mode, "epoch": self.epoch, "ds_id": self.ds_id}
+        prefix = pass_entropy(self.seed, self.mode, self.ds_id, self.epoch, data_pass) if self._random else None
+        replacement = replacement_entropy(self.seed, self.mode, self.ds_id, self.epoch, index)
+        candidates: Iterator[int] | None = None
+        filtered_by: list[NumpyOp] = []
+        limit = max(_MIN_BATCH_ATTEMPTS, 2 * self.size)
+        attempt, chosen = 0, within
+        while True:
+            items = self.dataset.batch_samples(chosen, key)
+            if attempt:
+                # A replacement's samples draw apart from the same batch's own appearance in the epoch.
+                prefix = (*replacement, attempt) if self._random else None
+            verdict = None
+            samples = []
+            for number, item in enumerate(items):
+                sample = owned_sample(item, f"Dataset item {number} of batch {chosen}")
+                # Numbered as numbered_items does: unique within the pass, as a batched dataset's batches have equal
+                # sizes.
+                entropy = sample_entropy(prefix, (0 if attempt else chosen * len(items)) + number) \
+                    if prefix is not None else None
+                verdict = forward_numpyop(self.ops, sample, state, entropy=entropy, filtered_by=filtered_by)
+                if verdict is not None:
+                    break  # as FastEstimator, one filtered sample filters its whole batch
+                samples.append(sample)
+            if verdict is None:
+                verdict = self.finish(self.collate_samples(samples, self._main), self._main, self.ds_id, index,
+                                      attempt, filtered_by)
+                if not isinstance(verdict, FilteredData):
+                    return verdict
+            if not verdict.replacement:
+                return None
+            attempt += 1
+            if attempt >= limit:
+                raise filtered_everything(filtered_by[-1], attempt, "batch", self._where(index), "batches")
+            if candidates is None:
+                candidates = candidate_indices(self.size, replacement, [within])
+            chosen = next(candidates)
 
     def globals_of(self, index: int) -> contextlib.AbstractContextManager[None]:
         """The context in which batch ``index`` is made: where its ops run user code, numpy's and Python's global
@@ -322,7 +446,7 @@ class Loader:
             return contextlib.nullcontext()
         return seeded_globals(batch_entropy(self.seed, self.mode, self.ds_id, self.epoch, index))
 
-    def _job(self, index: int) -> Callable[[], dict[str, np.ndarray]]:
+    def _job(self, index: int) -> Callable[[], dict[str, np.ndarray] | None]:
         """Batch ``index`` as a call to make in any thread; planned here, in the consuming thread."""
         if self._stream or self._interleave is not None:
             return functools.partial(self._make_from_refs, *self._refs(index), index)
@@ -354,20 +478,25 @@ class Loader:
                             "batched values, {key: array with a leading batch axis}.")
         return dict(batch)
 
-    def finish(self, batch: dict[str, Any], stage: Stage, ds_id: str, index: int | None) -> dict[str, Any]:
-        """Run the stage's batched ops on the collated batch ``index`` (in place) and return it.
+    def finish(self, batch: dict[str, Any], stage: Stage, ds_id: str, index: int | None, attempt: int = 0,
+               filtered_by: list[NumpyOp] | None = None) -> dict[str, Any] | FilteredData:
+        """Run the stage's batched ops on the collated batch ``index`` (in place) and return it, or the
+        :class:`~fe_ray.types.FilteredData` an op returned to drop it.
 
-        Random batched ops draw from generators seeded by the batch's index in the epoch, so that a batch is the
-        same after a resume and in any worker thread; with ``index`` None they draw anew.
+        Random batched ops draw from generators seeded by the batch's index in the epoch (and ``attempt``, the
+        number of batches made in its place before, filtered), so that a batch is the same after a resume and in
+        any worker thread; with ``index`` None they draw anew.
         """
         if not stage.batch_ops:
             return batch
         entropy = None
         if index is not None and any(op.is_random for op in stage.batch_ops):
             entropy = batch_entropy(self.seed, self.mode, self.ds_id, self.epoch, index)
-        forward_numpyop(stage.batch_ops, batch, {"mode": self.mode, "epoch": self.epoch, "ds_id": ds_id},
-                        batched=True, entropy=entropy)
-        return batch
+            if attempt:
+                entropy = (*entropy, attempt)
+        verdict = forward_numpyop(stage.batch_ops, batch, {"mode": self.mode, "epoch": self.epoch, "ds_id": ds_id},
+                                  batched=True, entropy=entropy, filtered_by=filtered_by)
+        return batch if verdict is None else verdict
 
     def __iter__(self) -> Iterator[dict[str, np.ndarray]]:
         threaded = self.num_process > 0
@@ -389,17 +518,28 @@ class Loader:
         if self.on_batch is not None:
             self.on_batch(self._cursor)
 
+    def _skipped(self) -> None:
+        # A batch filtered away is passed over without a report of its own (a report stands for a batch handed
+        # out, see lookahead.py); the next batch's report counts it. Only the epoch's last batches have no next
+        # one: the end of the epoch is reported instead.
+        self._cursor += 1
+        if self._cursor == self.num_batches and self.on_batch is not None:
+            self.on_batch(self._cursor)
+
     def _serial(self) -> Iterator[dict[str, np.ndarray]]:
         while self._cursor < self.num_batches:
             with self.globals_of(self._cursor):
                 batch = self._job(self._cursor)()
+            if batch is None:
+                self._skipped()
+                continue
             self._handed_out()
             yield batch
 
     def _threaded(self) -> Iterator[dict[str, np.ndarray]]:
         # Indices are planned here in the consuming thread and futures are awaited in submission order, so the
         # batches come out in exactly the serial order whatever the number of workers.
-        pending: deque[Future[dict[str, np.ndarray]]] = deque()
+        pending: deque[Future[dict[str, np.ndarray] | None]] = deque()
         next_index = self._cursor
         executor = ThreadPoolExecutor(max_workers=self.num_process, thread_name_prefix="fe_ray-pipeline")
         try:
@@ -408,6 +548,9 @@ class Loader:
                     pending.append(executor.submit(self._job(next_index)))
                     next_index += 1
                 batch = pending.popleft().result()
+                if batch is None:
+                    self._skipped()
+                    continue
                 self._handed_out()
                 yield batch
         finally:

@@ -36,6 +36,7 @@ from fe_ray.pipeline.framework_data import FrameworkLoader, framework_kind, warn
 from fe_ray.pipeline.loader import Loader
 from fe_ray.pipeline.validation import check_batch_sizes, check_framework_options, normalize_data
 from fe_ray.schedule import Scheduler, get_current_items
+from fe_ray.types import FilteredData
 from fe_ray.util import check_count, check_epoch, check_mode, to_list
 
 TARGET_TYPES = ("np", "torch", "tf")
@@ -350,7 +351,7 @@ class Pipeline:
                       detailed=detailed)
 
     def transform(self, data: Mapping[str, Any], mode: str, epoch: int = 1, ds_id: str = "",
-                  target_type: str = "np") -> dict[str, Any]:
+                  target_type: str = "np") -> dict[str, Any] | FilteredData:
         """Run the ops of ``mode`` on one sample and return it as a batch of 1 (e.g. for inference).
 
         Ops after a Batch op run on that batch of 1, made by the Batch op's ``collate_fn`` if it has one.
@@ -363,7 +364,8 @@ class Pipeline:
             target_type: What the values become: "np" (numpy arrays), "torch" or "tf" tensors.
 
         Returns:
-            ``{key: array or tensor}`` with a leading batch axis of size 1.
+            ``{key: array or tensor}`` with a leading batch axis of size 1, or the
+            :class:`~fe_ray.types.FilteredData` of an op that dropped the sample (e.g. a RemoveIf), as FastEstimator.
 
         Raises:
             ValueError: If ``mode``, ``epoch`` or ``target_type`` is invalid.
@@ -376,12 +378,16 @@ class Pipeline:
         sample = owned_sample(data)  # ops editing arrays in place must not change the caller's sample
         split = self.get_op_split(mode, epoch, ds_id)
         state = {"mode": mode, "epoch": epoch, "ds_id": ds_id}
-        forward_numpyop(split.sample_ops, sample, state)
+        filtered = forward_numpyop(split.sample_ops, sample, state)
+        if filtered is not None:
+            return filtered  # an op dropped the sample (RemoveIf): FastEstimator returns its FilteredData too
         if split.batch is not None and split.batch.collate_fn is not None:
             batch = Loader.stack_samples([sample], make_stage(split, 1, False, None, split.batch.collate_fn))
         else:
             batch = {key: np.expand_dims(np.asarray(value), 0) for key, value in sample.items()}
-        forward_numpyop(split.batch_ops, batch, state, batched=True)
+        filtered = forward_numpyop(split.batch_ops, batch, state, batched=True)
+        if filtered is not None:
+            return filtered
         return batch if target_type == "np" else to_tensor(batch, target_type)
 
     # ------------------------------------------------------------------ checkpointing

@@ -11,6 +11,7 @@ from fe_ray.backend import is_model
 from fe_ray.backend import numpy as numpy_backend
 from fe_ray.op.numpyop.randomness import RNG_KEY, op_generator
 from fe_ray.op.op import Op, get_inputs_by_op, write_outputs_by_op
+from fe_ray.types import FilteredData
 
 
 class NumpyOp(Op):
@@ -87,12 +88,13 @@ class LambdaOp(NumpyOp):
 
 
 def may_draw_globally(op: NumpyOp) -> bool:
-    """Whether ``op`` may draw from numpy's or Python's global generator: it runs user code (a LambdaOp's function,
-    or is of an op class defined outside fe_ray), or it wraps such an op (Sometimes, OneOf, Fuse, Repeat).
+    """Whether ``op`` may draw from numpy's or Python's global generator: it runs user code (a LambdaOp's or a
+    RemoveIf's function, or is of an op class defined outside fe_ray), or it wraps such an op (Sometimes, OneOf,
+    Fuse, Repeat).
 
     fe_ray's own ops draw only from the per-sample generator (:func:`~fe_ray.op.numpyop.randomness.get_rng`).
     """
-    if isinstance(op, LambdaOp) or not type(op).__module__.startswith("fe_ray."):
+    if isinstance(op, (LambdaOp, RemoveIf)) or not type(op).__module__.startswith("fe_ray."):
         return True
     return any(map(may_draw_globally, wrapped_ops(op)))
 
@@ -207,11 +209,70 @@ def check_numpy_ops(ops: Iterable[Any], where: str) -> None:
                                 f"{where}; move the model into a ModelOp in Network(ops=...).")
 
 
+class RemoveIf(NumpyOp):
+    """Drop a sample from the Pipeline when ``fn(*inputs)`` is true (FastEstimator's ``RemoveIf``).
+
+    Before a Batch op (or without one) ``fn`` sees one sample; after a Batch op it sees the whole batch's arrays
+    (batch axis first) and a true answer drops the whole batch.
+
+    Args:
+        fn: Takes the values of ``inputs`` and returns a bool: True drops the sample (or batch).
+        replacement: True: another sample takes the dropped one's place, so batches keep their size and the epoch
+            its number of steps (a dropped batch is replaced by another batch). False: the sample is dropped
+            without a replacement: its batch comes out shorter (a batch left empty, or dropped as a whole, is
+            skipped, so the epoch has a step fewer).
+        inputs: Key(s) whose values ``fn`` takes, in order.
+        mode: Mode(s) in which this op applies; None for all, "!mode" to exclude one.
+        ds_id: Dataset id(s) in which this op applies; None for all, "!id" to exclude one.
+
+    Differences from FastEstimator: where the replacements come from, and where ``replacement=False`` shortens the
+    epoch, see :class:`~fe_ray.pipeline.loader.Loader` (batch ``b`` stays a pure function of ``b``, so resumed and
+    threaded epochs give the same batches).
+
+    Raises:
+        TypeError: If ``fn`` is not callable, or ``replacement`` is not a bool.
+    """
+
+    def __init__(self, fn: Callable[..., bool], replacement: bool = True, inputs: None | str | Iterable[str] = None,
+                 mode: None | str | Iterable[str] = None, ds_id: None | str | Iterable[str] = None) -> None:
+        super().__init__(inputs=inputs, mode=mode, ds_id=ds_id)
+        if not callable(fn) or is_model(fn):
+            raise TypeError(f"RemoveIf fn must be a plain callable taking the values of its inputs and returning a "
+                            f"bool (True drops the sample), got {type(fn).__name__}.")
+        if not isinstance(replacement, (bool, np.bool_)):
+            raise TypeError(f"RemoveIf replacement must be a bool (True: replace dropped samples, False: shorten the "
+                            f"batch), got {replacement!r}.")
+        self.filter_fn = fn
+        self.replacement = bool(replacement)
+        self.in_list = True
+
+    def forward(self, data: list[Any], state: dict[str, Any]) -> FilteredData | None:
+        return FilteredData(replacement=self.replacement) if self._verdict(data) else None
+
+    def forward_batch(self, data: list[Any], state: dict[str, Any]) -> FilteredData | None:
+        # One answer for the whole batch, as FastEstimator (whose forward_batch calls fn on the batch's arrays).
+        return self.forward(data, state)
+
+    def _verdict(self, data: list[Any]) -> bool:
+        answer = self.filter_fn(*data)
+        try:
+            return bool(answer)
+        except ValueError:
+            # numpy's "truth value of an array is ambiguous": fn answered per element (e.g. per sample of a batch).
+            raise ValueError(f"RemoveIf fn must return one bool, got an array of shape {np.shape(answer)}; after a "
+                             "Batch op fn sees the whole batch and its one answer drops the whole batch (reduce with "
+                             "np.any / np.all, or move the RemoveIf before the Batch op to drop single samples).") \
+                from None
+
+
 def forward_numpyop(ops: list[NumpyOp], data: MutableMapping[str, Any], state: dict[str, Any],
-                    batched: bool = False, entropy: Sequence[int] | None = None) -> None:
+                    batched: bool = False, entropy: Sequence[int] | None = None,
+                    filtered_by: list[NumpyOp] | None = None) -> FilteredData | None:
     """Run ``ops`` in order on ``data`` in place; ``batched`` selects :meth:`NumpyOp.forward_batch`.
 
-    Delete ops remove their keys; every other op writes its outputs back into ``data``.
+    Delete ops remove their keys; every other op writes its outputs back into ``data``. An op returning a
+    :class:`~fe_ray.types.FilteredData` (e.g. :class:`RemoveIf`) stops the run: the ops after it do not run, and
+    the FilteredData is returned for the caller to drop the sample (or batch).
 
     Args:
         ops: The ops, in order.
@@ -220,6 +281,10 @@ def forward_numpyop(ops: list[NumpyOp], data: MutableMapping[str, Any], state: d
         batched: Run :meth:`NumpyOp.forward_batch` on a batch instead of :meth:`NumpyOp.forward` on one sample.
         entropy: The sample's entropy (see :mod:`fe_ray.op.numpyop.randomness`): each random op then gets its own
             seeded generator as ``state["rng"]``. None leaves ``state`` as given.
+        filtered_by: If given, the op that filtered ``data`` is appended to it (for error messages).
+
+    Returns:
+        The FilteredData an op returned, or None when every op ran.
     """
     for position, op in enumerate(ops):
         if isinstance(op, Delete):
@@ -241,8 +306,13 @@ def forward_numpyop(ops: list[NumpyOp], data: MutableMapping[str, Any], state: d
             result = op.forward_batch(inputs, op_state)
         else:
             result = op.forward(inputs, op_state)
+        if isinstance(result, FilteredData):
+            if filtered_by is not None:
+                filtered_by.append(op)
+            return result
         if op.outputs:
             write_outputs_by_op(op, data, result)
+    return None
 
 
 def _to_numpy(value: Any) -> Any:
