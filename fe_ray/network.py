@@ -215,9 +215,23 @@ class BaseNetwork:
             merged = reverse_slicers(self.ctx_slicers, results, original_data=batch)
         else:
             merged = {**batch, **self._run_step(batch)}
-        if self.ctx_postprocessing:
-            forward_numpyop(self.ctx_postprocessing, merged, self.ctx_state, batched=True)
+        if self.ctx_postprocessing:  # checked here: a step without pops makes no call for them
+            self._run_pops(merged)
         return merged
+
+    def _run_pops(self, merged: dict[str, Any]) -> None:
+        """Run the context's pops on the merged batch in place.
+
+        Raises:
+            ValueError: If a pop returns FilteredData (e.g. a RemoveIf): a trained batch cannot be taken back.
+        """
+        filtered_by: list[NumpyOp] = []
+        if forward_numpyop(self.ctx_postprocessing, merged, self.ctx_state, batched=True,
+                           filtered_by=filtered_by) is not None:
+            name = type(filtered_by[-1]).__name__ if filtered_by else "a pop"
+            raise ValueError(f"Network pops cannot filter batches, but {name} returned FilteredData (as in "
+                             "FastEstimator, filtering is not supported in network post-processing): filter samples "
+                             "with RemoveIf in Pipeline(ops=...) instead.")
 
     def start_step(self, batch: Mapping[str, Any]) -> dict[str, Any]:
         """:meth:`run_step`, returning as soon as the step's outputs are known: the trailing weight updates are left
@@ -244,7 +258,7 @@ class BaseNetwork:
                                           tail=tail)
         merged = {**batch, **outputs}
         if self.ctx_postprocessing:
-            forward_numpyop(self.ctx_postprocessing, merged, self.ctx_state, batched=True)
+            self._run_pops(merged)
         return merged
 
     def finish_step(self) -> None:

@@ -90,3 +90,33 @@ def test_type_aliases_check_instances_like_fastestimator() -> None:
     assert isinstance([1], fe_types.DataSequence) and not isinstance(3, fe_types.DataSequence)
     assert isinstance(torch.nn.Linear(1, 1), fe_types.Model) and not isinstance(3, fe_types.Model)
     assert issubclass(torch.Tensor, fe_types.Tensor) and issubclass(np.ndarray, fe_types.Array)
+
+
+@pytest.mark.parametrize("wrap", ["Sometimes", "Fuse", "Repeat", "OneOf"])
+def test_meta_ops_pass_a_filter_on_as_fastestimator(wrap: str) -> None:
+    """FastEstimator's meta ops return the FilteredData of an op they run, so the sample is dropped; fe_ray's
+    Sometimes failed on it and Fuse / Repeat dropped the verdict silently."""
+    from fe_ray.op.numpyop.meta import Fuse, OneOf, Repeat, Sometimes
+
+    drop = RemoveIf(lambda x: x > 1, replacement=False, inputs="x")
+    meta = {"Sometimes": lambda: Sometimes(drop, prob=1.0),
+            "Fuse": lambda: Fuse([LambdaOp(fn=lambda x: x + 1, inputs="x", outputs="x"), drop]),
+            "Repeat": lambda: Repeat(drop, repeat=2), "OneOf": lambda: OneOf(drop)}[wrap]()
+    kept, dropped = {"x": np.array(0)}, {"x": np.array(5)}
+    assert forward_numpyop([meta], kept, {"mode": "train"}) is None
+    verdict = forward_numpyop([meta], dropped, {"mode": "train"})
+    assert isinstance(verdict, FilteredData) and verdict.replacement is False
+
+
+def test_a_network_pop_that_filters_raises_as_fastestimator() -> None:
+    import torch
+
+    import fe_ray as fe
+    from fe_ray.op.tensorop.model import ModelOp
+
+    model = fe.build(lambda: torch.nn.Linear(2, 1), "adam")
+    network = fe.Network([ModelOp(model=model, inputs="x", outputs="y")],
+                         pops=[RemoveIf(lambda y: True, inputs="y")])
+    with network(mode="eval", epoch=1), pytest.raises(ValueError, match="Network pops cannot filter batches, but "
+                                                                         "RemoveIf returned FilteredData"):
+        network.run_step({"x": np.ones((2, 2), np.float32)})

@@ -9,6 +9,7 @@ from typing import Any
 
 from fe_ray.op.meta_common import load_wrapped_state, wrapped_state
 from fe_ray.op.numpyop.numpyop import Batch, Delete, NumpyOp, forward_numpyop
+from fe_ray.types import FilteredData
 
 
 def check_wrapped(op: Any, meta: str, allow_delete: bool = False) -> NumpyOp:
@@ -70,9 +71,11 @@ def set_rua_levels(ops: Sequence[Any], magnitude_coef: float, meta: str) -> None
         op.set_rua_level(magnitude_coef=magnitude_coef)
 
 
-def run_ops(ops: Sequence[NumpyOp], store: dict[str, Any], state: dict[str, Any], batched: bool) -> None:
-    """Run ``ops`` in order on ``store`` in place, all drawing from the meta op's own ``state`` (and generator)."""
-    forward_numpyop(list(ops), store, state, batched=batched)
+def run_ops(ops: Sequence[NumpyOp], store: dict[str, Any], state: dict[str, Any],
+            batched: bool) -> FilteredData | None:
+    """Run ``ops`` in order on ``store`` in place, all drawing from the meta op's own ``state`` (and generator);
+    the :class:`~fe_ray.types.FilteredData` an op returned to drop the sample (the rest then do not run), or None."""
+    return forward_numpyop(list(ops), store, state, batched=batched)
 
 
 class OpChain(NumpyOp):
@@ -85,9 +88,11 @@ class OpChain(NumpyOp):
         """The ops to run this time: all of them (a chain choosing among its ops overrides this)."""
         return self.ops
 
-    def _run(self, data: list[Any], state: dict[str, Any], batched: bool) -> list[Any]:
+    def _run(self, data: list[Any], state: dict[str, Any], batched: bool) -> list[Any] | FilteredData:
         store = dict(zip(self.inputs, data))
-        run_ops(self._selected(state), store, state, batched)
+        filtered = run_ops(self._selected(state), store, state, batched)
+        if filtered is not None:
+            return filtered  # an op of the chain dropped the sample: so does the chain, as in FastEstimator
         return [store[key] for key in self.outputs]
 
     def forward(self, data: list[Any], state: dict[str, Any]) -> list[Any]:

@@ -8,6 +8,7 @@ from typing import Any
 from fe_ray.op.meta_common import load_wrapped_state, repeat_plan, wrapped_state
 from fe_ray.op.numpyop.meta.meta import check_wrapped, run_ops, set_rua_levels
 from fe_ray.op.numpyop.numpyop import NumpyOp
+from fe_ray.types import FilteredData
 
 
 class Repeat(NumpyOp):
@@ -48,17 +49,22 @@ class Repeat(NumpyOp):
         """
         set_rua_levels([self.op], magnitude_coef, "Repeat")
 
-    def _run(self, data: list[Any], state: dict[str, Any], batched: bool) -> list[Any]:
+    def _run(self, data: list[Any], state: dict[str, Any], batched: bool) -> list[Any] | FilteredData:
         store = dict(zip(self.inputs, data))
+        # A run that drops the sample (FilteredData) ends the repeats, and the Repeat drops it too, as in
+        # FastEstimator.
         if isinstance(self.repeat, int):
             for _ in range(self.repeat):
-                run_ops([self.op], store, state, batched)
+                if (filtered := run_ops([self.op], store, state, batched)) is not None:
+                    return filtered
         else:
-            run_ops([self.op], store, state, batched)
+            if (filtered := run_ops([self.op], store, state, batched)) is not None:
+                return filtered
             runs = 1
             while (self.max_iter is None or runs < self.max_iter) and bool(
                     self.repeat(*[store[key] for key in self.repeat_inputs])):
-                run_ops([self.op], store, state, batched)
+                if (filtered := run_ops([self.op], store, state, batched)) is not None:
+                    return filtered
                 runs += 1
         return [store[key] for key in self.outputs]
 

@@ -8,6 +8,7 @@ from fe_ray.op.meta_common import SometimesBase, load_wrapped_state, wrapped_sta
 from fe_ray.op.numpyop.meta.meta import check_wrapped, set_rua_levels
 from fe_ray.op.numpyop.numpyop import NumpyOp
 from fe_ray.op.numpyop.randomness import get_rng
+from fe_ray.types import FilteredData
 
 
 class Sometimes(SometimesBase, NumpyOp):
@@ -41,6 +42,10 @@ class Sometimes(SometimesBase, NumpyOp):
         items = [data] if single else list(data)
         if get_rng(state).random() < self.prob:
             result = (self.op.forward_batch if batched else self.op.forward)(self._op_inputs(items), state)
+            if isinstance(result, FilteredData):
+                return result  # the op dropped the sample: so does Sometimes, as in FastEstimator
+            if not self.op.outputs:
+                return None  # an op writing nothing (a RemoveIf that kept the sample)
             results = list(result) if self.op.out_list else [result]
         else:
             results = self._skip(items)
