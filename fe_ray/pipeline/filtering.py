@@ -16,11 +16,17 @@ from typing import Any
 import numpy as np
 
 from fe_ray.op.numpyop.numpyop import NumpyOp, forward_numpyop
-from fe_ray.op.numpyop.randomness import sample_entropy
+from fe_ray.op.numpyop.randomness import pass_entropy, sample_entropy
+from fe_ray.pipeline.batching import Stage, describe
 from fe_ray.pipeline.collation import owned_sample
+from fe_ray.types import FilteredData
 
 #: Tags the replacement stream apart from the shuffle, the augmentation and the batched ops' entropy.
 _REPLACE_TAG = 0x5245504C
+
+#: At least this many batches are tried in a row to replace a filtered batch before giving up (more for a large
+#: dataset: two passes' worth of batches).
+_MIN_BATCH_ATTEMPTS = 100
 
 #: Candidates drawn in a row, all filtered, before giving up, per sample of the dataset read: two rounds of
 #: permutations hold every sample of the dataset at least once, even with the batch's own samples skipped in the
@@ -117,3 +123,115 @@ class Refill:
             misses += 1
             if misses >= self.limit:
                 raise filtered_everything(filtered_by[-1] if filtered_by else None, misses, what, self.where)
+
+
+class FilteringBatches:
+    """The part of :class:`~fe_ray.pipeline.loader.Loader` that runs a batch's ops and replaces or drops what they
+    filter (see the Loader's docstring). The Loader supplies the attributes declared here and the methods
+    ``collate_samples`` and ``finish``."""
+
+    mode: str
+    epoch: int
+    ds_id: str
+    seed: int
+    size: int
+    dataset: Any
+    ops: list[NumpyOp]
+    _main: Stage
+    _random: bool
+
+    def _assemble(self, stage: Stage, ds_id: str, index: int | None,
+                  entries: list[tuple[int, Any, tuple[int, ...] | None]], reader: Callable[[int], Any], size: int,
+                  indices: Any) -> dict[str, np.ndarray] | None:
+        """Run the stage's ops on each planned ``(dataset index, item, entropy)``, replace or drop the filtered
+        samples, collate and finish; None where no sample is left."""
+        state = {"mode": self.mode, "epoch": self.epoch, "ds_id": ds_id}
+        refills: list[Refill] = []
+        samples = []
+        for position, item, entropy in entries:
+            sample = owned_sample(item, f"Dataset item {position}")
+            verdict = forward_numpyop(stage.ops, sample, state, entropy=entropy)
+            if verdict is None:
+                samples.append(sample)
+            elif verdict.replacement:
+                samples.append(self._refill(refills, stage, state, index, reader, size, indices).sample())
+        if not samples:
+            return None  # every sample dropped without replacement: the batch is skipped
+        return self._finished(self.collate_samples(samples, stage), stage, ds_id, index, len(samples), reader, size,
+                              indices, refills)
+
+    def _refill(self, refills: list[Refill], stage: Stage, state: dict[str, Any], index: int | None,
+                reader: Callable[[int], Any], size: int, indices: Any) -> Refill:
+        """The batch's replacement stream, made on first use and kept in ``refills``."""
+        if not refills:
+            entropy = replacement_entropy(self.seed, self.mode, self.ds_id, self.epoch, index)
+            refills.append(Refill(stage.ops, state, reader, size, entropy, [int(i) for i in indices],
+                                  any(op.is_random for op in stage.ops), self._where(index)))
+        return refills[0]
+
+    def _where(self, index: int | None) -> str:
+        return describe(self.mode, self.epoch, self.ds_id) + (f", batch {index}" if index is not None else "")
+
+    def _finished(self, batch: dict[str, Any], stage: Stage, ds_id: str, index: int | None, count: int,
+                  reader: Callable[[int], Any], size: int, indices: Any,
+                  refills: list[Refill] | None = None) -> dict[str, Any] | None:
+        """Run the batched ops on ``batch``; a batch they filter is made again from ``count`` replacement samples
+        until one passes (``replacement=True``), or skipped (None)."""
+        refills = [] if refills is None else refills
+        state = {"mode": self.mode, "epoch": self.epoch, "ds_id": ds_id}
+        filtered_by: list[NumpyOp] = []
+        limit = max(_MIN_BATCH_ATTEMPTS, 2 * -(-size // count))
+        attempt = 0
+        while True:
+            result = self.finish(batch, stage, ds_id, index, attempt, filtered_by)
+            if not isinstance(result, FilteredData):
+                return result
+            if not result.replacement:
+                return None
+            attempt += 1
+            if attempt >= limit:
+                raise filtered_everything(filtered_by[-1], attempt, "batch", self._where(index), "batches")
+            refill = self._refill(refills, stage, state, index, reader, size, indices)
+            batch = self.collate_samples([refill.sample("batch") for _ in range(count)], stage)
+
+    def _dataset_batch(self, within: int, data_pass: int, index: int | None) -> dict[str, np.ndarray] | None:
+        """Batch ``within`` of a dataset of whole batches; if an op filters one of its samples or the batch, another
+        of its batches from the batch's replacement stream (``replacement=True``), or None."""
+        key = (self.seed, self.mode, self.ds_id, self.epoch, data_pass)
+        state = {"mode": self.mode, "epoch": self.epoch, "ds_id": self.ds_id}
+        prefix = pass_entropy(self.seed, self.mode, self.ds_id, self.epoch, data_pass) if self._random else None
+        replacement = replacement_entropy(self.seed, self.mode, self.ds_id, self.epoch, index)
+        candidates: Iterator[int] | None = None
+        filtered_by: list[NumpyOp] = []
+        limit = max(_MIN_BATCH_ATTEMPTS, 2 * self.size)
+        attempt, chosen = 0, within
+        while True:
+            items = self.dataset.batch_samples(chosen, key)
+            if attempt:
+                # A replacement's samples draw apart from the same batch's own appearance in the epoch.
+                prefix = (*replacement, attempt) if self._random else None
+            verdict = None
+            samples = []
+            for number, item in enumerate(items):
+                sample = owned_sample(item, f"Dataset item {number} of batch {chosen}")
+                # Numbered as numbered_items does: unique within the pass, as a batched dataset's batches have equal
+                # sizes.
+                entropy = sample_entropy(prefix, (0 if attempt else chosen * len(items)) + number) \
+                    if prefix is not None else None
+                verdict = forward_numpyop(self.ops, sample, state, entropy=entropy, filtered_by=filtered_by)
+                if verdict is not None:
+                    break  # as FastEstimator, one filtered sample filters its whole batch
+                samples.append(sample)
+            if verdict is None:
+                verdict = self.finish(self.collate_samples(samples, self._main), self._main, self.ds_id, index,
+                                      attempt, filtered_by)
+                if not isinstance(verdict, FilteredData):
+                    return verdict
+            if not verdict.replacement:
+                return None
+            attempt += 1
+            if attempt >= limit:
+                raise filtered_everything(filtered_by[-1], attempt, "batch", self._where(index), "batches")
+            if candidates is None:
+                candidates = candidate_indices(self.size, replacement, [within])
+            chosen = next(candidates)

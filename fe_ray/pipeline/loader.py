@@ -15,16 +15,12 @@ import numpy as np
 
 from fe_ray.op.numpyop.numpyop import NumpyOp, forward_numpyop, may_draw_globally
 from fe_ray.op.numpyop.randomness import pass_entropy, sample_entropy, seeded_globals
-from fe_ray.pipeline.batching import Stage, batch_entropy, describe
+from fe_ray.pipeline.batching import Stage, batch_entropy
 from fe_ray.pipeline.checkpoint import dataset_state, holds_state
-from fe_ray.pipeline.collation import collate, owned_sample
+from fe_ray.pipeline.collation import collate
 from fe_ray.pipeline.composite import SampleRef, interleave_refs, read, stream_refs, unwrap_extended
-from fe_ray.pipeline.filtering import Refill, candidate_indices, filtered_everything, replacement_entropy
+from fe_ray.pipeline.filtering import FilteringBatches
 from fe_ray.types import FilteredData
-
-#: At least this many batches are tried in a row to replace a filtered batch before giving up (more for a large
-#: dataset: two passes' worth of batches).
-_MIN_BATCH_ATTEMPTS = 100
 
 
 def epoch_permutation(seed: int, mode: str, ds_id: str, epoch: int, data_pass: int, size: int) -> np.ndarray:
@@ -38,7 +34,7 @@ def epoch_permutation(seed: int, mode: str, ds_id: str, epoch: int, data_pass: i
     return np.random.default_rng(np.random.SeedSequence(entropy)).permutation(size)
 
 
-class Loader:
+class Loader(FilteringBatches):
     """The batches of one (mode, epoch, ds_id): an iterable of ``{key: np.ndarray}`` dicts, and a context manager.
 
     Batch ``b`` of the epoch is a pure function of its index: it belongs to data pass ``b // batches_per_pass``
@@ -341,102 +337,6 @@ class Loader:
                 entropy = sample_entropy(prefixes[ref.data_pass], ref.number)
             entries.append((ref.index, read(ref), entropy))
         return self._assemble(stage, ds_id, index, entries, reader, size, indices)
-
-    def _assemble(self, stage: Stage, ds_id: str, index: int | None,
-                  entries: list[tuple[int, Any, tuple[int, ...] | None]], reader: Callable[[int], Any], size: int,
-                  indices: Any) -> dict[str, np.ndarray] | None:
-        """Run the stage's ops on each planned ``(dataset index, item, entropy)``, replace or drop the filtered
-        samples, collate and finish; None where no sample is left."""
-        state = {"mode": self.mode, "epoch": self.epoch, "ds_id": ds_id}
-        refills: list[Refill] = []
-        samples = []
-        for position, item, entropy in entries:
-            sample = owned_sample(item, f"Dataset item {position}")
-            verdict = forward_numpyop(stage.ops, sample, state, entropy=entropy)
-            if verdict is None:
-                samples.append(sample)
-            elif verdict.replacement:
-                samples.append(self._refill(refills, stage, state, index, reader, size, indices).sample())
-        if not samples:
-            return None  # every sample dropped without replacement: the batch is skipped
-        return self._finished(self.collate_samples(samples, stage), stage, ds_id, index, len(samples), reader, size,
-                              indices, refills)
-
-    def _refill(self, refills: list[Refill], stage: Stage, state: dict[str, Any], index: int | None,
-                reader: Callable[[int], Any], size: int, indices: Any) -> Refill:
-        """The batch's replacement stream, made on first use and kept in ``refills``."""
-        if not refills:
-            entropy = replacement_entropy(self.seed, self.mode, self.ds_id, self.epoch, index)
-            refills.append(Refill(stage.ops, state, reader, size, entropy, [int(i) for i in indices],
-                                  any(op.is_random for op in stage.ops), self._where(index)))
-        return refills[0]
-
-    def _where(self, index: int | None) -> str:
-        return describe(self.mode, self.epoch, self.ds_id) + (f", batch {index}" if index is not None else "")
-
-    def _finished(self, batch: dict[str, Any], stage: Stage, ds_id: str, index: int | None, count: int,
-                  reader: Callable[[int], Any], size: int, indices: Any,
-                  refills: list[Refill] | None = None) -> dict[str, Any] | None:
-        """Run the batched ops on ``batch``; a batch they filter is made again from ``count`` replacement samples
-        until one passes (``replacement=True``), or skipped (None)."""
-        refills = [] if refills is None else refills
-        state = {"mode": self.mode, "epoch": self.epoch, "ds_id": ds_id}
-        filtered_by: list[NumpyOp] = []
-        limit = max(_MIN_BATCH_ATTEMPTS, 2 * -(-size // count))
-        attempt = 0
-        while True:
-            result = self.finish(batch, stage, ds_id, index, attempt, filtered_by)
-            if not isinstance(result, FilteredData):
-                return result
-            if not result.replacement:
-                return None
-            attempt += 1
-            if attempt >= limit:
-                raise filtered_everything(filtered_by[-1], attempt, "batch", self._where(index), "batches")
-            refill = self._refill(refills, stage, state, index, reader, size, indices)
-            batch = self.collate_samples([refill.sample("batch") for _ in range(count)], stage)
-
-    def _dataset_batch(self, within: int, data_pass: int, index: int | None) -> dict[str, np.ndarray] | None:
-        """Batch ``within`` of a dataset of whole batches; if an op filters one of its samples or the batch, another
-        of its batches from the batch's replacement stream (``replacement=True``), or None."""
-        key = (self.seed, self.mode, self.ds_id, self.epoch, data_pass)
-        state = {"mode": self.mode, "epoch": self.epoch, "ds_id": self.ds_id}
-        prefix = pass_entropy(self.seed, self.mode, self.ds_id, self.epoch, data_pass) if self._random else None
-        replacement = replacement_entropy(self.seed, self.mode, self.ds_id, self.epoch, index)
-        candidates: Iterator[int] | None = None
-        filtered_by: list[NumpyOp] = []
-        limit = max(_MIN_BATCH_ATTEMPTS, 2 * self.size)
-        attempt, chosen = 0, within
-        while True:
-            items = self.dataset.batch_samples(chosen, key)
-            if attempt:
-                # A replacement's samples draw apart from the same batch's own appearance in the epoch.
-                prefix = (*replacement, attempt) if self._random else None
-            verdict = None
-            samples = []
-            for number, item in enumerate(items):
-                sample = owned_sample(item, f"Dataset item {number} of batch {chosen}")
-                # Numbered as numbered_items does: unique within the pass, as a batched dataset's batches have equal
-                # sizes.
-                entropy = sample_entropy(prefix, (0 if attempt else chosen * len(items)) + number) \
-                    if prefix is not None else None
-                verdict = forward_numpyop(self.ops, sample, state, entropy=entropy, filtered_by=filtered_by)
-                if verdict is not None:
-                    break  # as FastEstimator, one filtered sample filters its whole batch
-                samples.append(sample)
-            if verdict is None:
-                verdict = self.finish(self.collate_samples(samples, self._main), self._main, self.ds_id, index,
-                                      attempt, filtered_by)
-                if not isinstance(verdict, FilteredData):
-                    return verdict
-            if not verdict.replacement:
-                return None
-            attempt += 1
-            if attempt >= limit:
-                raise filtered_everything(filtered_by[-1], attempt, "batch", self._where(index), "batches")
-            if candidates is None:
-                candidates = candidate_indices(self.size, replacement, [within])
-            chosen = next(candidates)
 
     def globals_of(self, index: int) -> contextlib.AbstractContextManager[None]:
         """The context in which batch ``index`` is made: where its ops run user code, numpy's and Python's global
