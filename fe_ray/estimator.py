@@ -291,8 +291,10 @@ class Estimator(EstimatorWarmup):
             if begin:
                 self._run_event("on_ds_begin", per_ds, data=Data())  # FastEstimator logs nothing written here
             # Resumed from a checkpoint taken after this dataset's last batch (before on_epoch_end): the Pipeline
-            # has no position left for it, so running the loader would start the epoch over.
-            if length is None or (system.batch_idx or 0) < length:
+            # has no position left for it, so running the loader would start the epoch over. Batches trained and
+            # none left to resume (filtered batches, skipped, make the epoch train fewer than the loader plans).
+            finished = bool(system.batch_idx) and getattr(loader, "start", None) == 0
+            if not finished and (length is None or (system.batch_idx or 0) < length):
                 self._run_batches(eager, ds_id, loader, traces)
         self._run_event("on_ds_end", per_ds, data=epoch_data)
 

@@ -270,3 +270,45 @@ def test_resume_from_a_checkpoint_taken_after_an_epochs_last_training_batch(tmp_
     info = CheckpointStore(directory).manifest(CheckpointStore(directory).latest())["info"]
     assert (info["global_step"], info["mode"], info["batch_idx"]) == (7, "train", 7)
     _assert_same(reference, _run_real_pipeline(directory, interrupt=InterruptEval(armed=False), steps=7))
+
+
+def _run_filtered_pipeline(directory: str | None, interrupt: Trace | None = None,
+                           steps: int | None = None) -> tuple[Any, Any]:
+    """The real Pipeline, whose RemoveIf (no replacement) drops one batch of each training epoch: 7 planned batches,
+    6 trained."""
+    from fe_ray.dataset import NumpyDataset
+    from fe_ray.dataset.data import digits
+    from fe_ray.op.numpyop import Batch, RemoveIf
+    from fe_ray.op.numpyop.univariate import ExpandDims, Minmax
+
+    fe.enable_deterministic(11)
+    train, evaluation = digits.load_data()
+    train = train.subset(np.arange(200))
+    train = NumpyDataset({"x": train["x"], "y": train["y"], "idx": np.arange(200)})
+    evaluation = evaluation.subset(np.arange(64))
+    evaluation = NumpyDataset({"x": evaluation["x"], "y": evaluation["y"], "idx": np.arange(64)})
+    # A batch filter after the Batch op drops the (shuffled) batch holding sample 0.
+    pipeline = fe.Pipeline(train_data=train, eval_data=evaluation, shuffle_seed=5,
+                           ops=[ExpandDims("x", "x", axis=0), Minmax("x", "x"), Batch(batch_size=32),
+                                RemoveIf(lambda idx: bool(np.any(idx == 0)), replacement=False, inputs="idx",
+                                         mode="train")])
+    model = torch_mlp(seed=11)
+    traces: list[Any] = [Accuracy("y", "y_pred"), interrupt or Interrupt()]
+    if directory is not None:
+        traces.append(RestoreWizard(directory, steps=steps))
+    estimator = fe.Estimator(pipeline, classifier_network(model), epochs=2, traces=traces, log_steps=3)
+    return estimator.fit(), model
+
+
+def test_resume_after_an_epochs_last_batch_when_a_filtered_batch_was_skipped(tmp_path) -> None:
+    """A batch emptied by a filter is skipped, so an epoch trains fewer steps than the loader plans. A checkpoint
+    after its last training batch must still resume at the epoch's end (the Pipeline keeps no position for a finished
+    epoch), not train the epoch again."""
+    reference = _run_filtered_pipeline(None)
+    assert reference[0].history["train"]["ce"] and max(reference[0].history["train"]["ce"]) == 12
+    directory = str(tmp_path / "ckpt")
+    with pytest.raises(Interrupted):
+        _run_filtered_pipeline(directory, interrupt=InterruptEval(), steps=6)
+    info = CheckpointStore(directory).manifest(CheckpointStore(directory).latest())["info"]
+    assert (info["global_step"], info["mode"], info["batch_idx"]) == (6, "train", 6)
+    _assert_same(reference, _run_filtered_pipeline(directory, interrupt=InterruptEval(armed=False), steps=6))
