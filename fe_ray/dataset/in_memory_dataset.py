@@ -15,9 +15,11 @@ from fe_ray.dataset.summary import DatasetSummary, key_summaries
 class InMemoryDataset(ImmutableDataset):
     """A map-style dataset over ``{index: {key: value}}``, as FastEstimator's ``InMemoryDataset``.
 
-    Sample ``i`` is (a new dict holding) ``data[i]``; a key (``dataset["y"]``) returns that key's value for every
+    Sample ``i`` is the row ``data[i]`` itself, as in FastEstimator: ``dataset[i]["y"] = label`` (or adding or
+    removing a key of that row) changes the dataset. A key (``dataset["y"]``) returns that key's value for every
     sample, as a list (an array when the values are arrays). The file datasets (CSVDataset, DirDataset,
-    LabeledDirDataset) keep their rows this way.
+    LabeledDirDataset) keep their rows this way. (A Pipeline copies each sample before its ops run, so ops never
+    change the rows.)
 
     The rows must not be changed once the dataset is in a Pipeline: Pipelines rely on the dataset being immutable,
     which is why :meth:`state_dict` is empty. (:meth:`split` takes rows out and ``dataset[key] = values`` edits them,
@@ -58,7 +60,8 @@ class InMemoryDataset(ImmutableDataset):
         return len(self.data)
 
     def __getitem__(self, index: int | str) -> dict[str, Any] | list[Any] | np.ndarray:
-        """Return sample ``index`` (negative indices count from the end) as a new dict, or every value of a key.
+        """Return row ``index`` (negative indices count from the end; the stored dict, so edits of it change the
+        dataset, as in FastEstimator), or every value of a key.
 
         Raises:
             IndexError: If ``index`` is out of range.
@@ -79,8 +82,7 @@ class InMemoryDataset(ImmutableDataset):
         index = int(index)
         if not -size <= index < size:
             raise IndexError(f"{name} index {index} out of range for {size} samples.")
-        # A new dict: a caller adding keys to the sample must not add them to the dataset's row.
-        return dict(self.data[index % size])
+        return self.data[index % size]
 
     def __setitem__(self, key: int | str, value: Any) -> None:
         """Edit the rows in place, as FastEstimator's ``InMemoryDataset`` allows (before building the Pipeline).
@@ -106,8 +108,10 @@ class InMemoryDataset(ImmutableDataset):
                                 f"{type(value).__name__}.")
             if len(value) != size:
                 raise ValueError(f"{name}[{key!r}] = ... needs {size} values (one per row), got {len(value)}.")
-            # New row dicts: rows may be shared with a dataset split off earlier (``_new_like`` shares them).
-            self.data = {index: {**row, key: value[index]} for index, row in self.data.items()}
+            # Into the rows themselves, as FastEstimator: a sample read before sees the new key too. (A split
+            # moves rows, so no other dataset holds them.)
+            for index, row in self.data.items():
+                row[key] = value[index]
             return
         if not isinstance(key, (int, np.integer)) or isinstance(key, bool):
             raise TypeError(f"{name}[...] = ... takes a key (a column) or an int (a row), got {type(key).__name__}: "
@@ -118,7 +122,8 @@ class InMemoryDataset(ImmutableDataset):
         if not isinstance(value, Mapping) or not all(isinstance(field, str) for field in value):
             raise TypeError(f"{name}[{index}] = ... needs a {{key: value}} dict with string keys, got "
                             f"{type(value).__name__}.")
-        self.data = {**self.data, index % size: dict(value)}
+        # The given dict itself when it is one, as FastEstimator stores it (later edits of it edit the row).
+        self.data = {**self.data, index % size: value if isinstance(value, dict) else dict(value)}
 
     def keys(self) -> list[str]:
         """The keys of the samples (those of the first row; empty for an empty dataset)."""
@@ -126,7 +131,7 @@ class InMemoryDataset(ImmutableDataset):
 
     def _new_like(self, rows: list[dict[str, Any]]) -> InMemoryDataset:
         """A dataset of the same class holding ``rows``, with this one's other attributes (e.g. a label mapping)."""
-        result = copy.copy(self)  # shallow: rows are shared, never edited; attributes like parent_path carry over
+        result = copy.copy(self)  # attributes like parent_path carry over; the rows move to it (split)
         result.data = dict(enumerate(rows))
         return result
 

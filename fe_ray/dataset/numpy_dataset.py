@@ -28,13 +28,79 @@ def _as_sample_array(value: Any) -> np.ndarray:
     return np.asarray(value)
 
 
+class NumpySample(dict):
+    """Sample ``index`` of a :class:`NumpyDataset`: a dict whose writes go into the dataset too.
+
+    FastEstimator's ``dataset[i]`` is the dict the dataset stores, so ``dataset[i]["y"] = label`` changes the dataset
+    (FastEstimator's apphub corrupts labels this way); a NumpyDataset stores one array per key, so its samples are
+    made on each read and write a changed value back instead. A value must fit the key's samples (the same shape;
+    another dtype widens the key's array); keys cannot be added to or removed from one sample, since every sample of
+    a NumpyDataset has the same keys (``dataset[key] = column`` adds a key to all of them).
+
+    Copies (``dict(sample)``, ``copy.copy``, ``copy.deepcopy``, pickling) are plain dicts, detached from the dataset,
+    so a Pipeline, a DataLoader's collate or a Ray task working on a copy never writes into the dataset.
+    """
+
+    __slots__ = ("_dataset", "_index", "_generation")
+
+    def __init__(self, values: dict[str, Any], dataset: NumpyDataset, index: int) -> None:
+        super().__init__(values)
+        self._dataset = dataset
+        self._index = index
+        self._generation = getattr(dataset, "_generation", 0)
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        # The dataset first: a value it refuses leaves both unchanged.
+        self._dataset._write_entry(self._index, key, value, self._generation)
+        dict.__setitem__(self, key, value)
+
+    def __delitem__(self, key: str) -> None:
+        self._refuse_removal(key)
+
+    def pop(self, key: str, *default: Any) -> Any:
+        if key not in self and default:
+            return default[0]
+        self._refuse_removal(key)
+
+    def popitem(self) -> tuple[str, Any]:
+        self._refuse_removal(next(iter(self), None))
+
+    def clear(self) -> None:
+        if self:
+            self._refuse_removal(next(iter(self)))
+
+    def setdefault(self, key: str, default: Any = None) -> Any:
+        if key not in self:
+            self[key] = default
+        return dict.__getitem__(self, key)
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        for key, value in dict(*args, **kwargs).items():
+            self[key] = value
+
+    def __ior__(self, other: Any) -> NumpySample:
+        self.update(other)
+        return self
+
+    def __reduce__(self) -> tuple[type, tuple[dict[str, Any]]]:
+        # Copies and pickles are plain dicts: carrying the dataset along would copy (or ship) all of it, and a copy
+        # that writes back would let a collate function or a task change the dataset.
+        return dict, (dict(self),)
+
+    def _refuse_removal(self, key: Any) -> None:
+        raise ValueError(f"NumpyDataset sample {self._index}: cannot remove key {key!r} from one sample, as every "
+                         f"sample of a NumpyDataset has the keys {sorted(self._dataset.data)}; build the dataset "
+                         "without that key, or copy the sample (dict(sample)) to edit it apart from the dataset.")
+
+
 class NumpyDataset(ImmutableDataset):
     """A map-style dataset: sample ``i`` is ``{key: array[i] for key, array in data.items()}``.
 
     The arrays are kept as given (no copy) and must not be modified afterwards: Pipelines rely on the dataset being
     immutable, which is also why :meth:`state_dict` is empty. (:meth:`split` takes samples out and ``dataset[key] =
     values`` edits it, as FastEstimator's do: call them before the dataset goes into a Pipeline; a row edit copies the
-    arrays first, so the caller's arrays stay as they were.)
+    arrays first, so the caller's arrays stay as they were.) A sample is a :class:`NumpySample`, so
+    ``dataset[i]["y"] = label`` changes sample ``i`` too, as FastEstimator's stored sample dicts do.
 
     A key given as a list (or tuple) gives each sample its list entry as it is, as FastEstimator does (Python
     ``int`` / ``float`` / ``str`` values, a list for a list entry), and ``dataset[key]`` returns the entries as a
@@ -75,6 +141,8 @@ class NumpyDataset(ImmutableDataset):
         self._lists = lists
         self._size = next(iter(lengths.values()))
         self._owned: set[str] = set()  # keys whose arrays this dataset copied (row edits may write into them)
+        # Bumped when the samples are renumbered (a split): a sample read before can no longer write back.
+        self._generation = 0
 
     def __len__(self) -> int:
         return self._size
@@ -88,6 +156,9 @@ class NumpyDataset(ImmutableDataset):
     def __getitem__(self, index: int | str) -> dict[str, Any] | np.ndarray:
         """Return sample ``index`` (negative indices count from the end) as a new dict of array views; a key
         (``dataset["y"]``) returns that key's whole array, as FastEstimator's in-memory datasets do.
+
+        The sample is a :class:`NumpySample`: ``dataset[i]["y"] = value`` changes the dataset, as it does in
+        FastEstimator (whose ``dataset[i]`` is the stored dict).
 
         Raises:
             IndexError: If ``index`` is out of range.
@@ -108,7 +179,8 @@ class NumpyDataset(ImmutableDataset):
         if not -self._size <= index < self._size:
             raise IndexError(f"NumpyDataset index {index} out of range for {self._size} samples.")
         lists = self._lists
-        return {key: lists[key][index] if key in lists else array[index] for key, array in self.data.items()}
+        return NumpySample({key: lists[key][index] if key in lists else array[index]
+                            for key, array in self.data.items()}, self, index % self._size)
 
     def __setitem__(self, key: int | str, value: Any) -> None:
         """Edit the dataset in place, as FastEstimator's in-memory datasets allow (before it goes into a Pipeline).
@@ -156,30 +228,61 @@ class NumpyDataset(ImmutableDataset):
         if set(value) != set(self.data):
             raise ValueError(f"NumpyDataset[{index}] = ... needs the dataset's keys {sorted(self.data)}, got "
                              f"{sorted(value, key=str)}; set a new key for every sample with dataset[key] = column.")
-        data = dict(self.data)
-        owned = set(getattr(self, "_owned", set()))
-        for name, array in data.items():
-            entry = value[name]
-            if array.dtype == object and array.ndim == 1:  # one object per sample: any shape fits
-                if name not in owned:
-                    array = array.copy()
-                array[index] = entry
-            else:
-                entry_array = np.asarray(entry)
-                if entry_array.shape != array.shape[1:]:
-                    raise ValueError(f"NumpyDataset[{index}][{name!r}] has shape {entry_array.shape}, but the key's "
-                                     f"samples have shape {array.shape[1:]}; give a value of that shape.")
-                wide = np.promote_types(array.dtype, entry_array.dtype)
-                if wide != array.dtype or name not in owned:
-                    # Copy once (the given arrays belong to the caller), widening where the value needs it.
-                    array = array.astype(wide, copy=True)
-                array[index] = entry_array
-            data[name] = array
-            owned.add(name)
-        self.data = data
-        self._owned = owned
-        for name, entries in self._lists.items():
-            entries[index] = value[name]
+        for name in self.data:  # every value checked before any is stored: a refused row changes nothing
+            self._check_entry(index, name, value[name])
+        for name in self.data:
+            self._store_entry(index, name, value[name])
+
+    def _check_entry(self, index: int, key: str, entry: Any) -> None:
+        """Raise if ``entry`` cannot be sample ``index``'s value of ``key`` (a key's samples share one shape)."""
+        array = self.data[key]
+        if array.dtype == object and array.ndim == 1:  # one object per sample: any shape fits
+            return
+        shape = np.shape(entry)
+        if shape != array.shape[1:]:
+            raise ValueError(f"NumpyDataset[{index}][{key!r}] has shape {shape}, but the key's samples have shape "
+                             f"{array.shape[1:]}; give a value of that shape.")
+
+    def _store_entry(self, index: int, key: str, entry: Any) -> None:
+        """Make ``entry`` (checked by :meth:`_check_entry`) sample ``index``'s value of ``key``."""
+        array = self.data[key]
+        owned = getattr(self, "_owned", set())
+        if array.dtype == object and array.ndim == 1:
+            if key not in owned:
+                array = array.copy()
+            array[index] = entry
+        else:
+            entry_array = np.asarray(entry)
+            wide = np.promote_types(array.dtype, entry_array.dtype)
+            if wide != array.dtype or key not in owned:
+                # Copy once (the given arrays belong to the caller), widening where the value needs it.
+                array = array.astype(wide, copy=True)
+            array[index] = entry_array
+        if array is not self.data[key]:
+            # A new dict, not an edit of the current one: a caller holding ``dataset.data`` keeps what it had.
+            self.data = {**self.data, key: array}
+        self._owned = owned | {key}
+        entries = self._lists.get(key)
+        if entries is not None:
+            entries[index] = entry
+
+    def _write_entry(self, index: int, key: str, value: Any, generation: int) -> None:
+        """Set sample ``index``'s value of ``key``: a write into a :class:`NumpySample` read in ``generation``.
+
+        Raises:
+            ValueError: If the samples were renumbered (split) since the sample was read, ``key`` is not one of the
+                dataset's keys, or ``value`` does not fit the key's samples.
+        """
+        if generation != getattr(self, "_generation", 0):
+            raise ValueError(f"NumpyDataset sample {index} was read before dataset.split() renumbered the samples, so "
+                             "it no longer knows which sample it is; read it again (dataset[i]) and write into that.")
+        if key not in self.data:
+            raise ValueError(f"NumpyDataset sample {index}: cannot add key {key!r} to one sample, as every sample of "
+                             f"a NumpyDataset has the same keys {sorted(self.data)}; add it to every sample with "
+                             f"dataset[{key!r}] = values (one per sample), or copy the sample (dict(sample)) to edit "
+                             "it apart from the dataset.")
+        self._check_entry(index, key, value)
+        self._store_entry(index, key, value)
 
     def get_batch(self, indices: Sequence[int] | np.ndarray) -> dict[str, np.ndarray]:
         """Return the samples at ``indices`` stacked along a new leading axis, in one fancy-indexing call.
@@ -209,6 +312,7 @@ class NumpyDataset(ImmutableDataset):
         self._lists = lists
         self._size = int(indices.size)
         self._owned = set(self.data)  # fancy indexing copied them: row edits need no further copy
+        self._generation = getattr(self, "_generation", -1) + 1  # samples read before no longer write back
 
     def _take(self, indices: np.ndarray) -> NumpyDataset:
         return self.subset(indices)

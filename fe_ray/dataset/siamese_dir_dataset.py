@@ -122,7 +122,7 @@ class SiameseDirDataset(LabeledDirDataset):
         return self._pair(index, np.random.default_rng(np.random.SeedSequence(entropy)))
 
     def _pair(self, index: int, rng: np.random.Generator) -> dict[str, Any]:
-        sample: dict[str, Any] = super().__getitem__(index)  # type: ignore[assignment]
+        sample = dict(super().__getitem__(index))  # a new pair: the stored row stays as it is
         index = int(index) % len(self.data)
         label = sample[self.label_key]
         if rng.random() < self.percent_matching_data:
