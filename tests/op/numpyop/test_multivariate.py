@@ -92,7 +92,7 @@ def test_random_crop_keeps_image_and_mask_aligned_and_reaches_every_window() -> 
 
 
 @pytest.mark.parametrize("kwargs, error, match", [
-    ({"image_in": "x", "bbox_in": "boxes"}, ValueError, r"got bbox_in='boxes'.*bounding boxes and keypoints are not"),
+    ({"image_in": "x", "bbox_in": "boxes"}, ValueError, r"moves bounding boxes given bbox_in, bbox_params and .*None"),
     ({"image_in": "x", "keypoint_params": "xy"}, ValueError, "keypoint_params='xy'"),
     ({}, ValueError, "needs at least one of image_in, mask_in or masks_in"),
 ])

@@ -205,7 +205,7 @@ def test_crop_non_empty_errors() -> None:
         CropNonEmptyMaskIfExists(2, 2, ignore_channels=[-1], mask_in="m")
     with pytest.raises(ValueError, match="height must be a positive int, got 0"):
         CropNonEmptyMaskIfExists(0, 2, mask_in="m")
-    with pytest.raises(ValueError, match="bounding boxes and keypoints are not supported"):
+    with pytest.raises(ValueError, match="moves bounding boxes given bbox_in, bbox_params and image_in"):
         CropNonEmptyMaskIfExists(2, 2, mask_in="m", bbox_in="b")
     with pytest.raises(ValueError, match="does not fit the 3x3 input"):
         CropNonEmptyMaskIfExists(4, 2, mask_in="m").forward(np.ones((3, 3)), {})
@@ -299,7 +299,7 @@ def test_random_crop_from_borders_zero_is_identity_and_full_keeps_a_pixel() -> N
     ({"crop_left": 1.5}, "crop_left must be a fraction in \\[0, 1\\], got 1.5"),
     ({"crop_top": -0.1}, "crop_top must .* got -0.1"), ({"crop_bottom": "a"}, "got 'a'"),
     ({"crop_left": 0.6, "crop_right": 0.5}, "crop_left \\+ crop_right must be at most 1 .* got 0.6 \\+ 0.5"),
-    ({"keypoints_in": "k"}, "bounding boxes and keypoints are not supported"),
+    ({"keypoints_in": "k"}, "keypoints_in='k'.*fe_ray moves keypoints only in CenterCrop, Crop, CropNonEmpty"),
 ])
 def test_random_crop_from_borders_bad_arguments(kwargs: dict[str, Any], match: str) -> None:
     with pytest.raises(ValueError, match=match):

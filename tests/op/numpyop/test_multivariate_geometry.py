@@ -237,7 +237,7 @@ def test_non_random_ops_are_not_marked_random() -> None:
     (lambda: Resize(2, 3, interpolation=2, image_in="x"), r"Resize interpolation must be 0 \(cv2.INTER_NEAREST\) or 1"),
     (lambda: LongestMaxSize(interpolation=3, image_in="x"), "not implement OpenCV's cubic, area or Lanczos"),
     (lambda: SmallestMaxSize(max_size=-1, image_in="x"), "SmallestMaxSize max_size must be a positive int"),
-    (lambda: LongestMaxSize(image_in="x", bbox_in="b"), "bounding boxes and keypoints are not supported"),
+    (lambda: LongestMaxSize(image_in="x", bbox_in="b"), "LongestMaxSize moves bounding boxes given bbox_in, bbox_"),
     (lambda: RandomScale(1.0, image_in="x"), r"scale factors \[0, 2\], but they must be positive"),
     (lambda: RandomScale((0.2, None), image_in="x"), r"RandomScale scale_limit must be a number a .*pair of numbers"),
     (lambda: RandomSizedCrop((3, 2), 4, 4, image_in="x"), r"min_max_height must be a pair of positive ints"),

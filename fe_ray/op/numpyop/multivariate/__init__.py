@@ -1,6 +1,7 @@
 """Ops that transform an image together with its masks (``fe.op.numpyop.multivariate``)."""
 
 from fe_ray.op.numpyop.multivariate.affine import Affine
+from fe_ray.op.numpyop.multivariate.bbox_crop import BBoxSafeRandomCrop, RandomCropNearBBox, RandomSizedBBoxSafeCrop
 from fe_ray.op.numpyop.multivariate.crop import CenterCrop, Crop, RandomCrop
 from fe_ray.op.numpyop.multivariate.crop_and_pad import CropAndPad
 from fe_ray.op.numpyop.multivariate.crop_from_borders import RandomCropFromBorders
@@ -19,15 +20,18 @@ from fe_ray.op.numpyop.multivariate.shift_scale_rotate import ShiftScaleRotate
 from fe_ray.op.numpyop.multivariate.transpose import RandomRotate90, Transpose
 from fe_ray.util.module_aliases import register_module_aliases
 
-__all__ = ["Affine", "CenterCrop", "Crop", "CropAndPad", "CropNonEmptyMaskIfExists", "ElasticTransform", "Flip",
-           "GridDistortion", "HorizontalFlip", "LongestMaxSize", "MaskDropout", "MultiVariateOp", "OpticalDistortion",
-           "PadIfNeeded", "RandomCrop", "RandomCropFromBorders", "RandomGridShuffle", "RandomResizedCrop",
-           "RandomRotate90", "RandomScale", "RandomSizedCrop", "ReadMat", "Resize", "Rotate", "ShiftScaleRotate",
+__all__ = ["Affine", "BBoxSafeRandomCrop", "CenterCrop", "Crop", "CropAndPad", "CropNonEmptyMaskIfExists",
+           "ElasticTransform", "Flip", "GridDistortion", "HorizontalFlip", "LongestMaxSize", "MaskDropout",
+           "MultiVariateOp", "OpticalDistortion", "PadIfNeeded", "RandomCrop", "RandomCropFromBorders",
+           "RandomCropNearBBox", "RandomGridShuffle", "RandomResizedCrop", "RandomRotate90", "RandomScale",
+           "RandomSizedBBoxSafeCrop", "RandomSizedCrop", "ReadMat", "Resize", "Rotate", "ShiftScaleRotate",
            "SmallestMaxSize", "Transpose", "VerticalFlip"]
 
 # FastEstimator's one-module-per-op paths (``...multivariate.horizontal_flip.HorizontalFlip``), served by the modules
 # above.
 register_module_aliases(__name__, {
+    "bbox_safe_random_crop": "BBoxSafeRandomCrop", "random_crop_near_bbox": "RandomCropNearBBox",
+    "random_sized_bbox_safe_crop": "RandomSizedBBoxSafeCrop",
     "center_crop": "CenterCrop", "crop_non_empty_mask_if_exists": "CropNonEmptyMaskIfExists",
     "elastic_transform": "ElasticTransform", "grid_distortion": "GridDistortion", "horizontal_flip": "HorizontalFlip",
     "longest_max_size": "LongestMaxSize", "optical_distortion": "OpticalDistortion", "random_crop": "RandomCrop",

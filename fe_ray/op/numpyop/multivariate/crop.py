@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from fe_ray.op.numpyop.multivariate.multivariate import MultiVariateOp, check_size
+from fe_ray.op.numpyop.multivariate.multivariate import MultiVariateOp, check_size, translate_scale
 from fe_ray.op.numpyop.randomness import get_rng
 
 Window = tuple[int, int]  # (top, left)
@@ -39,6 +39,9 @@ class _Crop(MultiVariateOp):
         top, left = params
         return image[top:top + self.height, left:left + self.width].copy()
 
+    def box_map(self, params: Window, height: int, width: int) -> np.ndarray:
+        return translate_scale(tx=-params[1], ty=-params[0])
+
 
 class CenterCrop(_Crop):
     """Cut the central ``height`` x ``width`` window (an odd margin leaves its extra pixel after the window).
@@ -46,9 +49,10 @@ class CenterCrop(_Crop):
     Args:
         height: The height of the crop.
         width: The width of the crop.
-        mode, ds_id, image_in, mask_in, masks_in, image_out, mask_out, masks_out: See
-            :class:`~fe_ray.op.numpyop.multivariate.multivariate.MultiVariateOp` (bounding boxes and keypoints are
-            not supported).
+        mode, ds_id, image_in, mask_in, masks_in, bbox_in, keypoints_in, image_out, mask_out, masks_out, bbox_out,
+            keypoints_out, bbox_params, keypoint_params: See
+            :class:`~fe_ray.op.numpyop.multivariate.multivariate.MultiVariateOp` (boxes and keypoints move with the
+            image).
 
     Raises:
         ValueError: If ``height`` or ``width`` is not a positive int, or (when running) exceeds the input's.
@@ -68,9 +72,10 @@ class RandomCrop(_Crop):
     Args:
         height: The height of the crop.
         width: The width of the crop.
-        mode, ds_id, image_in, mask_in, masks_in, image_out, mask_out, masks_out: See
-            :class:`~fe_ray.op.numpyop.multivariate.multivariate.MultiVariateOp` (bounding boxes and keypoints are
-            not supported).
+        mode, ds_id, image_in, mask_in, masks_in, bbox_in, keypoints_in, image_out, mask_out, masks_out, bbox_out,
+            keypoints_out, bbox_params, keypoint_params: See
+            :class:`~fe_ray.op.numpyop.multivariate.multivariate.MultiVariateOp` (boxes and keypoints move with the
+            image).
 
     Raises:
         ValueError: If ``height`` or ``width`` is not a positive int, or (when running) exceeds the input's.
@@ -92,9 +97,10 @@ class Crop(MultiVariateOp):
         y_min: The first row of the region.
         x_max: One past the last column of the region.
         y_max: One past the last row of the region.
-        mode, ds_id, image_in, mask_in, masks_in, image_out, mask_out, masks_out: See
-            :class:`~fe_ray.op.numpyop.multivariate.multivariate.MultiVariateOp` (bounding boxes and keypoints are
-            not supported).
+        mode, ds_id, image_in, mask_in, masks_in, bbox_in, keypoints_in, image_out, mask_out, masks_out, bbox_out,
+            keypoints_out, bbox_params, keypoint_params: See
+            :class:`~fe_ray.op.numpyop.multivariate.multivariate.MultiVariateOp` (boxes and keypoints move with the
+            image).
 
     Raises:
         ValueError: If a coordinate is not a non-negative int or the region is empty; when running, if the region
@@ -128,3 +134,6 @@ class Crop(MultiVariateOp):
 
     def apply(self, image: np.ndarray, params: None) -> np.ndarray:
         return image[self.y_min:self.y_max, self.x_min:self.x_max].copy()
+
+    def box_map(self, params: None, height: int, width: int) -> np.ndarray:
+        return translate_scale(tx=-self.x_min, ty=-self.y_min)

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from fe_ray.op.numpyop.multivariate.multivariate import MultiVariateOp
+from fe_ray.op.numpyop.multivariate.multivariate import MultiVariateOp, translate_scale
 from fe_ray.op.numpyop.randomness import get_rng
 
 # The axes Flip mirrors for each of its three equally likely choices (OpenCV flip codes -1, 0, 1).
@@ -24,6 +24,12 @@ class HorizontalFlip(MultiVariateOp):
         # A copy, not a negative-stride view: torch.from_numpy rejects those when the batch becomes a tensor.
         return np.ascontiguousarray(image[:, ::-1])
 
+    def box_map(self, params: Any, height: int, width: int) -> np.ndarray:
+        return translate_scale(sx=-1.0, tx=width)
+
+    def keypoint_map(self, params: Any, height: int, width: int) -> np.ndarray:
+        return translate_scale(sx=-1.0, tx=width - 1)  # keypoints are pixel indices: column 0 <-> width - 1
+
 
 class VerticalFlip(MultiVariateOp):
     """Mirror the image and masks top to bottom (around the horizontal axis), every time it runs.
@@ -34,6 +40,12 @@ class VerticalFlip(MultiVariateOp):
 
     def apply(self, image: np.ndarray, params: Any) -> np.ndarray:
         return np.ascontiguousarray(image[::-1])
+
+    def box_map(self, params: Any, height: int, width: int) -> np.ndarray:
+        return translate_scale(sy=-1.0, ty=height)
+
+    def keypoint_map(self, params: Any, height: int, width: int) -> np.ndarray:
+        return translate_scale(sy=-1.0, ty=height - 1)
 
 
 class Flip(MultiVariateOp):
@@ -53,3 +65,15 @@ class Flip(MultiVariateOp):
 
     def apply(self, image: np.ndarray, params: tuple[int, ...]) -> np.ndarray:
         return np.flip(image, axis=params).copy()  # C-ordered, so torch.from_numpy accepts it
+
+    def box_map(self, params: tuple[int, ...], height: int, width: int) -> np.ndarray:
+        return self._map(params, height, width)
+
+    def keypoint_map(self, params: tuple[int, ...], height: int, width: int) -> np.ndarray:
+        return self._map(params, height - 1, width - 1)  # keypoints are pixel indices
+
+    @staticmethod
+    def _map(params: tuple[int, ...], far_y: float, far_x: float) -> np.ndarray:
+        flip_x, flip_y = 1 in params, 0 in params
+        return translate_scale(sx=-1.0 if flip_x else 1.0, sy=-1.0 if flip_y else 1.0, tx=far_x if flip_x else 0.0,
+                               ty=far_y if flip_y else 0.0)

@@ -58,9 +58,10 @@ class CropNonEmptyMaskIfExists(_Crop):
         ignore_values: Mask values that count as background besides 0 (e.g. ``[5]`` if 5 marks the background).
         ignore_channels: Channels of a ``(height, width, channels)`` mask that do not count (e.g. ``[0]`` for a
             background channel).
-        mode, ds_id, image_in, mask_in, masks_in, image_out, mask_out, masks_out: See
-            :class:`~fe_ray.op.numpyop.multivariate.multivariate.MultiVariateOp` (bounding boxes and keypoints are
-            not supported).
+        mode, ds_id, image_in, mask_in, masks_in, bbox_in, keypoints_in, image_out, mask_out, masks_out, bbox_out,
+            keypoints_out, bbox_params, keypoint_params: See
+            :class:`~fe_ray.op.numpyop.multivariate.multivariate.MultiVariateOp` (boxes and keypoints move with the
+            image).
 
     Raises:
         ValueError: If ``height`` or ``width`` is not a positive int, ``ignore_values`` is not a list of ints,

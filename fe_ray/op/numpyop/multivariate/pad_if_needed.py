@@ -15,7 +15,7 @@ from fe_ray.op.numpyop.multivariate.border import (
     check_border_mode,
     fill_array,
 )
-from fe_ray.op.numpyop.multivariate.multivariate import MultiVariateOp, check_size
+from fe_ray.op.numpyop.multivariate.multivariate import MultiVariateOp, check_size, translate_scale
 
 Padding = tuple[int, int, int, int]  # (top, bottom, left, right)
 
@@ -51,9 +51,10 @@ class PadIfNeeded(MultiVariateOp):
             ``BORDER_WRAP`` (tile) or 4 ``BORDER_REFLECT_101`` (mirror around the edge pixel; the default).
         value: The image's fill for a constant border (None: 0); a number or one per channel.
         mask_value: The masks' fill for a constant border (None: 0).
-        mode, ds_id, image_in, mask_in, masks_in, image_out, mask_out, masks_out: See
-            :class:`~fe_ray.op.numpyop.multivariate.multivariate.MultiVariateOp` (bounding boxes and keypoints are
-            not supported).
+        mode, ds_id, image_in, mask_in, masks_in, bbox_in, keypoints_in, image_out, mask_out, masks_out, bbox_out,
+            keypoints_out, bbox_params, keypoint_params: See
+            :class:`~fe_ray.op.numpyop.multivariate.multivariate.MultiVariateOp` (boxes and keypoints move with the
+            image).
 
     Raises:
         ValueError: If a minimum size is not a positive int or ``border_mode`` is not a known flag.
@@ -84,3 +85,6 @@ class PadIfNeeded(MultiVariateOp):
 
     def apply_to_mask(self, mask: np.ndarray, params: Padding) -> np.ndarray:
         return pad_array(mask, params, self.border_mode, self.mask_value)
+
+    def box_map(self, params: Padding, height: int, width: int) -> np.ndarray:
+        return translate_scale(tx=params[2], ty=params[0])  # boxes keep their pixels; the border holds no copies

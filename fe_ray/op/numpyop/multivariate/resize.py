@@ -13,10 +13,10 @@ from fe_ray.op.numpyop.multivariate.interpolation import (
     check_interpolation,
     resize_array,
 )
-from fe_ray.op.numpyop.multivariate.multivariate import MultiVariateOp, check_range, check_size
+from fe_ray.op.numpyop.multivariate.multivariate import MultiVariateOp, check_range, check_size, translate_scale
 from fe_ray.op.numpyop.randomness import get_rng
 
-Size = tuple[int, int]  # (height, width) of the output
+Size = tuple[Any, ...]  # (height, width) of the output, then the nominal scale factor where the op has one
 
 
 class _Rescale(MultiVariateOp):
@@ -39,6 +39,16 @@ class _Rescale(MultiVariateOp):
     def apply_to_mask(self, mask: np.ndarray, params: Size) -> np.ndarray:
         return resize_array(mask, params[0], params[1], INTER_NEAREST)
 
+    def box_map(self, params: Size, height: int, width: int) -> np.ndarray:
+        return translate_scale(sx=params[1] / width, sy=params[0] / height)
+
+    def keypoint_map(self, params: tuple[Any, ...], height: int, width: int) -> np.ndarray:
+        # albumentations scales keypoints by the nominal factor (params[2]) where the op has one, not by the rounded
+        # output size.
+        if len(params) > 2:
+            return translate_scale(sx=params[2], sy=params[2])
+        return self.box_map(params, height, width)
+
 
 class Resize(_Rescale):
     """Resize the image and masks to ``height`` x ``width`` (the aspect ratio may change).
@@ -51,9 +61,10 @@ class Resize(_Rescale):
         width: The width of the output.
         interpolation: The image's interpolation, an OpenCV flag: 0 ``cv2.INTER_NEAREST`` or 1 ``cv2.INTER_LINEAR``
             (the default). OpenCV's cubic, area and Lanczos modes are not available in fe_ray.
-        mode, ds_id, image_in, mask_in, masks_in, image_out, mask_out, masks_out: See
-            :class:`~fe_ray.op.numpyop.multivariate.multivariate.MultiVariateOp` (bounding boxes and keypoints are
-            not supported).
+        mode, ds_id, image_in, mask_in, masks_in, bbox_in, keypoints_in, image_out, mask_out, masks_out, bbox_out,
+            keypoints_out, bbox_params, keypoint_params: See
+            :class:`~fe_ray.op.numpyop.multivariate.multivariate.MultiVariateOp` (boxes and keypoints move with the
+            image).
 
     Raises:
         ValueError: If ``height`` or ``width`` is not a positive int, or ``interpolation`` is not 0 or 1.
@@ -74,9 +85,10 @@ class Resize(_Rescale):
         return self.height, self.width
 
 
-def _scaled_size(height: int, width: int, scale: float) -> Size:
+def _scaled_size(height: int, width: int, scale: float) -> tuple[int, int, float]:
     # Python's round (half to even) as albumentations uses; a side that would vanish keeps one pixel (cv2 would fail).
-    return max(1, round(height * scale)), max(1, round(width * scale))
+    # The factor rides along for the keypoints.
+    return max(1, round(height * scale)), max(1, round(width * scale)), scale
 
 
 class _SideRescale(_Rescale):
@@ -102,7 +114,7 @@ class _SideRescale(_Rescale):
             self.max_size = check_size(max_size, "max_size", name)
         self.is_random = isinstance(self.max_size, list)  # type: ignore[misc]
 
-    def get_params(self, height: int, width: int, state: dict[str, Any]) -> Size:
+    def get_params(self, height: int, width: int, state: dict[str, Any]) -> tuple[int, int, float]:
         size = self.max_size
         if isinstance(size, list):
             size = size[int(get_rng(state).integers(len(size)))]
@@ -119,9 +131,10 @@ class LongestMaxSize(_SideRescale):
         max_size: The length of the longer side of the output, or a list of lengths to draw one from for each sample
             (the op is then random: see :mod:`fe_ray.op.numpyop.randomness`).
         interpolation: The image's interpolation: 0 ``cv2.INTER_NEAREST`` or 1 ``cv2.INTER_LINEAR`` (the default).
-        mode, ds_id, image_in, mask_in, masks_in, image_out, mask_out, masks_out: See
-            :class:`~fe_ray.op.numpyop.multivariate.multivariate.MultiVariateOp` (bounding boxes and keypoints are
-            not supported).
+        mode, ds_id, image_in, mask_in, masks_in, bbox_in, keypoints_in, image_out, mask_out, masks_out, bbox_out,
+            keypoints_out, bbox_params, keypoint_params: See
+            :class:`~fe_ray.op.numpyop.multivariate.multivariate.MultiVariateOp` (boxes and keypoints move with the
+            image).
 
     Raises:
         ValueError: If ``max_size`` is not a positive int or a non-empty list of them, or ``interpolation`` is not 0
@@ -141,9 +154,10 @@ class SmallestMaxSize(_SideRescale):
         max_size: The length of the shorter side of the output, or a list of lengths to draw one from for each
             sample (the op is then random: see :mod:`fe_ray.op.numpyop.randomness`).
         interpolation: The image's interpolation: 0 ``cv2.INTER_NEAREST`` or 1 ``cv2.INTER_LINEAR`` (the default).
-        mode, ds_id, image_in, mask_in, masks_in, image_out, mask_out, masks_out: See
-            :class:`~fe_ray.op.numpyop.multivariate.multivariate.MultiVariateOp` (bounding boxes and keypoints are
-            not supported).
+        mode, ds_id, image_in, mask_in, masks_in, bbox_in, keypoints_in, image_out, mask_out, masks_out, bbox_out,
+            keypoints_out, bbox_params, keypoint_params: See
+            :class:`~fe_ray.op.numpyop.multivariate.multivariate.MultiVariateOp` (boxes and keypoints move with the
+            image).
 
     Raises:
         ValueError: If ``max_size`` is not a positive int or a non-empty list of them, or ``interpolation`` is not 0
@@ -164,9 +178,10 @@ class RandomScale(_Rescale):
         scale_limit: The factor range around 1: a number ``a`` for ``[1 - a, 1 + a]``, or a pair ``(low, high)`` for
             ``[1 + low, 1 + high]`` (albumentations adds 1 to both ends of a pair too). The factors must be positive.
         interpolation: The image's interpolation: 0 ``cv2.INTER_NEAREST`` or 1 ``cv2.INTER_LINEAR`` (the default).
-        mode, ds_id, image_in, mask_in, masks_in, image_out, mask_out, masks_out: See
-            :class:`~fe_ray.op.numpyop.multivariate.multivariate.MultiVariateOp` (bounding boxes and keypoints are
-            not supported).
+        mode, ds_id, image_in, mask_in, masks_in, bbox_in, keypoints_in, image_out, mask_out, masks_out, bbox_out,
+            keypoints_out, bbox_params, keypoint_params: See
+            :class:`~fe_ray.op.numpyop.multivariate.multivariate.MultiVariateOp` (boxes and keypoints move with the
+            image).
 
     Raises:
         ValueError: If ``scale_limit`` is not a number or an ordered pair giving positive factors, or
@@ -185,14 +200,14 @@ class RandomScale(_Rescale):
                          mask_out, masks_out, bbox_out, keypoints_out, bbox_params, keypoint_params)
         self.scale_limit = check_positive_factors(scale_limit, "scale_limit", "RandomScale")
 
-    def get_params(self, height: int, width: int, state: dict[str, Any]) -> Size:
+    def get_params(self, height: int, width: int, state: dict[str, Any]) -> tuple[int, int, float]:
         scale = float(get_rng(state).uniform(*self.scale_limit))
         size = int(height * scale), int(width * scale)
         if min(size) < 1:
             raise ValueError(f"RandomScale drew the factor {scale:.4g}, which shrinks the {height}x{width} input "
                              f"{self.inputs} to {size[0]}x{size[1]} pixels; raise the lower end of scale_limit "
                              f"(now {self.scale_limit[0] - 1:.4g}).")
-        return size
+        return size[0], size[1], scale  # the factor rides along for the keypoints
 
 
 def check_positive_factors(scale_limit: Any, name: str, op: str) -> tuple[float, float]:

@@ -14,7 +14,7 @@ from fe_ray.op.numpyop.multivariate.interpolation import (
     check_interpolation,
     resize_array,
 )
-from fe_ray.op.numpyop.multivariate.multivariate import MultiVariateOp, check_size
+from fe_ray.op.numpyop.multivariate.multivariate import MultiVariateOp, check_size, translate_scale
 from fe_ray.op.numpyop.randomness import get_rng
 
 Window = tuple[int, int, int, int]  # (top, left, height, width) of the crop
@@ -49,6 +49,11 @@ class _ResizedCrop(MultiVariateOp):
         top, left, crop_h, crop_w = params
         return resize_array(data[top:top + crop_h, left:left + crop_w], self.height, self.width, interpolation)
 
+    def box_map(self, params: Window, height: int, width: int) -> np.ndarray:
+        top, left, crop_h, crop_w = params
+        scale_x, scale_y = self.width / crop_w, self.height / crop_h
+        return translate_scale(sx=scale_x, sy=scale_y, tx=-left * scale_x, ty=-top * scale_y)
+
 
 def _positive_pair(value: Any, name: str, op: str, integer: bool = False) -> tuple[Any, Any]:
     """A pair of positive numbers: ints in order (low, high), as FastEstimator's ``randint`` needs; floats in either
@@ -76,9 +81,10 @@ class RandomSizedCrop(_ResizedCrop):
         width: The width of the output.
         w2h_ratio: The crop's width over its height.
         interpolation: The image's interpolation: 0 ``cv2.INTER_NEAREST`` or 1 ``cv2.INTER_LINEAR`` (the default).
-        mode, ds_id, image_in, mask_in, masks_in, image_out, mask_out, masks_out: See
-            :class:`~fe_ray.op.numpyop.multivariate.multivariate.MultiVariateOp` (bounding boxes and keypoints are
-            not supported).
+        mode, ds_id, image_in, mask_in, masks_in, bbox_in, keypoints_in, image_out, mask_out, masks_out, bbox_out,
+            keypoints_out, bbox_params, keypoint_params: See
+            :class:`~fe_ray.op.numpyop.multivariate.multivariate.MultiVariateOp` (boxes and keypoints move with the
+            image).
 
     Raises:
         ValueError: If an argument is out of range; when running, if the drawn crop does not fit the input.
@@ -125,9 +131,10 @@ class RandomResizedCrop(_ResizedCrop):
         scale: The range of the window's area, as fractions of the input's area.
         ratio: The range of the window's aspect ratio (width / height).
         interpolation: The image's interpolation: 0 ``cv2.INTER_NEAREST`` or 1 ``cv2.INTER_LINEAR`` (the default).
-        mode, ds_id, image_in, mask_in, masks_in, image_out, mask_out, masks_out: See
-            :class:`~fe_ray.op.numpyop.multivariate.multivariate.MultiVariateOp` (bounding boxes and keypoints are
-            not supported).
+        mode, ds_id, image_in, mask_in, masks_in, bbox_in, keypoints_in, image_out, mask_out, masks_out, bbox_out,
+            keypoints_out, bbox_params, keypoint_params: See
+            :class:`~fe_ray.op.numpyop.multivariate.multivariate.MultiVariateOp` (boxes and keypoints move with the
+            image).
 
     Raises:
         ValueError: If ``height`` / ``width`` is not a positive int, ``scale`` / ``ratio`` is not an ordered pair of
