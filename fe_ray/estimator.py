@@ -20,6 +20,7 @@ from fe_ray.trace.essential import EvalEssential, TestEssential, TrainEssential
 from fe_ray.trace.logger import Logger
 from fe_ray.trace.trace import Data, PerDSTrace, Trace, may_change_batches, sort_traces
 from fe_ray.util import drop_nones, to_list, to_set
+from fe_ray.util.compat import warn
 from fe_ray.util.fe_state import is_fe_ray_class
 
 logger = logging.getLogger(__name__)
@@ -167,6 +168,8 @@ class Estimator(EstimatorWarmup):
         if "test" in run_modes and "test" in modes_with_data:
             traces.append(TestEssential(monitor_names=monitor))
         traces.extend(self.traces)
+        if "train" in run_modes:
+            _warn_if_nothing_saves(self.traces, run_modes)
         if self.system.log_steps is not None:
             traces.append(Logger())
         for trace in get_current_items(traces):
@@ -404,3 +407,18 @@ def record_history(path: bool | str | None) -> None:
 
 
 _history_note_shown = False
+
+
+def _warn_if_nothing_saves(traces: Sequence[Any], run_modes: Sequence[str]) -> None:
+    """Print FastEstimator's ``No ModelSaver Trace detected`` warning when training would save no model.
+
+    Args:
+        traces: The user's traces (Schedulers count with every value they may take).
+        run_modes: The modes of this run.
+    """
+    from fe_ray.trace.io.best_model_saver import BestModelSaver
+    from fe_ray.trace.io.model_saver import ModelSaver
+
+    # A run without a saver loses its weights at the end: say so, as FastEstimator does before each fit.
+    if not any(isinstance(trace, (ModelSaver, BestModelSaver)) for trace in get_current_items(traces, run_modes)):
+        warn("No ModelSaver Trace detected. Models will not be saved.")

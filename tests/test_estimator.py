@@ -644,3 +644,16 @@ def test_estimator_traces_is_the_systems_list_as_in_fastestimator() -> None:
     estimator.traces.append(extra)
     assert estimator.traces is estimator.system.traces and estimator.system.traces == [extra]
     assert "accuracy" in estimator.fit().history["eval"]
+
+
+def test_warns_when_training_saves_no_model(capsys: pytest.CaptureFixture[str], tmp_path: Any) -> None:
+    """FastEstimator prints ``No ModelSaver Trace detected`` before training without a (Best)ModelSaver."""
+    pipeline, network, model = _setup(n_train=8, n_eval=8, test=True)
+    estimator = fe.Estimator(pipeline, network, epochs=1, log_steps=None)
+    estimator._prepare_traces(["train", "eval"])
+    assert "FastEstimator-Warn: No ModelSaver Trace detected. Models will not be saved." in capsys.readouterr().out
+    estimator._prepare_traces(["test"])  # testing saves nothing anyway
+    assert "No ModelSaver" not in capsys.readouterr().out
+    saver = fe.schedule.EpochScheduler({1: None, 2: fe.trace.io.ModelSaver(model, str(tmp_path))})
+    fe.Estimator(pipeline, network, epochs=2, traces=saver, log_steps=None)._prepare_traces(["train", "eval"])
+    assert "No ModelSaver" not in capsys.readouterr().out

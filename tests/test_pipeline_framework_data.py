@@ -160,10 +160,21 @@ def test_ops_selecting_framework_data_warn() -> None:
 
 def test_non_dict_batches_and_unknown_data_are_type_errors() -> None:
     tuples = tf.data.Dataset.from_tensor_slices((X, Y)).batch(2)
-    with pytest.raises(TypeError, match="must yield dict batches"):
-        Pipeline(train_data=tuples).get_results()
+    with pytest.raises(TypeError, match="must yield dict batches"), Pipeline(train_data=tuples)("train") as loader:
+        next(iter(loader))
     with pytest.raises(TypeError, match="DataLoader or tf.data.Dataset"):
         Pipeline(train_data=iter([{"x": X}]))
+
+
+def test_get_results_shows_non_dict_batches_as_numpy() -> None:
+    # FastEstimator's tutorial 4 inspects a plain tf.data.Dataset / TensorDataset DataLoader with get_results.
+    plain = Pipeline(tf.data.Dataset.from_tensor_slices(X).batch(4)).get_results(num_steps=2)
+    assert isinstance(plain, list) and len(plain) == 2
+    np.testing.assert_array_equal(plain[1], X[4:8])
+    tensors = torch.utils.data.TensorDataset(torch.from_numpy(X), torch.from_numpy(Y))
+    first = Pipeline(torch.utils.data.DataLoader(tensors, batch_size=4)).get_results()
+    assert isinstance(first, list) and isinstance(first[0], np.ndarray)
+    np.testing.assert_array_equal(first[1], Y[:4])
 
 
 # ---------------------------------------------------------------------------------------------- resuming

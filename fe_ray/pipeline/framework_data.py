@@ -217,6 +217,8 @@ class FrameworkLoader:
         self.start = start if self.num_batches is None else min(start, self.num_batches)
         self.on_batch: Callable[[int], None] | None = None
         self.on_end: Callable[[], None] | None = None
+        # Training needs {key: values} batches; Pipeline.get_results lifts this to show any batch, as FastEstimator.
+        self.require_dict = True
         self._cursor = self.start
         self._iterators: list[Iterator[dict[str, np.ndarray]]] = []
         self._source: Iterator[Any] | None = None
@@ -262,7 +264,12 @@ class FrameworkLoader:
                 if self.on_end is not None:
                     self.on_end()
                 return
-            batch = as_numpy_batch(raw, self.mode)
+            if self.require_dict or isinstance(raw, Mapping):
+                batch = as_numpy_batch(raw, self.mode)
+            else:
+                from fe_ray.backend import to_tensor
+
+                batch = to_tensor(raw, "np")
             self._cursor += 1
             if self.on_batch is not None:
                 self.on_batch(self._cursor)

@@ -311,19 +311,23 @@ class Pipeline:
         return on_batch
 
     def get_results(self, mode: str = "train", epoch: int = 1, ds_id: str = "", num_steps: int = 1,
-                    shuffle: bool = False) -> dict[str, np.ndarray] | list[dict[str, np.ndarray]]:
+                    shuffle: bool = False) -> Any:
         """Return the first ``num_steps`` batches of an epoch (fewer if the epoch has fewer: one pass over the data,
         as FastEstimator), for inspecting the pipeline's output.
 
         Never touches the resumable position.
 
         Returns:
-            One batch dict when there is one batch to return, else a list of them.
+            One batch dict when there is one batch to return, else a list of them. A DataLoader /
+            tf.data.Dataset whose batches are not dicts (e.g. a TensorDataset's lists) gives its batches as they
+            are, with tensors made numpy arrays, as FastEstimator shows them (training still needs dict batches).
         """
         check_count(num_steps, "num_steps", minimum=1)
         # A DataLoader / tf.data.Dataset is only read up to num_steps batches (it may repeat forever).
         steps = num_steps if framework_kind(self.get_dataset(mode, epoch, ds_id)) is not None else None
         with self(mode, epoch, ds_id, shuffle=shuffle, steps_per_epoch=steps, track=False) as loader:
+            if isinstance(loader, FrameworkLoader):
+                loader.require_dict = False
             batches = list(itertools.islice(loader, num_steps))
         return batches[0] if len(batches) == 1 else batches
 

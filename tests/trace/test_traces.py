@@ -310,6 +310,8 @@ def test_logger_lines(capsys) -> None:
                              classifier_network(model), epochs=1, traces=Accuracy("y", "y_pred"), log_steps=2)
     estimator.fit()
     lines = capsys.readouterr().out.splitlines()
+    # FastEstimator's warning first: no ModelSaver among the traces
+    assert lines.pop(0) == "\033[93mFastEstimator-Warn: No ModelSaver Trace detected. Models will not be saved.\033[00m"
     # keys in natural order, as FastEstimator's humansorted
     assert lines[0].startswith("FastEstimator-Start: step: 1; logging_interval: 2; num_device: 1;")
     assert lines[1].startswith("FastEstimator-Train: step: 1; ce: ")
