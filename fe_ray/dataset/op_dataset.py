@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 from fe_ray.op.numpyop.numpyop import Batch, NumpyOp, check_numpy_ops, forward_numpyop
 from fe_ray.pipeline.collation import owned_sample
+from fe_ray.types import FilteredData
 from fe_ray.util import check_mode, to_list
 from fe_ray.util.compat import warn
 
@@ -61,11 +62,12 @@ class OpDataset:
     def __len__(self) -> int:
         return len(self.dataset)
 
-    def __getitem__(self, index: int) -> dict[str, Any] | list[dict[str, Any]]:
-        """Sample ``index`` with the ops applied (a list of samples where the dataset's item is a list)."""
+    def __getitem__(self, index: int) -> dict[str, Any] | list[dict[str, Any] | FilteredData] | FilteredData:
+        """Sample ``index`` with the ops applied (a list of samples where the dataset's item is a list); a
+        :class:`~fe_ray.types.FilteredData` in place of a sample an op filtered out."""
         item = self.dataset[index]
         if isinstance(item, list):
-            done: dict[int, dict[str, Any]] = {}  # a batch may hold one sample twice: process it once
+            done: dict[int, dict[str, Any] | FilteredData] = {}  # a batch may hold one sample twice: process it once
             results = []
             for sample in item:
                 if id(sample) not in done:
@@ -74,9 +76,11 @@ class OpDataset:
             return results
         return self._process(item, index)
 
-    def _process(self, sample: Mapping[str, Any], index: int) -> dict[str, Any]:
+    def _process(self, sample: Mapping[str, Any], index: int) -> dict[str, Any] | FilteredData:
         data = owned_sample(sample, f"{type(self.dataset).__name__} item {index}")
-        forward_numpyop(self.ops, data, {"mode": self.mode})
+        filtered = forward_numpyop(self.ops, data, {"mode": self.mode})
+        if filtered is not None:
+            return filtered  # an op (a RemoveIf) dropped the sample: say so, as FastEstimator's OpDataset does
         if self.output_keys:
             unused = set(data) - self.output_keys
             for key in unused:

@@ -71,3 +71,18 @@ def test_bad_arguments_name_the_value_and_the_fix() -> None:
         OpDataset(_dataset(), [Batch(batch_size=2)], "train")
     with pytest.raises(TypeError, match="OpDataset accepts NumpyOps only, got EpochScheduler"):
         OpDataset(_dataset(), [EpochScheduler({1: ExpandDims(inputs="x", outputs="x")})], "train")
+
+
+def test_a_filtered_sample_comes_out_as_filtered_data() -> None:
+    """As FastEstimator's OpDataset: a sample an op (RemoveIf) drops is a FilteredData, and the ops after the filter
+    do not run on it."""
+    from fe_ray.op.numpyop import LambdaOp, RemoveIf
+    from fe_ray.types import FilteredData
+
+    data = NumpyDataset({"x": np.arange(4, dtype=np.float32)})
+    seen: list[float] = []
+    op_ds = OpDataset(data, [RemoveIf(lambda x: x > 1, replacement=False, inputs="x"),
+                             LambdaOp(fn=lambda x: seen.append(float(x)) or x, inputs="x", outputs="x")], "train")
+    assert op_ds[0]["x"] == 0 and op_ds[1]["x"] == 1
+    dropped = op_ds[3]
+    assert isinstance(dropped, FilteredData) and dropped.replacement is False and seen == [0.0, 1.0]
